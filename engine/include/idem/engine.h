@@ -1,0 +1,42 @@
+// Engine: the embedded, RocksDB-backed Store.
+//
+//   idem::EngineOptions options;
+//   auto engine = idem::Engine::Open("/var/lib/idem", options);
+//   if (!engine.ok()) { ... engine.status() ... }
+//   auto r = (*engine)->Insert("payments", "order-42", "PENDING");
+//   if (r.ok() && r->outcome == idem::Outcome::kExists) { /* duplicate: replay r->record */ }
+//
+// Thread-safe: any number of threads may call any method concurrently. Closing is destroying.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "idem/options.h"
+#include "idem/result.h"
+#include "idem/store.h"
+
+namespace idem {
+
+struct ReclaimReport {
+  uint64_t files_examined = 0;
+  uint64_t files_compacted = 0;
+};
+
+class Engine : public Store {
+ public:
+  // Opens (creating if allowed) the database in `dir`.
+  static Result<std::unique_ptr<Engine>> Open(const std::string& dir, EngineOptions options);
+
+  // Runs a full compaction: every expired record is physically removed (for tests and admins).
+  virtual Status CompactAll() = 0;
+  // Compacts the table files whose expired fraction reached options.reclaim_min_expired_fraction
+  // (what the background reclaimer does every reclaim_interval_ms).
+  virtual Result<ReclaimReport> ReclaimExpired() = 0;
+  // Writes the memtable to a table file (makes on-disk statistics current).
+  virtual Status Flush() = 0;
+  // The options in force (after defaults were filled in).
+  virtual const EngineOptions& options() const = 0;
+};
+
+}  // namespace idem

@@ -1,0 +1,65 @@
+// Options for the embedded engine: limits, durability, retention policies, RocksDB sizing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "idem/clock.h"
+
+namespace idem {
+
+// Every input limit the engine enforces. Violations return InvalidArgument naming the limit.
+struct Limits {
+  size_t max_namespace_bytes = 64;  // namespaces are 1..N characters of [A-Za-z0-9_.:-]
+  size_t max_key_bytes = 512;       // keys are 1..N arbitrary bytes
+  size_t max_status_bytes = 32;     // statuses are 1..N bytes
+  size_t max_fingerprint_bytes = 64;
+  size_t max_payload_bytes = 1 << 20;
+  size_t max_owner_bytes = 128;
+  size_t max_status_set = 16;     // statuses in one Condition::status_in
+  size_t max_batch_ops = 10'000;  // operations in one Apply
+};
+
+enum class Durability : uint8_t {
+  // Acknowledged only after the write-ahead log is fsynced. Concurrent writers and batched
+  // operations share one fsync. Survives a power cut. The default: an idempotency record that
+  // vanishes after an acknowledged "first time" is exactly the double execution this store
+  // exists to prevent.
+  kSync = 0,
+  // Acknowledged once the WAL write reached the operating system: survives a process crash,
+  // not a power cut or kernel crash.
+  kAsync = 1,
+};
+
+// How long a namespace keeps its records.
+struct RetentionPolicy {
+  int64_t default_ttl_ms = 24LL * 3600 * 1000;    // used when an operation says kDefaultTtl
+  int64_t max_ttl_ms = 30LL * 24 * 3600 * 1000;   // a longer explicit TTL is InvalidArgument
+  bool allow_forever = false;                     // whether kForever is accepted
+};
+
+struct EngineOptions {
+  std::shared_ptr<Clock> clock;  // null: SystemClock
+  Durability durability = Durability::kSync;
+  Limits limits;
+  RetentionPolicy default_retention;                    // namespaces without their own policy
+  std::map<std::string, RetentionPolicy> retention;     // per-namespace policies
+  bool create_if_missing = true;
+
+  // Reclaiming expired records: every interval a background thread looks at each SST's expiry
+  // statistics (gathered when the file was written) and compacts the files in which at least
+  // `reclaim_min_expired_fraction` of the records with an expiry have expired. 0 disables the
+  // thread (tests and simulations call Engine::ReclaimExpired themselves).
+  int64_t reclaim_interval_ms = 60'000;
+  double reclaim_min_expired_fraction = 0.5;
+
+  // RocksDB sizing.
+  size_t block_cache_bytes = 256u << 20;
+  size_t write_buffer_bytes = 64u << 20;
+  int background_jobs = 2;
+};
+
+}  // namespace idem

@@ -1,0 +1,60 @@
+// Store: the one API of idemstore. The embedded engine (idem/engine.h) and the network client
+// (net/client.h) both implement it, so a program switches between in-process and remote use by
+// construction alone.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idem/operation.h"
+#include "idem/result.h"
+#include "idem/status.h"
+
+namespace idem {
+
+struct StoreStats {
+  uint64_t estimated_live_records = 0;  // RocksDB's estimate; includes expired, not yet reclaimed
+  uint64_t sst_bytes = 0;               // bytes of table files on disk
+  uint64_t memtable_bytes = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t next_fence = 0;  // every fence handed out so far is below this
+  uint64_t ops = 0;         // operations applied since open
+  uint64_t writes = 0;      // RocksDB write batches committed since open
+  std::string durability;   // "sync" or "async"
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Evaluates `ops` in order and appends one entry per op to `results` (cleared first).
+  //
+  // Each op is atomic and linearizable per key, whatever other threads or clients do. An op sees
+  // the effects of the ops before it in the same call. All writes of the call are committed as
+  // one unit (one RocksDB write batch: one WAL append, one fsync under Durability::kSync) and are
+  // acknowledged only once durable as configured. An op whose input is invalid gets its own
+  // error entry and does not stop the others.
+  //
+  // A non-ok return means the call as a whole failed (disk error, shutdown, too many ops, the
+  // connection dropped): in the engine none of its writes took effect; over the network their
+  // effect is unknown and `results` is empty.
+  virtual Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
+
+  virtual Result<StoreStats> Stats() = 0;
+
+  // Single-operation conveniences over Apply.
+  Result<OpResult> Insert(std::string_view ns, std::string_view key, std::string_view status,
+                          std::string_view payload = {}, std::string_view fingerprint = {},
+                          int64_t ttl_ms = kDefaultTtl);
+  Result<OpResult> CompareAndSet(std::string_view ns, std::string_view key,
+                                 const Condition& condition, const Update& update);
+  Result<OpResult> Get(std::string_view ns, std::string_view key);
+  Result<OpResult> Delete(std::string_view ns, std::string_view key,
+                          const Condition& condition = {});
+  Result<OpResult> Execute(const Op& op);  // Apply of one op
+};
+
+}  // namespace idem

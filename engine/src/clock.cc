@@ -1,0 +1,18 @@
+#include "idem/clock.h"
+
+#include <chrono>
+
+namespace idem {
+
+int64_t SystemClock::NowMillis() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::shared_ptr<Clock> SystemClock::Default() {
+  static const std::shared_ptr<Clock> clock = std::make_shared<SystemClock>();
+  return clock;
+}
+
+}  // namespace idem

@@ -1,0 +1,42 @@
+// Hands out fences: numbers strictly increasing across the whole store and never reused, not
+// even after a crash or power cut.
+//
+// Only a reservation is persisted: the meta key "fence_reserved" = R promises that no fence >= R
+// has been handed out. Fences come from an in-memory counter; before the counter reaches R, the
+// allocator durably (fsync, whatever the store's durability mode) raises R by kFenceChunk, and
+// only then hands the number out. On open the counter starts at R, skipping whatever the
+// previous run reserved but did not use. So a fence that any write (acknowledged or not) ever
+// carried is below the persisted R, and every later fence is >= R: none repeats. The cost is one
+// synced write per kFenceChunk fences.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+#include <rocksdb/db.h>
+
+#include "idem/result.h"
+
+namespace idem {
+
+inline constexpr uint64_t kFenceChunk = 1 << 16;
+
+class FenceAllocator {
+ public:
+  // Reads the reservation from `db` (which must outlive this object).
+  static Result<uint64_t> LoadReservation(rocksdb::DB* db);
+  FenceAllocator(rocksdb::DB* db, uint64_t reserved) : db_(db), next_(reserved), reserved_(reserved) {}
+
+  // The next fence; IOError if the reservation could not be made durable.
+  Result<uint64_t> Next();
+  // Every fence handed out so far is below this.
+  uint64_t next() const;
+
+ private:
+  rocksdb::DB* const db_;
+  mutable std::mutex mu_;
+  uint64_t next_;      // guarded by mu_
+  uint64_t reserved_;  // guarded by mu_: persisted reservation, next_ <= reserved_
+};
+
+}  // namespace idem

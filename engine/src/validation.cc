@@ -1,0 +1,123 @@
+#include "validation.h"
+
+#include <string>
+
+namespace idem {
+namespace {
+
+std::string Bytes(size_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
+
+Status CheckLength(std::string_view what, std::string_view value, size_t min, size_t max) {
+  if (value.size() < min || value.size() > max) {
+    return Status::InvalidArgument(std::string(what) + " is " + Bytes(value.size()) +
+                                   "; it must be " + std::to_string(min) + ".." +
+                                   std::to_string(max) + " bytes");
+  }
+  return Status::Ok();
+}
+
+bool IsNamespaceChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '-';
+}
+
+Status ValidateCondition(const Condition& c, const Limits& limits) {
+  if (c.status_in.size() > limits.max_status_set) {
+    return Status::InvalidArgument("condition lists " + std::to_string(c.status_in.size()) +
+                                   " statuses; max_status_set is " +
+                                   std::to_string(limits.max_status_set));
+  }
+  for (std::string_view s : c.status_in) {
+    if (Status st = CheckLength("condition status", s, 1, limits.max_status_bytes); !st.ok()) {
+      return st;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateNamespace(std::string_view ns, const Limits& limits) {
+  // A namespace is at most 255 bytes whatever the limit says: the key layout stores its length
+  // in one byte.
+  size_t max = limits.max_namespace_bytes < 255 ? limits.max_namespace_bytes : 255;
+  if (Status st = CheckLength("namespace", ns, 1, max); !st.ok()) return st;
+  for (char c : ns) {
+    if (!IsNamespaceChar(c)) {
+      return Status::InvalidArgument("namespace may only contain [A-Za-z0-9_.:-]");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateOp(const Op& op, const Limits& limits) {
+  if (Status st = ValidateNamespace(op.ns, limits); !st.ok()) return st;
+  if (Status st = CheckLength("key", op.key, 1, limits.max_key_bytes); !st.ok()) return st;
+  switch (op.type) {
+    case OpType::kInsert:
+      if (Status st = CheckLength("status", op.status, 1, limits.max_status_bytes); !st.ok()) {
+        return st;
+      }
+      if (Status st = CheckLength("fingerprint", op.fingerprint, 0, limits.max_fingerprint_bytes);
+          !st.ok()) {
+        return st;
+      }
+      return CheckLength("payload", op.payload, 0, limits.max_payload_bytes);
+    case OpType::kCompareAndSet:
+      if (op.update.status) {
+        if (Status st = CheckLength("new status", *op.update.status, 1, limits.max_status_bytes);
+            !st.ok()) {
+          return st;
+        }
+      }
+      if (op.update.payload) {
+        if (Status st = CheckLength("new payload", *op.update.payload, 0, limits.max_payload_bytes);
+            !st.ok()) {
+          return st;
+        }
+      }
+      return ValidateCondition(op.condition, limits);
+    case OpType::kDelete:
+      return ValidateCondition(op.condition, limits);
+    case OpType::kGet:
+      return Status::Ok();
+  }
+  return Status::NotSupported("unknown operation type " +
+                              std::to_string(static_cast<int>(op.type)));
+}
+
+Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms) {
+  if (ttl_ms == kDefaultTtl) ttl_ms = policy.default_ttl_ms;
+  if (ttl_ms == kForever) {
+    if (!policy.allow_forever) {
+      return Status::InvalidArgument(
+          "this namespace's retention policy does not allow records without expiry "
+          "(allow_forever is off)");
+    }
+    return kNeverExpires;
+  }
+  if (ttl_ms < 0) {
+    return Status::InvalidArgument("ttl_ms " + std::to_string(ttl_ms) +
+                                   " is negative (use -1 for forever, 0 for the default)");
+  }
+  if (ttl_ms > policy.max_ttl_ms) {
+    return Status::InvalidArgument("ttl_ms " + std::to_string(ttl_ms) +
+                                   " exceeds this namespace's max_ttl_ms " +
+                                   std::to_string(policy.max_ttl_ms));
+  }
+  return now_ms + ttl_ms;
+}
+
+Status ValidatePolicy(std::string_view ns, const RetentionPolicy& p) {
+  std::string where = ns.empty() ? "default retention" : "retention of '" + std::string(ns) + "'";
+  if (p.max_ttl_ms <= 0) return Status::InvalidArgument(where + ": max_ttl_ms must be > 0");
+  if (p.default_ttl_ms == kForever && !p.allow_forever) {
+    return Status::InvalidArgument(where + ": default is forever but allow_forever is off");
+  }
+  if (p.default_ttl_ms != kForever && (p.default_ttl_ms <= 0 || p.default_ttl_ms > p.max_ttl_ms)) {
+    return Status::InvalidArgument(where + ": default_ttl_ms must be in 1..max_ttl_ms");
+  }
+  return Status::Ok();
+}
+
+}  // namespace idem

@@ -1,0 +1,23 @@
+// Input checks against Limits and retention policies. Every failure is InvalidArgument with a
+// message that names the limit, so a caller can fix its request without reading the source.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "idem/operation.h"
+#include "idem/options.h"
+#include "idem/result.h"
+
+namespace idem {
+
+Status ValidateNamespace(std::string_view ns, const Limits& limits);
+Status ValidateOp(const Op& op, const Limits& limits);
+
+// The absolute expiry (kNeverExpires for "never") for a TTL argument under `policy`.
+Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms);
+
+// Checks that a policy is self-consistent (default within max, ...).
+Status ValidatePolicy(std::string_view ns, const RetentionPolicy& policy);
+
+}  // namespace idem
