@@ -1,0 +1,333 @@
+// Every outcome of every engine operation, batches, limits, corruption and reopen.
+#include <rocksdb/db.h>
+
+#include "key_codec.h"
+#include "support/engine_fixture.h"
+
+namespace idem {
+namespace {
+
+using testing::EngineTest;
+using testing::Name;
+
+TEST_F(EngineTest, InsertCreatesVersionOneWithAFenceAndTimes) {
+  auto r = engine().Insert("pay", "k1", "PENDING", "body", "fp1");
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kInserted, r->outcome);
+  ASSERT_TRUE(r->record);
+  EXPECT_EQ("PENDING", r->record->status);
+  EXPECT_EQ("body", r->record->payload);
+  EXPECT_EQ("fp1", r->record->fingerprint);
+  EXPECT_EQ(1u, r->record->version);
+  EXPECT_GE(r->record->fence, 1u);
+  EXPECT_EQ(clock_->NowMillis(), r->record->created_ms);
+  EXPECT_EQ(clock_->NowMillis(), r->record->updated_ms);
+  EXPECT_EQ(clock_->NowMillis() + options_.default_retention.default_ttl_ms,
+            r->record->expires_at_ms);
+  EXPECT_EQ(*r->record, GetRecord("pay", "k1"));
+}
+
+TEST_F(EngineTest, InsertOfATakenKeyReturnsTheExistingRecord) {
+  ASSERT_EQ("INSERTED", Insert("pay", "k1", "PENDING", "first"));
+  auto r = engine().Insert("pay", "k1", "OTHER", "second");
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kExists, r->outcome);
+  EXPECT_EQ("first", r->record->payload);
+  EXPECT_EQ("PENDING", r->record->status);
+  EXPECT_TRUE(r->fingerprint_matches);  // no fingerprint given: nothing to compare
+}
+
+TEST_F(EngineTest, FingerprintMismatchIsReportedWithTheExistingRecord) {
+  ASSERT_EQ("INSERTED", Insert("pay", "k1", "PENDING", "", "hash-a"));
+  auto same = engine().Insert("pay", "k1", "PENDING", "", "hash-a");
+  ASSERT_OK(same);
+  EXPECT_EQ(Outcome::kExists, same->outcome);
+  EXPECT_TRUE(same->fingerprint_matches);
+  auto other = engine().Insert("pay", "k1", "PENDING", "", "hash-b");
+  ASSERT_OK(other);
+  EXPECT_EQ(Outcome::kExists, other->outcome);
+  EXPECT_FALSE(other->fingerprint_matches);
+  EXPECT_EQ("hash-a", other->record->fingerprint);
+}
+
+TEST_F(EngineTest, NamespacesAreIndependent) {
+  EXPECT_EQ("INSERTED", Insert("a", "bc"));
+  EXPECT_EQ("INSERTED", Insert("ab", "c"));  // same concatenation, different record
+  EXPECT_EQ("INSERTED", Insert("b", "bc"));
+  EXPECT_EQ("EXISTS", Insert("a", "bc"));
+}
+
+TEST_F(EngineTest, FencesIncreaseAcrossKeysAndNamespaces) {
+  uint64_t last = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto r = engine().Insert(i % 2 ? "a" : "b", "k" + std::to_string(i), "S");
+    ASSERT_OK(r);
+    EXPECT_GT(r->record->fence, last);
+    last = r->record->fence;
+  }
+}
+
+TEST_F(EngineTest, CompareAndSetOnStatusSet) {
+  ASSERT_EQ("INSERTED", Insert("order", "o1", "WAIT_PAY"));
+  Condition paying{{"WAIT_PAY", "PAYING"}, {}, {}};
+  Update to_paid{"PAID", "receipt", {}};
+  auto r = engine().CompareAndSet("order", "o1", paying, to_paid);
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kApplied, r->outcome);
+  EXPECT_EQ("PAID", r->record->status);
+  EXPECT_EQ("receipt", r->record->payload);
+  EXPECT_EQ(2u, r->record->version);
+  // The second callback finds PAID: condition fails and reports the current record.
+  auto again = engine().CompareAndSet("order", "o1", paying, to_paid);
+  ASSERT_OK(again);
+  EXPECT_EQ(Outcome::kConditionFailed, again->outcome);
+  EXPECT_EQ("PAID", again->record->status);
+  EXPECT_EQ(2u, again->record->version);
+}
+
+TEST_F(EngineTest, CompareAndSetOnVersionIsOptimisticLocking) {
+  ASSERT_EQ("INSERTED", Insert("doc", "d"));
+  Condition v1{{}, 1, {}};
+  EXPECT_EQ("APPLIED", Name(engine().CompareAndSet("doc", "d", v1, {"V2", {}, {}})));
+  EXPECT_EQ("CONDITION_FAILED", Name(engine().CompareAndSet("doc", "d", v1, {"V2b", {}, {}})));
+  EXPECT_EQ("V2", GetRecord("doc", "d").status);
+}
+
+TEST_F(EngineTest, CompareAndSetOnFence) {
+  auto ins = engine().Insert("job", "j", "RUNNING");
+  ASSERT_OK(ins);
+  uint64_t fence = ins->record->fence;
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(engine().CompareAndSet("job", "j", {{}, {}, fence + 1}, {"DONE", {}, {}})));
+  auto r = engine().CompareAndSet("job", "j", {{}, {}, fence}, {"DONE", {}, {}});
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kApplied, r->outcome);
+  EXPECT_EQ(fence, r->record->fence);  // CAS keeps the record's life, so its fence
+}
+
+TEST_F(EngineTest, CompareAndSetAllConditionPartsMustHold) {
+  ASSERT_EQ("INSERTED", Insert("x", "k", "A"));
+  EXPECT_EQ("CONDITION_FAILED", Name(engine().CompareAndSet("x", "k", {{"A"}, 2, {}}, {"B", {}, {}})));
+  EXPECT_EQ("APPLIED", Name(engine().CompareAndSet("x", "k", {{"A"}, 1, {}}, {"B", {}, {}})));
+}
+
+TEST_F(EngineTest, CompareAndSetCanChangeExpiry) {
+  ASSERT_EQ("INSERTED", Insert("x", "k"));
+  auto r = engine().CompareAndSet("x", "k", {}, {{}, {}, 5000});
+  ASSERT_OK(r);
+  EXPECT_EQ(clock_->NowMillis() + 5000, r->record->expires_at_ms);
+  EXPECT_EQ("PENDING", r->record->status);
+  EXPECT_EQ(2u, r->record->version);
+}
+
+TEST_F(EngineTest, CompareAndSetOnMissingKeyIsNotFound) {
+  EXPECT_EQ("NOT_FOUND", Name(engine().CompareAndSet("x", "nope", {}, {"B", {}, {}})));
+}
+
+TEST_F(EngineTest, GetOutcomes) {
+  EXPECT_EQ("NOT_FOUND", Get("x", "k"));
+  ASSERT_EQ("INSERTED", Insert("x", "k"));
+  EXPECT_EQ("FOUND", Get("x", "k"));
+}
+
+TEST_F(EngineTest, DeleteOutcomes) {
+  EXPECT_EQ("NOT_FOUND", Name(engine().Delete("x", "k")));
+  ASSERT_EQ("INSERTED", Insert("x", "k", "DONE"));
+  EXPECT_EQ("CONDITION_FAILED", Name(engine().Delete("x", "k", {{"PENDING"}, {}, {}})));
+  auto r = engine().Delete("x", "k", {{"DONE"}, 1, {}});
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kDeleted, r->outcome);
+  EXPECT_EQ("DONE", r->record->status);  // the removed record
+  EXPECT_EQ("NOT_FOUND", Get("x", "k"));
+}
+
+TEST_F(EngineTest, ReinsertAfterDeleteStartsANewLifeWithAHigherFence) {
+  auto first = engine().Insert("x", "k", "A");
+  ASSERT_OK(first);
+  ASSERT_EQ("DELETED", Name(engine().Delete("x", "k")));
+  auto second = engine().Insert("x", "k", "B");
+  ASSERT_OK(second);
+  EXPECT_EQ(Outcome::kInserted, second->outcome);
+  EXPECT_EQ(1u, second->record->version);
+  EXPECT_GT(second->record->fence, first->record->fence);
+}
+
+TEST_F(EngineTest, ApplyReturnsResultsInOrderAndLaterOpsSeeEarlierOnes) {
+  std::vector<Op> ops = {
+      Op::Insert("b", "k", "NEW"),
+      Op::Insert("b", "k", "NEW"),
+      Op::CompareAndSet("b", "k", {{"NEW"}, {}, {}}, {"DONE", {}, {}}),
+      Op::Get("b", "k"),
+      Op::Delete("b", "k"),
+      Op::Get("b", "k"),
+      Op::Insert("b", "k", "AGAIN"),
+      Op::Get("b", "other"),
+  };
+  std::vector<Result<OpResult>> results;
+  ASSERT_TRUE(engine().Apply(ops, &results).ok());
+  ASSERT_EQ(ops.size(), results.size());
+  std::vector<std::string> names;
+  for (const auto& r : results) names.push_back(Name(r));
+  EXPECT_EQ((std::vector<std::string>{"INSERTED", "EXISTS", "APPLIED", "FOUND", "DELETED",
+                                      "NOT_FOUND", "INSERTED", "NOT_FOUND"}),
+            names);
+  EXPECT_EQ("DONE", results[3]->record->status);
+  EXPECT_EQ(2u, results[3]->record->version);
+  EXPECT_GT(results[6]->record->fence, results[0]->record->fence);
+  EXPECT_EQ("AGAIN", GetRecord("b", "k").status);
+}
+
+TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 128; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<Op> ops;
+  for (const auto& k : keys) ops.push_back(Op::Insert("b", k, "S"));
+  auto before = engine().Stats();
+  ASSERT_OK(before);
+  std::vector<Result<OpResult>> results;
+  ASSERT_TRUE(engine().Apply(ops, &results).ok());
+  auto after = engine().Stats();
+  ASSERT_OK(after);
+  EXPECT_EQ(1u, after->writes - before->writes);
+  EXPECT_EQ(128u, after->ops - before->ops);
+}
+
+TEST_F(EngineTest, ABadOpInABatchGetsItsOwnErrorAndTheOthersProceed) {
+  std::vector<Op> ops = {Op::Insert("b", "ok1", "S"), Op::Insert("b", std::string(600, 'k'), "S"),
+                         Op::Insert("bad ns", "k", "S"), Op::Insert("b", "ok2", "S")};
+  std::vector<Result<OpResult>> results;
+  ASSERT_TRUE(engine().Apply(ops, &results).ok());
+  ASSERT_EQ(4u, results.size());
+  EXPECT_EQ("INSERTED", Name(results[0]));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(results[1]));
+  EXPECT_NE(std::string::npos, results[1].status().message().find("512"));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(results[2]));
+  EXPECT_EQ("INSERTED", Name(results[3]));
+}
+
+TEST_F(EngineTest, BatchOverTheLimitIsRejectedWhole) {
+  std::vector<Op> ops(options_.limits.max_batch_ops + 1, Op::Get("b", "k"));
+  std::vector<Result<OpResult>> results;
+  Status s = engine().Apply(ops, &results);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(std::string::npos, s.message().find("max_batch_ops"));
+  EXPECT_TRUE(results.empty());
+}
+
+TEST_F(EngineTest, EveryLimitIsInvalidArgumentAndStoresNothing) {
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("", "k"));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert(std::string(65, 'n'), "k"));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("white space", "k"));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", ""));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", std::string(513, 'k')));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", ""));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", std::string(33, 's')));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", std::string((1 << 20) + 1, 'p')));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", std::string(65, 'f')));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", "", kForever));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", "", options_.default_retention.max_ttl_ms + 1));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", "", -2));
+  EXPECT_EQ("NOT_FOUND", Get("x", "k"));
+  // Exactly at the limits is fine.
+  EXPECT_EQ("INSERTED", Insert(std::string(64, 'n'), std::string(512, 'k'), std::string(32, 's'),
+                               std::string(1 << 20, 'p'), std::string(64, 'f')));
+}
+
+TEST_F(EngineTest, LimitsAreConfigurable) {
+  options_.limits.max_key_bytes = 4;
+  Reopen();
+  EXPECT_EQ("INSERTED", Insert("x", "1234"));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "12345"));
+}
+
+TEST_F(EngineTest, PerNamespaceRetentionPolicies) {
+  auto r = engine().Insert("short", "k", "S");
+  ASSERT_OK(r);
+  EXPECT_EQ(clock_->NowMillis() + 1000, r->record->expires_at_ms);
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("short", "k2", "S", "", "", 10'001));
+  auto forever = engine().Insert("forever", "k", "S", "", "", kForever);
+  ASSERT_OK(forever);
+  EXPECT_EQ(kNeverExpires, forever->record->expires_at_ms);
+}
+
+TEST_F(EngineTest, InvalidPoliciesAreRejectedAtOpen) {
+  engine_.reset();
+  EngineOptions bad = options_;
+  bad.retention["x"] = RetentionPolicy{20'000, 10'000, false};
+  auto r = Engine::Open(dir_.Sub("db"), bad);
+  EXPECT_TRUE(r.status().IsInvalidArgument());
+  bad = options_;
+  bad.retention["bad ns"] = RetentionPolicy{};
+  EXPECT_TRUE(Engine::Open(dir_.Sub("db"), bad).status().IsInvalidArgument());
+}
+
+TEST_F(EngineTest, ReopenKeepsEveryRecordAndFencesNeverGoBackwards) {
+  uint64_t max_fence = 0;
+  for (int i = 0; i < 50; ++i) {
+    auto r = engine().Insert("x", "k" + std::to_string(i), "S", "p" + std::to_string(i));
+    ASSERT_OK(r);
+    max_fence = std::max(max_fence, r->record->fence);
+  }
+  ASSERT_EQ("APPLIED", Name(engine().CompareAndSet("x", "k7", {}, {"CHANGED", {}, {}})));
+  Reopen();
+  for (int i = 0; i < 50; ++i) {
+    Record rec = GetRecord("x", "k" + std::to_string(i));
+    EXPECT_EQ("p" + std::to_string(i), rec.payload);
+  }
+  EXPECT_EQ("CHANGED", GetRecord("x", "k7").status);
+  auto next = engine().Insert("x", "new", "S");
+  ASSERT_OK(next);
+  EXPECT_GT(next->record->fence, max_fence);
+}
+
+TEST_F(EngineTest, AsyncDurabilityAlsoSurvivesCleanReopen) {
+  options_.durability = Durability::kAsync;
+  Reopen();
+  ASSERT_EQ("INSERTED", Insert("x", "k"));
+  auto stats = engine().Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ("async", stats->durability);
+  Reopen();
+  EXPECT_EQ("FOUND", Get("x", "k"));
+}
+
+TEST_F(EngineTest, CorruptStoredValueIsCorruptionAndDamagesNothingElse) {
+  ASSERT_EQ("INSERTED", Insert("x", "good"));
+  engine_.reset();
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.Sub("db"), &raw).ok());
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), RecordKey("x", "bad"), "\x01garbage").ok());
+    delete raw;
+  }
+  Open();
+  EXPECT_EQ("CORRUPTION", Get("x", "bad"));
+  EXPECT_EQ("CORRUPTION", Insert("x", "bad"));
+  EXPECT_EQ("CORRUPTION", Name(engine().CompareAndSet("x", "bad", {}, {"S", {}, {}})));
+  EXPECT_EQ("FOUND", Get("x", "good"));
+  // A batch with the corrupt key still applies its other ops.
+  std::vector<Op> ops = {Op::Get("x", "bad"), Op::Insert("x", "fresh", "S")};
+  std::vector<Result<OpResult>> results;
+  ASSERT_TRUE(engine().Apply(ops, &results).ok());
+  EXPECT_EQ("CORRUPTION", Name(results[0]));
+  EXPECT_EQ("INSERTED", Name(results[1]));
+}
+
+TEST_F(EngineTest, OpenFailsCleanlyOnAMissingDirWithoutCreate) {
+  EngineOptions o = options_;
+  o.create_if_missing = false;
+  auto r = Engine::Open(dir_.Sub("missing"), o);
+  EXPECT_FALSE(r.ok());
+}
+
+TEST_F(EngineTest, StatsReportFenceAndCounts) {
+  ASSERT_EQ("INSERTED", Insert("x", "k"));
+  auto s = engine().Stats();
+  ASSERT_OK(s);
+  EXPECT_EQ("sync", s->durability);
+  EXPECT_GE(s->next_fence, 2u);
+  EXPECT_EQ(1u, s->ops);
+}
+
+}  // namespace
+}  // namespace idem

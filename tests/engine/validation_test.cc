@@ -1,0 +1,99 @@
+#include "validation.h"
+
+#include <gtest/gtest.h>
+
+namespace idem {
+namespace {
+
+Limits L() { return Limits(); }
+
+TEST(Validation, NamespaceLengthAndCharset) {
+  EXPECT_TRUE(ValidateNamespace("payments.v2:eu-west_1", L()).ok());
+  EXPECT_TRUE(ValidateNamespace("", L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateNamespace(std::string(64, 'n'), L()).ok());
+  Status too_long = ValidateNamespace(std::string(65, 'n'), L());
+  EXPECT_TRUE(too_long.IsInvalidArgument());
+  EXPECT_NE(std::string::npos, too_long.message().find("1..64"));
+  EXPECT_TRUE(ValidateNamespace("has space", L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateNamespace(std::string("nul\0", 4), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateNamespace("slash/no", L()).IsInvalidArgument());
+}
+
+TEST(Validation, NamespaceNeverExceedsTheOneByteKeyPrefix) {
+  Limits limits;
+  limits.max_namespace_bytes = 1000;
+  EXPECT_TRUE(ValidateNamespace(std::string(255, 'n'), limits).ok());
+  EXPECT_TRUE(ValidateNamespace(std::string(256, 'n'), limits).IsInvalidArgument());
+}
+
+TEST(Validation, KeyLimits) {
+  EXPECT_TRUE(ValidateOp(Op::Get("ns", std::string(512, 'k')), L()).ok());
+  Status s = ValidateOp(Op::Get("ns", std::string(513, 'k')), L());
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(std::string::npos, s.message().find("key is 513 bytes"));
+  EXPECT_TRUE(ValidateOp(Op::Get("ns", ""), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateOp(Op::Get("ns", std::string("\0\xff", 2)), L()).ok());  // keys are bytes
+}
+
+TEST(Validation, InsertFieldLimits) {
+  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", "PENDING"), L()).ok());
+  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", ""), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", std::string(33, 's')), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", "S", "", std::string(64, 'f')), L()).ok());
+  EXPECT_TRUE(
+      ValidateOp(Op::Insert("ns", "k", "S", "", std::string(65, 'f')), L()).IsInvalidArgument());
+  std::string big(1 << 20, 'p');
+  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", "S", big), L()).ok());
+  big.push_back('p');
+  Status s = ValidateOp(Op::Insert("ns", "k", "S", big), L());
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(std::string::npos, s.message().find("payload"));
+}
+
+TEST(Validation, ConditionAndUpdateLimits) {
+  Condition c;
+  for (int i = 0; i < 17; ++i) c.status_in.push_back("S");
+  EXPECT_TRUE(ValidateOp(Op::CompareAndSet("ns", "k", c, {}), L()).IsInvalidArgument());
+  c.status_in.resize(16);
+  EXPECT_TRUE(ValidateOp(Op::CompareAndSet("ns", "k", c, {}), L()).ok());
+  c.status_in[3] = "";
+  EXPECT_TRUE(ValidateOp(Op::Delete("ns", "k", c), L()).IsInvalidArgument());
+  Update u;
+  u.status = "";
+  EXPECT_TRUE(ValidateOp(Op::CompareAndSet("ns", "k", {}, u), L()).IsInvalidArgument());
+}
+
+TEST(Validation, UnknownOpTypeIsNotSupported) {
+  Op op = Op::Get("ns", "k");
+  op.type = static_cast<OpType>(200);
+  EXPECT_EQ(Status::Code::kNotSupported, ValidateOp(op, L()).code());
+}
+
+TEST(Validation, TtlResolution) {
+  RetentionPolicy p;
+  p.default_ttl_ms = 1000;
+  p.max_ttl_ms = 5000;
+  EXPECT_EQ(11000, *ResolveExpiry(kDefaultTtl, p, 10000));
+  EXPECT_EQ(15000, *ResolveExpiry(5000, p, 10000));
+  Result<int64_t> over = ResolveExpiry(5001, p, 10000);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(std::string::npos, over.status().message().find("max_ttl_ms 5000"));
+  EXPECT_TRUE(ResolveExpiry(kForever, p, 0).status().IsInvalidArgument());
+  EXPECT_TRUE(ResolveExpiry(-7, p, 0).status().IsInvalidArgument());
+  p.allow_forever = true;
+  EXPECT_EQ(kNeverExpires, *ResolveExpiry(kForever, p, 0));
+}
+
+TEST(Validation, PolicyConsistency) {
+  RetentionPolicy p;
+  EXPECT_TRUE(ValidatePolicy("ns", p).ok());
+  p.default_ttl_ms = p.max_ttl_ms + 1;
+  EXPECT_TRUE(ValidatePolicy("ns", p).IsInvalidArgument());
+  p.default_ttl_ms = kForever;
+  EXPECT_TRUE(ValidatePolicy("ns", p).IsInvalidArgument());
+  p.allow_forever = true;
+  EXPECT_TRUE(ValidatePolicy("ns", p).ok());
+}
+
+}  // namespace
+}  // namespace idem

@@ -1,0 +1,70 @@
+// A fixture that owns a temp directory, a ManualClock and an Engine on them, with helpers that
+// turn results into short strings so tests read like a specification:
+//   EXPECT_EQ("INSERTED", Insert("pay", "k1"));
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "idem/engine.h"
+#include "support/temp_dir.h"
+
+namespace idem::testing {
+
+// "INSERTED", "CONDITION_FAILED", ... or the error code name ("INVALID_ARGUMENT").
+inline std::string Name(const Result<OpResult>& r) {
+  if (!r.ok()) return std::string(CodeName(r.status().code()));
+  return std::string(OutcomeName(r->outcome));
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kHour = 3600 * 1000;
+
+  EngineTest() : clock_(std::make_shared<ManualClock>()) {
+    options_.clock = clock_;
+    options_.reclaim_interval_ms = 0;  // tests reclaim explicitly
+    options_.retention["forever"] = RetentionPolicy{kHour, 24 * kHour, /*allow_forever=*/true};
+    options_.retention["short"] = RetentionPolicy{1000, 10'000, false};
+  }
+  void SetUp() override { Open(); }
+
+  void Open() {
+    auto engine = Engine::Open(dir_.Sub("db"), options_);
+    ASSERT_OK(engine);
+    engine_ = std::move(*engine);
+  }
+  void Reopen() {
+    engine_.reset();
+    Open();
+  }
+
+  Engine& engine() { return *engine_; }
+  std::string Insert(std::string_view ns, std::string_view key, std::string_view status = "PENDING",
+                     std::string_view payload = {}, std::string_view fingerprint = {},
+                     int64_t ttl_ms = kDefaultTtl) {
+    return Name(engine_->Insert(ns, key, status, payload, fingerprint, ttl_ms));
+  }
+  std::string Get(std::string_view ns, std::string_view key) { return Name(engine_->Get(ns, key)); }
+  Record GetRecord(std::string_view ns, std::string_view key) {
+    auto r = engine_->Get(ns, key);
+    EXPECT_TRUE(r.ok() && r->record) << Name(r);
+    return r.ok() && r->record ? *r->record : Record{};
+  }
+
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_;
+  EngineOptions options_;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace idem::testing
+
+namespace idem::testing {
+// Names parameterized tests "Sync" / "Async".
+inline std::string DurabilityName(const ::testing::TestParamInfo<Durability>& param) {
+  return param.param == Durability::kSync ? "Sync" : "Async";
+}
+}  // namespace idem::testing
