@@ -8,13 +8,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
-#include <rocksdb/filter_policy.h>
-#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
-#include "expiry_compaction_filter.h"
 #include "expiry_stats.h"
 #include "fence_allocator.h"
 #include "idem/engine.h"
@@ -22,41 +18,12 @@
 #include "key_locks.h"
 #include "op_decision.h"
 #include "record_codec.h"
+#include "rocks_options.h"
 #include "rocks_status.h"
 #include "validation.h"
 
 namespace idem {
 namespace {
-
-rocksdb::Options MakeRocksOptions(const EngineOptions& opts) {
-  rocksdb::Options o;
-  o.create_if_missing = opts.create_if_missing;
-  o.max_background_jobs = opts.background_jobs;
-  o.write_buffer_size = opts.write_buffer_bytes;
-  o.max_write_buffer_number = 3;
-  o.level_compaction_dynamic_level_bytes = true;
-  o.compression = rocksdb::kLZ4Compression;
-  o.bottommost_compression = rocksdb::kZSTD;
-  o.keep_log_file_num = 4;
-  // Most inserts look up a key that does not exist yet. A whole-key bloom filter on the memtable
-  // answers those misses without walking the skiplist (measured: Get miss 4.8 -> 1.0 us here).
-  o.memtable_prefix_bloom_size_ratio = 0.1;
-  o.memtable_whole_key_filtering = true;
-
-  rocksdb::BlockBasedTableOptions table;
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  table.block_cache = rocksdb::NewLRUCache(opts.block_cache_bytes);
-  // Index and filter blocks live in the block cache, so memory stays bounded by its size as the
-  // record count grows; L0's stay pinned because every lookup touches them.
-  table.cache_index_and_filter_blocks = true;
-  table.pin_l0_filter_and_index_blocks_in_cache = true;
-  table.format_version = 5;
-  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-
-  o.compaction_filter_factory = std::make_shared<ExpiryCompactionFilterFactory>(opts.clock);
-  o.table_properties_collector_factories.push_back(std::make_shared<ExpiryStatsCollectorFactory>());
-  return o;
-}
 
 // Where an op of the current batch left its key, so later ops of the batch see it.
 struct Pending {

@@ -1,0 +1,235 @@
+// Hot-path microbenchmarks. Every engine figure has a raw-RocksDB floor in the same binary, on the
+// same RocksDB options (MakeRocksOptions) and the same preloaded data, so results are quoted as
+// ratios from one run:
+//   BM_Insert_New        vs BM_RawRocksDB_GetPut  (Get miss + Put of a new key)
+//   BM_Insert_Duplicate  vs BM_RawRocksDB_Get     (Get hit)
+//   BM_Apply_Insert/N    per item vs BM_Insert_New
+// Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
+// measured separately (docs/performance.md); these measure the engine's own overhead.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <rocksdb/db.h>
+
+#include "idem/engine.h"
+#include "key_codec.h"
+#include "record_codec.h"
+#include "rocks_options.h"
+
+namespace idem {
+namespace {
+
+constexpr int kPreloaded = 200'000;  // keys present before timing (memtable + SSTs)
+const std::string kNs = "bench";
+const std::string kPayload(100, 'p');
+
+std::string KeyOf(uint64_t i) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "order-%016llx-request-key", static_cast<unsigned long long>(i));
+  return buf;
+}
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "idem_microbench: %s\n", why.c_str());
+  std::abort();
+}
+
+// Shared databases, opened once per process and preloaded identically.
+struct Fixture {
+  std::string dir;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<rocksdb::DB> raw;
+  std::atomic<uint64_t> next_new_key{1'000'000'000};  // never collides with preloaded keys
+
+  Fixture() {
+    dir = (std::filesystem::temp_directory_path() / ("idem_microbench_" + std::to_string(getpid())))
+              .string();
+    std::filesystem::remove_all(dir);
+    EngineOptions options;
+    options.durability = Durability::kAsync;
+    options.reclaim_interval_ms = 0;
+    options.clock = SystemClock::Default();
+    std::filesystem::create_directories(dir);
+    auto opened = Engine::Open(dir + "/engine", options);
+    if (!opened.ok()) Die("engine open: " + opened.status().ToString());
+    engine = std::move(*opened);
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(MakeRocksOptions(options), dir + "/raw", &db);
+    if (!s.ok()) Die("raw open: " + s.ToString());
+    raw.reset(db);
+    Preload();
+  }
+  ~Fixture() {
+    engine.reset();
+    raw.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  void Preload() {
+    std::vector<std::string> keys;
+    for (int start = 0; start < kPreloaded; start += 1000) {
+      keys.clear();
+      std::vector<Op> ops;
+      for (int i = start; i < start + 1000; ++i) keys.push_back(KeyOf(i));
+      for (const auto& k : keys) ops.push_back(Op::Insert(kNs, k, "DONE", kPayload));
+      std::vector<Result<OpResult>> results;
+      if (!engine->Apply(ops, &results).ok()) std::abort();
+      rocksdb::WriteBatch batch;
+      for (size_t j = 0; j < results.size(); ++j) {
+        std::string value;
+        EncodeRecord(*results[j]->record, &value);
+        batch.Put(RecordKey(kNs, keys[j]), value);
+      }
+      if (!raw->Write(rocksdb::WriteOptions(), &batch).ok()) std::abort();
+    }
+    // Half in SSTs, the rest stays in the memtable, as in a store that has been running.
+    if (!engine->Flush().ok() || !raw->Flush(rocksdb::FlushOptions()).ok()) std::abort();
+    for (int i = kPreloaded; i < kPreloaded + 100'000; ++i) {
+      std::string key = KeyOf(i);
+      if (!engine->Insert(kNs, key, "DONE", kPayload).ok()) std::abort();
+      Record r;
+      r.status = "DONE";
+      r.payload = kPayload;
+      std::string value;
+      EncodeRecord(r, &value);
+      if (!raw->Put(rocksdb::WriteOptions(), RecordKey(kNs, key), value).ok()) std::abort();
+    }
+  }
+};
+
+Fixture& F() {
+  static Fixture* fixture = new Fixture();  // lives until exit; destroyed by atexit below
+  static const bool registered = [] {
+    std::atexit([] { delete &F(); });
+    return true;
+  }();
+  (void)registered;
+  return *fixture;
+}
+
+constexpr int kHotSet = kPreloaded + 100'000;
+
+std::string RecordValue() {
+  Record r;
+  r.status = "PENDING";
+  r.payload = kPayload;
+  r.version = 1;
+  r.fence = 12345;
+  std::string value;
+  EncodeRecord(r, &value);
+  return value;
+}
+
+void BM_RawRocksDB_GetPut(benchmark::State& state) {
+  rocksdb::DB* db = F().raw.get();
+  const std::string value = RecordValue();
+  rocksdb::PinnableSlice got;
+  for (auto _ : state) {
+    std::string key = RecordKey(kNs, KeyOf(F().next_new_key.fetch_add(1)));
+    got.Reset();
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(), key, &got);
+    if (!s.IsNotFound()) state.SkipWithError("expected a miss");
+    if (!db->Put(rocksdb::WriteOptions(), key, value).ok()) state.SkipWithError("put failed");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_RawRocksDB_Get(benchmark::State& state) {
+  rocksdb::DB* db = F().raw.get();
+  uint64_t i = state.thread_index() * 7919;
+  rocksdb::PinnableSlice got;
+  for (auto _ : state) {
+    std::string key = RecordKey(kNs, KeyOf((i += 104729) % kHotSet));
+    got.Reset();
+    if (!db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(), key, &got).ok()) {
+      state.SkipWithError("expected a hit");
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Insert_New(benchmark::State& state) {
+  Engine& engine = *F().engine;
+  for (auto _ : state) {
+    std::string key = KeyOf(F().next_new_key.fetch_add(1));
+    auto r = engine.Insert(kNs, key, "PENDING", kPayload);
+    if (!r.ok() || r->outcome != Outcome::kInserted) state.SkipWithError("insert failed");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Insert_Duplicate(benchmark::State& state) {
+  Engine& engine = *F().engine;
+  uint64_t i = state.thread_index() * 7919;
+  for (auto _ : state) {
+    std::string key = KeyOf((i += 104729) % kHotSet);
+    auto r = engine.Insert(kNs, key, "PENDING", kPayload);
+    if (!r.ok() || r->outcome != Outcome::kExists) state.SkipWithError("expected EXISTS");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Get_Hit(benchmark::State& state) {
+  Engine& engine = *F().engine;
+  uint64_t i = state.thread_index() * 7919;
+  for (auto _ : state) {
+    std::string key = KeyOf((i += 104729) % kHotSet);
+    auto r = engine.Get(kNs, key);
+    if (!r.ok() || r->outcome != Outcome::kFound) state.SkipWithError("expected FOUND");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_CompareAndSet(benchmark::State& state) {
+  // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED, payload.
+  Engine& engine = *F().engine;
+  uint64_t i = state.thread_index() * 7919;
+  Condition when{{"DONE", "SUCCEEDED"}, {}, {}};
+  Update set{"SUCCEEDED", kPayload, {}};
+  for (auto _ : state) {
+    std::string key = KeyOf((i += 104729) % kHotSet);
+    auto r = engine.CompareAndSet(kNs, key, when, set);
+    if (!r.ok() || r->outcome != Outcome::kApplied) state.SkipWithError("expected APPLIED");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Apply_Insert(benchmark::State& state) {
+  Engine& engine = *F().engine;
+  const size_t batch = static_cast<size_t>(state.range(0));
+  std::vector<std::string> keys(batch);
+  std::vector<Op> ops(batch);
+  std::vector<Result<OpResult>> results;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (size_t j = 0; j < batch; ++j) {
+      keys[j] = KeyOf(F().next_new_key.fetch_add(1));
+      ops[j] = Op::Insert(kNs, keys[j], "PENDING", kPayload);
+    }
+    state.ResumeTiming();
+    if (!engine.Apply(ops, &results).ok()) state.SkipWithError("apply failed");
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+  // Time per inserted item, comparable with BM_Insert_New's time per iteration.
+  state.counters["per_item"] = benchmark::Counter(static_cast<double>(state.iterations() * batch),
+                                                  benchmark::Counter::kIsRate |
+                                                      benchmark::Counter::kInvert);
+}
+
+void Threads(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(2)->Threads(8)->UseRealTime(); }
+
+BENCHMARK(BM_RawRocksDB_GetPut)->Apply(Threads);
+BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);
+BENCHMARK(BM_Insert_New)->Apply(Threads);
+BENCHMARK(BM_Insert_Duplicate)->Apply(Threads);
+BENCHMARK(BM_CompareAndSet)->Apply(Threads);
+BENCHMARK(BM_Get_Hit)->Apply(Threads);
+BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
+
+}  // namespace
+}  // namespace idem
