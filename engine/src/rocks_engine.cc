@@ -13,6 +13,7 @@
 
 #include "expiry_stats.h"
 #include "fence_allocator.h"
+#include "io_accounting.h"
 #include "idem/engine.h"
 #include "key_codec.h"
 #include "key_locks.h"
@@ -33,12 +34,14 @@ struct Pending {
 
 class RocksEngine final : public Engine {
  public:
-  RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved)
+  RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
+              std::shared_ptr<IoAccounting> io)
       : options_(std::move(options)),
         clock_(options_.clock),
         db_(std::move(db)),
         fences_(db_.get(), fence_reserved),
-        retention_(options_.retention.begin(), options_.retention.end()) {
+        retention_(options_.retention.begin(), options_.retention.end()),
+        io_(std::move(io)) {
     write_options_.sync = options_.durability == Durability::kSync;
     if (options_.reclaim_interval_ms > 0) reclaimer_ = std::thread([this] { ReclaimLoop(); });
   }
@@ -82,6 +85,8 @@ class RocksEngine final : public Engine {
   const std::map<std::string, RetentionPolicy, std::less<>> retention_;
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
+  std::atomic<uint64_t> user_bytes_{0};
+  const std::shared_ptr<IoAccounting> io_;
 
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;
@@ -213,6 +218,7 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
       return FromRocks(s);
     }
     writes_.fetch_add(1, std::memory_order_relaxed);
+    user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
   }
   ops_.fetch_add(ops.size(), std::memory_order_relaxed);
   return Status::Ok();
@@ -231,6 +237,13 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.next_fence = fences_.next();
   stats.ops = ops_.load(std::memory_order_relaxed);
   stats.writes = writes_.load(std::memory_order_relaxed);
+  stats.user_bytes_written = user_bytes_.load(std::memory_order_relaxed);
+  stats.flush_bytes_written = io_->flush_bytes_written.load(std::memory_order_relaxed);
+  stats.compaction_bytes_read = io_->compaction_bytes_read.load(std::memory_order_relaxed);
+  stats.compaction_bytes_written = io_->compaction_bytes_written.load(std::memory_order_relaxed);
+  stats.compactions = io_->compactions.load(std::memory_order_relaxed);
+  stats.records_dropped_by_compaction = io_->records_dropped.load(std::memory_order_relaxed);
+  if (db_->GetIntProperty("rocksdb.live-sst-files-size", &v)) stats.live_sst_bytes = v;
   stats.durability = options_.durability == Durability::kSync ? "sync" : "async";
   return stats;
 }
@@ -292,12 +305,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
   }
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(MakeRocksOptions(options), dir, &raw);
+  rocksdb::Options rocks_options = MakeRocksOptions(options);
+  auto io = std::make_shared<IoAccounting>();
+  rocks_options.listeners.push_back(io);
+  rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);
   if (!s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::DB> db(raw);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
-  return std::unique_ptr<Engine>(new RocksEngine(std::move(options), std::move(db), *reserved));
+  return std::unique_ptr<Engine>(new RocksEngine(std::move(options), std::move(db), *reserved, std::move(io)));
 }
 
 }  // namespace idem

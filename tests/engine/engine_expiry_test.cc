@@ -138,6 +138,24 @@ TEST_F(EngineTest, BackgroundReclaimerRemovesExpiredDataWithoutNewWrites) {
   EXPECT_EQ(0u, count);
 }
 
+TEST_F(EngineTest, StatsAccountForFlushesCompactionsAndDroppedRecords) {
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ("INSERTED", Insert("x", "k" + std::to_string(i), "S", std::string(100, 'p'), "", 1000));
+  }
+  ASSERT_TRUE(engine().Flush().ok());
+  clock_->Advance(1000);
+  ASSERT_TRUE(engine().CompactAll().ok());
+  auto stats = engine().Stats();
+  ASSERT_OK(stats);
+  EXPECT_GT(stats->user_bytes_written, 100u * 100);
+  EXPECT_GT(stats->flush_bytes_written, 0u);
+  EXPECT_GE(stats->compactions, 1u);
+  EXPECT_GT(stats->compaction_bytes_read, 0u);
+  EXPECT_GE(stats->records_dropped_by_compaction, 100u);
+  // Only the fence reservation (a meta key) is left on disk.
+  EXPECT_LT(stats->live_sst_bytes, stats->flush_bytes_written / 2);
+}
+
 TEST(ExpiryStats, EstimatesTheExpiredFraction) {
   ExpiryStats stats;
   stats.records = 200;

@@ -23,6 +23,15 @@ struct StoreStats {
   uint64_t next_fence = 0;  // every fence handed out so far is below this
   uint64_t ops = 0;         // operations applied since open
   uint64_t writes = 0;      // RocksDB write batches committed since open
+  // Space and write amplification, since open. Write amplification =
+  // (flush_bytes_written + compaction_bytes_written) / user_bytes_written.
+  uint64_t user_bytes_written = 0;  // bytes of the write batches committed (keys + values)
+  uint64_t flush_bytes_written = 0;       // table files written by memtable flushes
+  uint64_t compaction_bytes_read = 0;
+  uint64_t compaction_bytes_written = 0;
+  uint64_t compactions = 0;
+  uint64_t records_dropped_by_compaction = 0;  // expired (and overwritten/deleted) versions removed
+  uint64_t live_sst_bytes = 0;  // table files the current version references
   std::string durability;   // "sync" or "async"
 };
 

@@ -1,0 +1,25 @@
+#include "io_accounting.h"
+
+namespace idem {
+
+void IoAccounting::OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) {
+  if (!info.status.ok()) return;
+  if (info.reason == rocksdb::TableFileCreationReason::kFlush) {
+    flush_bytes_written.fetch_add(info.file_size, std::memory_order_relaxed);
+  } else if (info.reason == rocksdb::TableFileCreationReason::kCompaction) {
+    compaction_bytes_written.fetch_add(info.file_size, std::memory_order_relaxed);
+  }
+}
+
+void IoAccounting::OnCompactionCompleted(rocksdb::DB* /*db*/,
+                                         const rocksdb::CompactionJobInfo& info) {
+  if (!info.status.ok()) return;
+  compactions.fetch_add(1, std::memory_order_relaxed);
+  compaction_bytes_read.fetch_add(info.stats.total_input_bytes, std::memory_order_relaxed);
+  if (info.stats.num_input_records > info.stats.num_output_records) {
+    records_dropped.fetch_add(info.stats.num_input_records - info.stats.num_output_records,
+                              std::memory_order_relaxed);
+  }
+}
+
+}  // namespace idem

@@ -1,0 +1,25 @@
+// Counts what RocksDB writes and compacts in the background (flush bytes, compaction bytes,
+// records dropped), from RocksDB's event callbacks: nothing on the hot path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <rocksdb/listener.h>
+
+namespace idem {
+
+class IoAccounting final : public rocksdb::EventListener {
+ public:
+  void OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) override;
+  void OnCompactionCompleted(rocksdb::DB* db, const rocksdb::CompactionJobInfo& info) override;
+  const char* Name() const override { return "idem.IoAccounting"; }
+
+  std::atomic<uint64_t> flush_bytes_written{0};
+  std::atomic<uint64_t> compaction_bytes_read{0};
+  std::atomic<uint64_t> compaction_bytes_written{0};
+  std::atomic<uint64_t> compactions{0};
+  std::atomic<uint64_t> records_dropped{0};
+};
+
+}  // namespace idem
