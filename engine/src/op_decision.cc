@@ -12,46 +12,213 @@ Decision Answer(Outcome outcome, const Record* record) {
   return d;
 }
 
-Decision DecideInsert(const Op& op, const Record* current, int64_t now_ms, int64_t expiry_ms) {
-  if (current != nullptr) {
-    Decision d = Answer(Outcome::kExists, current);
-    d.result.fingerprint_matches = op.fingerprint.empty() || op.fingerprint == current->fingerprint;
-    return d;
-  }
+// A change to the current record: copies it, bumps the version and the update time.
+Decision Change(Outcome outcome, const Record& current, int64_t now_ms) {
+  Decision d = Answer(outcome, &current);
+  d.write = Decision::Write::kPut;
+  d.result.record->version += 1;
+  d.result.record->updated_ms = now_ms;
+  return d;
+}
+
+// A new life at the key: version 1 and a fresh fence.
+Decision Create(Outcome outcome, std::string_view status, int64_t now_ms, int64_t expiry_ms) {
   Decision d;
   d.write = Decision::Write::kPut;
   d.needs_fence = true;
-  d.result.outcome = Outcome::kInserted;
+  d.result.outcome = outcome;
   Record& r = d.result.record.emplace();
-  r.status.assign(op.status);
-  r.payload.assign(op.payload);
-  r.fingerprint.assign(op.fingerprint);
+  r.status.assign(status);
   r.version = 1;
   r.created_ms = r.updated_ms = now_ms;
   r.expires_at_ms = expiry_ms;
   return d;
 }
 
-Decision DecideCompareAndSet(const Op& op, const Record* current, int64_t now_ms,
-                             std::optional<int64_t> expiry_ms) {
+Decision Remove(Outcome outcome, const Record& current) {
+  Decision d = Answer(outcome, &current);
+  d.write = Decision::Write::kDelete;
+  return d;
+}
+
+// A record must not expire while its lease runs, or a second Begin/Lock would take the key
+// from a live holder.
+int64_t NotBefore(int64_t expiry_ms, int64_t t) {
+  return expiry_ms == kNeverExpires ? kNeverExpires : std::max(expiry_ms, t);
+}
+
+bool FingerprintDiffers(const Op& op, const Record& r) {
+  return !op.fingerprint.empty() && op.fingerprint != r.fingerprint;
+}
+
+Decision DecideInsert(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (current != nullptr) {
+    Decision d = Answer(Outcome::kExists, current);
+    d.result.fingerprint_matches = !FingerprintDiffers(op, *current);
+    return d;
+  }
+  Decision d = Create(Outcome::kInserted, op.status, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
+  d.result.record->payload.assign(op.payload);
+  d.result.record->fingerprint.assign(op.fingerprint);
+  return d;
+}
+
+Decision DecideCompareAndSet(const Op& op, const Record* current, const DecisionInputs& in) {
   if (current == nullptr) return Answer(Outcome::kNotFound, nullptr);
   if (!ConditionHolds(op.condition, *current)) return Answer(Outcome::kConditionFailed, current);
-  Decision d = Answer(Outcome::kApplied, current);
-  d.write = Decision::Write::kPut;
+  Decision d = Change(Outcome::kApplied, *current, in.now_ms);
   Record& r = *d.result.record;
   if (op.update.status) r.status.assign(*op.update.status);
   if (op.update.payload) r.payload.assign(*op.update.payload);
-  if (expiry_ms) r.expires_at_ms = *expiry_ms;
-  r.version += 1;
-  r.updated_ms = now_ms;
+  if (in.expiry_ms) r.expires_at_ms = *in.expiry_ms;
   return d;
 }
 
 Decision DecideDelete(const Op& op, const Record* current) {
   if (current == nullptr) return Answer(Outcome::kNotFound, nullptr);
   if (!ConditionHolds(op.condition, *current)) return Answer(Outcome::kConditionFailed, current);
-  Decision d = Answer(Outcome::kDeleted, current);
-  d.write = Decision::Write::kDelete;
+  return Remove(Outcome::kDeleted, *current);
+}
+
+// --- Request lifecycle -------------------------------------------------------------------
+
+Decision DecideBegin(const Op& op, const Record* current, const DecisionInputs& in) {
+  const int64_t lease_until = in.now_ms + in.lease_ms;
+  if (current == nullptr) {
+    Decision d = Create(Outcome::kStarted, kStatusInProgress, in.now_ms,
+                        NotBefore(in.expiry_ms.value_or(kNeverExpires), lease_until));
+    Record& r = *d.result.record;
+    r.fingerprint.assign(op.fingerprint);
+    r.owner.assign(op.owner);
+    r.lease_until_ms = lease_until;
+    return d;
+  }
+  if (FingerprintDiffers(op, *current)) {
+    Decision d = Answer(Outcome::kMismatch, current);
+    d.result.fingerprint_matches = false;
+    return d;
+  }
+  if (current->status != kStatusInProgress) return Answer(Outcome::kCompleted, current);
+  if (current->lease_until_ms > in.now_ms) return Answer(Outcome::kInProgress, current);
+  // The holder's lease ran out (it crashed or stalled): take over with a higher fence, so the
+  // old holder's Complete/Abort/Heartbeat are rejected from now on.
+  Decision d = Change(Outcome::kStarted, *current, in.now_ms);
+  d.needs_fence = true;
+  Record& r = *d.result.record;
+  r.owner.assign(op.owner);
+  r.lease_until_ms = lease_until;
+  r.expires_at_ms = NotBefore(r.expires_at_ms, lease_until);
+  return d;
+}
+
+// Shared by the operations only the current holder (the fence's owner) may perform.
+std::optional<Decision> RejectUnlessHolder(const Op& op, const Record* current) {
+  if (current == nullptr) return Answer(Outcome::kNotFound, nullptr);
+  if (!op.condition.fence || *op.condition.fence != current->fence) {
+    return Answer(Outcome::kFenceMismatch, current);
+  }
+  return std::nullopt;
+}
+
+Decision DecideComplete(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (auto rejected = RejectUnlessHolder(op, current)) return *std::move(rejected);
+  // A repeated Complete by the holder (its first answer was lost) is a success, not an error.
+  if (current->status != kStatusInProgress) return Answer(Outcome::kAlready, current);
+  Decision d = Change(Outcome::kApplied, *current, in.now_ms);
+  Record& r = *d.result.record;
+  r.status.assign(op.status.empty() ? kStatusCompleted : op.status);
+  r.payload.assign(op.payload);
+  r.lease_until_ms = 0;
+  r.expires_at_ms = in.expiry_ms.value_or(r.expires_at_ms);
+  return d;
+}
+
+Decision DecideAbort(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (auto rejected = RejectUnlessHolder(op, current)) return *std::move(rejected);
+  if (current->status != kStatusInProgress) return Answer(Outcome::kConditionFailed, current);
+  if (!in.remember_failures) return Remove(Outcome::kReleased, *current);
+  Decision d = Change(Outcome::kReleased, *current, in.now_ms);
+  Record& r = *d.result.record;
+  r.status.assign(kStatusFailed);
+  r.payload.assign(op.payload);
+  r.lease_until_ms = 0;
+  r.expires_at_ms = in.expiry_ms.value_or(r.expires_at_ms);
+  return d;
+}
+
+Decision DecideHeartbeat(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (auto rejected = RejectUnlessHolder(op, current)) return *std::move(rejected);
+  if (current->status != kStatusInProgress) return Answer(Outcome::kConditionFailed, current);
+  Decision d = Change(Outcome::kApplied, *current, in.now_ms);
+  Record& r = *d.result.record;
+  r.lease_until_ms = in.now_ms + in.lease_ms;
+  r.expires_at_ms = NotBefore(r.expires_at_ms, r.lease_until_ms);
+  return d;
+}
+
+// --- Tokens --------------------------------------------------------------------------------
+
+Decision DecideIssueToken(const Record* current, const DecisionInputs& in) {
+  if (current != nullptr) return Answer(Outcome::kExists, current);  // 2^-128: never in practice
+  return Create(Outcome::kIssued, kStatusIssued, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
+}
+
+Decision DecideConsumeToken(const Record* current, const DecisionInputs& in) {
+  if (current == nullptr) return Answer(Outcome::kNotFound, nullptr);
+  if (current->status != kStatusIssued) return Answer(Outcome::kAlreadyConsumed, current);
+  // Kept (as CONSUMED) until the token would have expired, so a second consume is told apart
+  // from an unknown or expired token.
+  Decision d = Change(Outcome::kConsumed, *current, in.now_ms);
+  d.result.record->status.assign(kStatusConsumed);
+  return d;
+}
+
+// --- Locks ---------------------------------------------------------------------------------
+// A lock record expires when its lease does, so an abandoned lock frees itself through the
+// ordinary expiry path, and the next Lock starts a new life with a higher fence.
+
+Decision DecideLock(const Op& op, const Record* current, const DecisionInputs& in) {
+  const int64_t lease_until = in.now_ms + in.lease_ms;
+  if (current == nullptr) {
+    Decision d = Create(Outcome::kAcquired, kStatusLocked, in.now_ms, lease_until);
+    d.result.record->owner.assign(op.owner);
+    d.result.record->lease_until_ms = lease_until;
+    return d;
+  }
+  if (current->owner != op.owner) return Answer(Outcome::kHeld, current);
+  // The holder asking again (say its first answer was lost): same fence, lease extended.
+  Decision d = Change(Outcome::kAcquired, *current, in.now_ms);
+  d.result.record->lease_until_ms = d.result.record->expires_at_ms = lease_until;
+  return d;
+}
+
+Decision DecideRenew(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (auto rejected = RejectUnlessHolder(op, current)) return *std::move(rejected);
+  Decision d = Change(Outcome::kApplied, *current, in.now_ms);
+  d.result.record->lease_until_ms = d.result.record->expires_at_ms = in.now_ms + in.lease_ms;
+  return d;
+}
+
+Decision DecideUnlock(const Op& op, const Record* current) {
+  if (auto rejected = RejectUnlessHolder(op, current)) return *std::move(rejected);
+  return Remove(Outcome::kReleased, *current);
+}
+
+// --- State machines ------------------------------------------------------------------------
+
+Decision DecideTransition(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (current == nullptr) return Answer(Outcome::kNotFound, nullptr);
+  // A duplicate (the payment callback delivered twice) is answered as success.
+  if (current->status == op.status) return Answer(Outcome::kAlready, current);
+  if (in.graph != nullptr && !in.graph->Allows(current->status, op.status)) {
+    return Answer(Outcome::kIllegal, current);
+  }
+  if (op.condition.version && *op.condition.version != current->version) {
+    return Answer(Outcome::kConditionFailed, current);
+  }
+  Decision d = Change(Outcome::kApplied, *current, in.now_ms);
+  d.result.record->status.assign(op.status);
+  if (op.update.payload) d.result.record->payload.assign(*op.update.payload);
   return d;
 }
 
@@ -67,17 +234,22 @@ bool ConditionHolds(const Condition& c, const Record& r) {
   return true;
 }
 
-Decision Decide(const Op& op, const Record* current, int64_t now_ms,
-                std::optional<int64_t> new_expiry_ms) {
+Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
   switch (op.type) {
-    case OpType::kInsert:
-      return DecideInsert(op, current, now_ms, new_expiry_ms.value_or(kNeverExpires));
-    case OpType::kCompareAndSet:
-      return DecideCompareAndSet(op, current, now_ms, new_expiry_ms);
-    case OpType::kGet:
-      return Answer(current ? Outcome::kFound : Outcome::kNotFound, current);
-    case OpType::kDelete:
-      return DecideDelete(op, current);
+    case OpType::kInsert: return DecideInsert(op, current, in);
+    case OpType::kCompareAndSet: return DecideCompareAndSet(op, current, in);
+    case OpType::kGet: return Answer(current ? Outcome::kFound : Outcome::kNotFound, current);
+    case OpType::kDelete: return DecideDelete(op, current);
+    case OpType::kBegin: return DecideBegin(op, current, in);
+    case OpType::kComplete: return DecideComplete(op, current, in);
+    case OpType::kAbort: return DecideAbort(op, current, in);
+    case OpType::kHeartbeat: return DecideHeartbeat(op, current, in);
+    case OpType::kIssueToken: return DecideIssueToken(current, in);
+    case OpType::kConsumeToken: return DecideConsumeToken(current, in);
+    case OpType::kLock: return DecideLock(op, current, in);
+    case OpType::kRenew: return DecideRenew(op, current, in);
+    case OpType::kUnlock: return DecideUnlock(op, current);
+    case OpType::kTransition: return DecideTransition(op, current, in);
   }
   return Answer(Outcome::kNotFound, nullptr);  // unreachable: ValidateOp rejects unknown types
 }

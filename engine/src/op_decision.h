@@ -1,29 +1,40 @@
 // What an operation does to one key, decided from the current record alone: no I/O, no locks,
 // no clock reads. The engine supplies the live record (expired ones are already treated as
-// absent), "now" and the resolved expiry, and carries the decision out.
+// absent) and the resolved inputs (now, expiry, lease, policy), and carries the decision out.
+// Every rule of every operation is here; docs/recipes.md describes them for users.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "idem/operation.h"
+#include "idem/options.h"
 
 namespace idem {
 
 struct Decision {
   enum class Write : uint8_t { kNone, kPut, kDelete };
   Write write = Write::kNone;
-  // The record written by kPut starts a new life and must get a fresh fence from the engine.
+  // The record written by kPut needs a fresh fence (a new life, or a lease takeover).
   bool needs_fence = false;
   // For kPut, result.record is exactly what must be stored.
   OpResult result;
 };
 
+struct DecisionInputs {
+  int64_t now_ms = 0;
+  // The expiry the op writes, resolved from its TTL and the namespace policy: the new record's
+  // (Insert, Begin, IssueToken), the retention of a finished attempt (Complete, Abort), or a
+  // CompareAndSet's new expiry. nullopt: the op sets no expiry.
+  std::optional<int64_t> expiry_ms;
+  int64_t lease_ms = 0;               // resolved lease (Begin, Heartbeat, Lock, Renew)
+  const StateGraph* graph = nullptr;  // Transition: the namespace's graph, if it has one
+  bool remember_failures = false;     // Abort: keep a FAILED record instead of releasing
+};
+
 bool ConditionHolds(const Condition& condition, const Record& record);
 
-// `current`: the live record at the key, or null. `new_expiry_ms`: the resolved expiry of an
-// Insert, or of a CompareAndSet whose update sets a TTL (nullopt: keep the current one).
-Decision Decide(const Op& op, const Record* current, int64_t now_ms,
-                std::optional<int64_t> new_expiry_ms);
+// `current`: the live record at the key, or null.
+Decision Decide(const Op& op, const Record* current, const DecisionInputs& in);
 
 }  // namespace idem

@@ -1,6 +1,8 @@
 // The RocksDB-backed Engine. How atomicity, durability and expiry work, and why they are correct,
 // is argued in docs/design.md; the comments here point at the relevant step.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -17,10 +19,12 @@
 #include "idem/engine.h"
 #include "key_codec.h"
 #include "key_locks.h"
+#include "key_watchers.h"
 #include "op_decision.h"
 #include "record_codec.h"
 #include "rocks_options.h"
 #include "rocks_status.h"
+#include "token.h"
 #include "validation.h"
 
 namespace idem {
@@ -41,6 +45,8 @@ class RocksEngine final : public Engine {
         db_(std::move(db)),
         fences_(db_.get(), fence_reserved),
         retention_(options_.retention.begin(), options_.retention.end()),
+        lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
+        state_graphs_(options_.state_graphs.begin(), options_.state_graphs.end()),
         io_(std::move(io)) {
     write_options_.sync = options_.durability == Durability::kSync;
     if (options_.reclaim_interval_ms > 0) reclaimer_ = std::thread([this] { ReclaimLoop(); });
@@ -59,6 +65,11 @@ class RocksEngine final : public Engine {
   }
 
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
+  Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
+  WatchId Watch(std::string_view ns, std::string_view key, std::function<void()> on_change) override {
+    return watchers_.Add(RecordKey(ns, key), std::move(on_change));
+  }
+  void Unwatch(WatchId id) override { watchers_.Remove(id); }
   Result<StoreStats> Stats() override;
   Status CompactAll() override;
   Result<ReclaimReport> ReclaimExpired() override;
@@ -68,12 +79,17 @@ class RocksEngine final : public Engine {
  private:
   // Reads the live record at `rocks_key`: nullopt if absent or expired at `now_ms`.
   Result<std::optional<Record>> ReadLive(const std::string& rocks_key, int64_t now_ms);
-  const RetentionPolicy& PolicyFor(std::string_view ns) const {
-    auto it = retention_.find(ns);
-    return it == retention_.end() ? options_.default_retention : it->second;
+  template <typename Policy>
+  static const Policy& Lookup(const std::map<std::string, Policy, std::less<>>& by_ns,
+                              std::string_view ns, const Policy& fallback) {
+    auto it = by_ns.find(ns);
+    return it == by_ns.end() ? fallback : it->second;
   }
-  // Validates `op` and resolves the expiry it would write, if any.
-  Result<std::optional<int64_t>> Prepare(const Op& op, int64_t now_ms) const;
+  // Validates `op` and resolves what Decide needs: expiry, lease, policy.
+  Result<DecisionInputs> Prepare(const Op& op, int64_t now_ms) const;
+  // Waits (blocking) for a Begin that found an attempt in progress; returns its final result.
+  Result<OpResult> WaitForAttempt(const Op& op, Result<OpResult> first,
+                                  std::chrono::steady_clock::time_point deadline);
   void ReclaimLoop();
 
   const EngineOptions options_;
@@ -83,6 +99,9 @@ class RocksEngine final : public Engine {
   FenceAllocator fences_;
   KeyLocks locks_;
   const std::map<std::string, RetentionPolicy, std::less<>> retention_;
+  const std::map<std::string, LifecyclePolicy, std::less<>> lifecycle_;
+  const std::map<std::string, StateGraph, std::less<>> state_graphs_;
+  KeyWatchers watchers_;
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
   std::atomic<uint64_t> user_bytes_{0};
@@ -108,22 +127,55 @@ Result<std::optional<Record>> RocksEngine::ReadLive(const std::string& rocks_key
   return record;
 }
 
-Result<std::optional<int64_t>> RocksEngine::Prepare(const Op& op, int64_t now_ms) const {
+Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const {
   if (Status st = ValidateOp(op, options_.limits); !st.ok()) return st;
-  int64_t ttl_ms;
-  if (op.type == OpType::kInsert) {
-    ttl_ms = op.ttl_ms;
-  } else if (op.type == OpType::kCompareAndSet && op.update.ttl_ms) {
-    ttl_ms = *op.update.ttl_ms;
-  } else {
-    return std::optional<int64_t>();
+  const RetentionPolicy& retention = Lookup(retention_, op.ns, options_.default_retention);
+  const LifecyclePolicy& lifecycle = Lookup(lifecycle_, op.ns, options_.default_lifecycle);
+  DecisionInputs in;
+  in.now_ms = now_ms;
+  std::optional<int64_t> ttl_ms;  // the TTL argument whose expiry the op writes
+  switch (op.type) {
+    case OpType::kInsert:
+    case OpType::kBegin:
+    case OpType::kIssueToken:
+      ttl_ms = op.ttl_ms;
+      break;
+    case OpType::kCompareAndSet:
+      ttl_ms = op.update.ttl_ms;
+      break;
+    case OpType::kComplete:
+    case OpType::kAbort:
+      if (op.payload.size() > lifecycle.max_response_bytes) {
+        return Status::InvalidArgument("response is " + std::to_string(op.payload.size()) +
+                                       " bytes; this namespace's max_response_bytes is " +
+                                       std::to_string(lifecycle.max_response_bytes));
+      }
+      ttl_ms = op.ttl_ms != kDefaultTtl ? op.ttl_ms : lifecycle.completed_ttl_ms;
+      in.remember_failures = lifecycle.remember_failures;
+      break;
+    case OpType::kTransition: {
+      auto graph = state_graphs_.find(op.ns);
+      if (graph != state_graphs_.end()) in.graph = &graph->second;
+      break;
+    }
+    default:
+      break;
   }
-  Result<int64_t> expiry = ResolveExpiry(ttl_ms, PolicyFor(op.ns), now_ms);
-  if (!expiry.ok()) return expiry.status();
-  return std::optional<int64_t>(*expiry);
+  if (op.type == OpType::kBegin || op.type == OpType::kHeartbeat || op.type == OpType::kLock ||
+      op.type == OpType::kRenew) {
+    Result<int64_t> lease = ResolveLease(op.lease_ms, lifecycle);
+    if (!lease.ok()) return lease.status();
+    in.lease_ms = *lease;
+  }
+  if (ttl_ms) {
+    Result<int64_t> expiry = ResolveExpiry(*ttl_ms, retention, now_ms);
+    if (!expiry.ok()) return expiry.status();
+    in.expiry_ms = *expiry;
+  }
+  return in;
 }
 
-Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
+Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
   results->clear();
   if (ops.size() > options_.limits.max_batch_ops) {
     return Status::InvalidArgument("batch has " + std::to_string(ops.size()) +
@@ -136,22 +188,33 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
   // 1. Validate, resolve expiries and encode keys, before taking any lock.
   struct Prepared {
     Status error;
-    std::optional<int64_t> expiry_ms;
-    std::string key;
+    DecisionInputs inputs;
+    std::string key;    // the RocksDB key
+    std::string token;  // IssueToken: the generated key
   };
   std::vector<Prepared> prepared(ops.size());
   std::vector<size_t> stripes;
   stripes.reserve(ops.size());
   bool writes_possible = false;
   for (size_t i = 0; i < ops.size(); ++i) {
-    Result<std::optional<int64_t>> expiry = Prepare(ops[i], now_ms);
-    if (!expiry.ok()) {
-      prepared[i].error = expiry.status();
+    Result<DecisionInputs> inputs = Prepare(ops[i], now_ms);
+    if (!inputs.ok()) {
+      prepared[i].error = inputs.status();
       continue;
     }
-    prepared[i].expiry_ms = *expiry;
-    prepared[i].key.reserve(1 + ops[i].ns.size() + ops[i].key.size());
-    AppendRecordKey(ops[i].ns, ops[i].key, &prepared[i].key);
+    prepared[i].inputs = *inputs;
+    std::string_view key = ops[i].key;
+    if (ops[i].type == OpType::kIssueToken) {
+      Result<std::string> token = GenerateToken();
+      if (!token.ok()) {
+        prepared[i].error = token.status();
+        continue;
+      }
+      prepared[i].token = std::move(*token);
+      key = prepared[i].token;
+    }
+    prepared[i].key.reserve(1 + ops[i].ns.size() + key.size());
+    AppendRecordKey(ops[i].ns, key, &prepared[i].key);
     stripes.push_back(KeyLocks::StripeOf(prepared[i].key));
     writes_possible |= ops[i].type != OpType::kGet;
   }
@@ -166,6 +229,7 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
   rocksdb::WriteBatch batch;
   std::unordered_map<std::string_view, Pending> pending;  // only used when ops.size() > 1
   std::string value;
+  std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
   for (size_t i = 0; i < ops.size(); ++i) {
     Prepared& p = prepared[i];
     if (!p.error.ok()) {
@@ -186,7 +250,8 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
       loaded = std::move(*read);
       if (loaded) current = &*loaded;
     }
-    Decision d = Decide(ops[i], current, now_ms, p.expiry_ms);
+    Decision d = Decide(ops[i], current, p.inputs);
+    d.result.token = std::move(p.token);
     if (d.write == Decision::Write::kPut) {
       Record& record = *d.result.record;
       if (d.needs_fence) {
@@ -203,8 +268,9 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
     } else if (d.write == Decision::Write::kDelete) {
       batch.Delete(p.key);
     }
-    if (d.write != Decision::Write::kNone && ops.size() > 1) {
-      pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
+    if (d.write != Decision::Write::kNone) {
+      if (ops.size() > 1) pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
+      if (!watchers_.Empty()) written.push_back(p.key);
     }
     results->push_back(std::move(d.result));
   }
@@ -220,8 +286,68 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
     writes_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
   }
+  guard.reset();  // watchers run after the keys are unlocked: they may re-read them at once
+  watchers_.Fire(written);
   ops_.fetch_add(ops.size(), std::memory_order_relaxed);
   return Status::Ok();
+}
+
+Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
+  const auto start = std::chrono::steady_clock::now();
+  if (Status s = ApplyNoWait(ops, results); !s.ok()) return s;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    Result<OpResult>& r = (*results)[i];
+    if (op.type == OpType::kBegin && op.wait_ms > 0 && r.ok() && r->outcome == Outcome::kInProgress) {
+      r = WaitForAttempt(op, std::move(r), start + std::chrono::milliseconds(op.wait_ms));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last,
+                                             std::chrono::steady_clock::time_point deadline) {
+  struct Signal {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool fired = false;  // guarded by mu
+  };
+  Op once = op;
+  once.wait_ms = 0;
+  while (true) {
+    auto signal = std::make_shared<Signal>();
+    // Watch first, then re-read: a change committed after the read always fires the watch.
+    WatchId id = Watch(op.ns, op.key, [signal] {
+      std::lock_guard<std::mutex> lock(signal->mu);
+      signal->fired = true;
+      signal->cv.notify_all();
+    });
+    std::vector<Result<OpResult>> again;
+    Status s = ApplyNoWait(std::span<const Op>(&once, 1), &again);
+    if (!s.ok()) {
+      Unwatch(id);
+      return s;
+    }
+    last = std::move(again[0]);
+    if (!last.ok() || last->outcome != Outcome::kInProgress) {
+      Unwatch(id);
+      return last;
+    }
+    // Sleep until the attempt changes, its lease ends (then Begin takes over), or the deadline.
+    const int64_t lease_left_ms = std::max<int64_t>(1, last->record->lease_until_ms - clock_->NowMillis());
+    auto wake = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(lease_left_ms));
+    {
+      std::unique_lock<std::mutex> lock(signal->mu);
+      signal->cv.wait_until(lock, wake, [&] { return signal->fired; });
+    }
+    Unwatch(id);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // One last look: the attempt may have finished right at the deadline.
+      s = ApplyNoWait(std::span<const Op>(&once, 1), &again);
+      if (!s.ok()) return s;
+      return std::move(again[0]);
+    }
+  }
 }
 
 Result<StoreStats> RocksEngine::Stats() {
@@ -300,6 +426,14 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   for (const auto& [ns, policy] : options.retention) {
     if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
     if (Status st = ValidatePolicy(ns, policy); !st.ok()) return st;
+  }
+  if (Status st = ValidateLifecycle("", options.default_lifecycle); !st.ok()) return st;
+  for (const auto& [ns, policy] : options.lifecycle) {
+    if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
+    if (Status st = ValidateLifecycle(ns, policy); !st.ok()) return st;
+  }
+  for (const auto& [ns, graph] : options.state_graphs) {
+    if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
   }
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");

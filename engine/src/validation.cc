@@ -52,17 +52,38 @@ Status ValidateNamespace(std::string_view ns, const Limits& limits) {
 
 Status ValidateOp(const Op& op, const Limits& limits) {
   if (Status st = ValidateNamespace(op.ns, limits); !st.ok()) return st;
-  if (Status st = CheckLength("key", op.key, 1, limits.max_key_bytes); !st.ok()) return st;
+  if (op.type == OpType::kIssueToken) {
+    if (!op.key.empty()) return Status::InvalidArgument("IssueToken generates the key: pass none");
+  } else if (Status st = CheckLength("key", op.key, 1, limits.max_key_bytes); !st.ok()) {
+    return st;
+  }
+  const auto status = [&](std::string_view what) {
+    return CheckLength(what, op.status, 1, limits.max_status_bytes);
+  };
+  const auto payload = [&](std::string_view what) {
+    return CheckLength(what, op.payload, 0, limits.max_payload_bytes);
+  };
+  const auto owner = [&](size_t min) { return CheckLength("owner", op.owner, min, limits.max_owner_bytes); };
+  const auto fence = [&]() {
+    return op.condition.fence ? Status::Ok()
+                              : Status::InvalidArgument(std::string(OpTypeName(op.type)) +
+                                                        " needs the holder's fence");
+  };
+  const auto wait = [&]() {
+    if (op.wait_ms < 0 || op.wait_ms > limits.max_wait_ms) {
+      return Status::InvalidArgument("wait_ms " + std::to_string(op.wait_ms) + " is outside 0.." +
+                                     std::to_string(limits.max_wait_ms) + " (max_wait_ms)");
+    }
+    return Status::Ok();
+  };
   switch (op.type) {
     case OpType::kInsert:
-      if (Status st = CheckLength("status", op.status, 1, limits.max_status_bytes); !st.ok()) {
-        return st;
-      }
+      if (Status st = status("status"); !st.ok()) return st;
       if (Status st = CheckLength("fingerprint", op.fingerprint, 0, limits.max_fingerprint_bytes);
           !st.ok()) {
         return st;
       }
-      return CheckLength("payload", op.payload, 0, limits.max_payload_bytes);
+      return payload("payload");
     case OpType::kCompareAndSet:
       if (op.update.status) {
         if (Status st = CheckLength("new status", *op.update.status, 1, limits.max_status_bytes);
@@ -80,10 +101,62 @@ Status ValidateOp(const Op& op, const Limits& limits) {
     case OpType::kDelete:
       return ValidateCondition(op.condition, limits);
     case OpType::kGet:
+    case OpType::kIssueToken:
+    case OpType::kConsumeToken:
+      return Status::Ok();
+    case OpType::kBegin:
+      if (Status st = CheckLength("fingerprint", op.fingerprint, 0, limits.max_fingerprint_bytes);
+          !st.ok()) {
+        return st;
+      }
+      if (Status st = owner(0); !st.ok()) return st;
+      return wait();
+    case OpType::kComplete:
+      if (!op.status.empty()) {
+        if (Status st = status("completion status"); !st.ok()) return st;
+      }
+      if (Status st = payload("response"); !st.ok()) return st;
+      return fence();
+    case OpType::kAbort:
+      if (Status st = payload("failure response"); !st.ok()) return st;
+      return fence();
+    case OpType::kHeartbeat:
+    case OpType::kRenew:
+    case OpType::kUnlock:
+      return fence();
+    case OpType::kLock:
+      return owner(1);
+    case OpType::kTransition:
+      if (Status st = status("target status"); !st.ok()) return st;
+      if (op.update.payload) {
+        if (Status st = CheckLength("new payload", *op.update.payload, 0, limits.max_payload_bytes);
+            !st.ok()) {
+          return st;
+        }
+      }
       return Status::Ok();
   }
   return Status::NotSupported("unknown operation type " +
                               std::to_string(static_cast<int>(op.type)));
+}
+
+Result<int64_t> ResolveLease(int64_t lease_ms, const LifecyclePolicy& policy) {
+  if (lease_ms == 0) lease_ms = policy.default_lease_ms;
+  if (lease_ms <= 0 || lease_ms > policy.max_lease_ms) {
+    return Status::InvalidArgument("lease_ms " + std::to_string(lease_ms) + " is outside 1.." +
+                                   std::to_string(policy.max_lease_ms) +
+                                   " (this namespace's max_lease_ms)");
+  }
+  return lease_ms;
+}
+
+Status ValidateLifecycle(std::string_view ns, const LifecyclePolicy& p) {
+  std::string where = ns.empty() ? "default lifecycle" : "lifecycle of '" + std::string(ns) + "'";
+  if (p.max_lease_ms <= 0 || p.default_lease_ms <= 0 || p.default_lease_ms > p.max_lease_ms) {
+    return Status::InvalidArgument(where + ": leases must satisfy 0 < default_lease_ms <= max_lease_ms");
+  }
+  if (p.completed_ttl_ms < 0) return Status::InvalidArgument(where + ": completed_ttl_ms < 0");
+  return Status::Ok();
 }
 
 Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms) {

@@ -17,6 +17,10 @@ Status ValidateOp(const Op& op, const Limits& limits);
 // The absolute expiry (kNeverExpires for "never") for a TTL argument under `policy`.
 Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms);
 
+// The lease length for a lease_ms argument (0 = the policy default).
+Result<int64_t> ResolveLease(int64_t lease_ms, const LifecyclePolicy& policy);
+Status ValidateLifecycle(std::string_view ns, const LifecyclePolicy& policy);
+
 // Checks that a policy is self-consistent (default within max, ...).
 Status ValidatePolicy(std::string_view ns, const RetentionPolicy& policy);
 

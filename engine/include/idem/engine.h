@@ -9,8 +9,13 @@
 // Thread-safe: any number of threads may call any method concurrently. Closing is destroying.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "idem/options.h"
 #include "idem/result.h"
@@ -27,6 +32,20 @@ class Engine : public Store {
  public:
   // Opens (creating if allowed) the database in `dir`.
   static Result<std::unique_ptr<Engine>> Open(const std::string& dir, EngineOptions options);
+
+  // Apply (the Store contract) blocks the calling thread for Begin ops with wait_ms > 0 that find
+  // an attempt in progress, until it completes, aborts, its lease ends or the wait runs out.
+  // ApplyNoWait answers such ops at once (IN_PROGRESS): for servers, which wait without a thread
+  // per waiter by combining it with Watch.
+  virtual Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
+
+  // Calls `on_change` once, on the committing thread and after the commit, when a write to
+  // (ns, key) is next committed; or never, if Unwatch comes first. It must not block or call
+  // into the engine. Register BEFORE reading the state you wait on, so no change is missed.
+  using WatchId = uint64_t;
+  virtual WatchId Watch(std::string_view ns, std::string_view key,
+                        std::function<void()> on_change) = 0;
+  virtual void Unwatch(WatchId id) = 0;
 
   // Runs a full compaction: every expired record is physically removed (for tests and admins).
   virtual Status CompactAll() = 0;

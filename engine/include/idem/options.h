@@ -5,7 +5,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <string_view>
+
+#include "idem/result.h"
 
 #include "idem/clock.h"
 
@@ -21,6 +25,7 @@ struct Limits {
   size_t max_owner_bytes = 128;
   size_t max_status_set = 16;     // statuses in one Condition::status_in
   size_t max_batch_ops = 10'000;  // operations in one Apply
+  int64_t max_wait_ms = 5 * 60'000;  // Begin's wait_ms
 };
 
 enum class Durability : uint8_t {
@@ -41,12 +46,33 @@ struct RetentionPolicy {
   bool allow_forever = false;                     // whether kForever is accepted
 };
 
+// Request lifecycle, locks: leases and what happens to finished attempts.
+struct LifecyclePolicy {
+  int64_t default_lease_ms = 30'000;       // Begin/Heartbeat/Lock/Renew with lease_ms = 0
+  int64_t max_lease_ms = 24LL * 3600 * 1000;
+  int64_t completed_ttl_ms = 0;            // retention after Complete; 0 = retention default
+  bool remember_failures = false;          // Abort: keep a FAILED record (replayed) or release
+  size_t max_response_bytes = 1 << 20;     // Complete's response (also bounded by the payload limit)
+};
+
+// A namespace's allowed status transitions: from -> {to...}. Namespaces without a graph allow
+// any transition.
+struct StateGraph {
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> next;
+  bool Allows(std::string_view from, std::string_view to) const;
+  // Parses "A>B>C,A>D": chains separated by commas ("A>B>C" allows A->B and B->C).
+  static Result<StateGraph> Parse(std::string_view spec);
+};
+
 struct EngineOptions {
   std::shared_ptr<Clock> clock;  // null: SystemClock
   Durability durability = Durability::kSync;
   Limits limits;
   RetentionPolicy default_retention;                    // namespaces without their own policy
   std::map<std::string, RetentionPolicy> retention;     // per-namespace policies
+  LifecyclePolicy default_lifecycle;
+  std::map<std::string, LifecyclePolicy> lifecycle;     // per-namespace lifecycle policies
+  std::map<std::string, StateGraph> state_graphs;       // per-namespace state machines
   bool create_if_missing = true;
 
   // Reclaiming expired records: every interval a background thread looks at each SST's expiry

@@ -1,0 +1,336 @@
+// Request lifecycle (Begin/Complete/Abort/Heartbeat), one-shot tokens, locks and state machines
+// in the embedded engine, on a ManualClock.
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "support/engine_fixture.h"
+
+namespace idem {
+namespace {
+
+using testing::EngineTest;
+using testing::Name;
+
+class LifecycleTest : public EngineTest {
+ protected:
+  static constexpr int64_t kLease = 30'000;
+  LifecycleTest() {
+    options_.lifecycle["remember"] = LifecyclePolicy{kLease, kHour, 0, /*remember_failures=*/true};
+    options_.lifecycle["small"] = LifecyclePolicy{kLease, kHour, 0, false, /*max_response=*/8};
+    options_.lifecycle["keep"] = LifecyclePolicy{kLease, kHour, /*completed_ttl=*/2 * kHour};
+    options_.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID>SHIPPED>DONE,WAIT_PAY>CLOSED");
+  }
+  Result<OpResult> Do(const Op& op) { return engine().Execute(op); }
+  uint64_t Started(std::string_view ns, std::string_view key, std::string_view fp = {}) {
+    auto r = Do(Op::Begin(ns, key, fp));
+    EXPECT_TRUE(r.ok() && r->outcome == Outcome::kStarted) << Name(r);
+    return r.ok() && r->record ? r->record->fence : 0;
+  }
+};
+
+TEST_F(LifecycleTest, BeginCompleteReplay) {
+  auto first = Do(Op::Begin("pay", "req-1", "fp", 0, 0, "worker-a"));
+  ASSERT_OK(first);
+  EXPECT_EQ(Outcome::kStarted, first->outcome);
+  EXPECT_EQ(kStatusInProgress, first->record->status);
+  EXPECT_EQ("worker-a", first->record->owner);
+  EXPECT_EQ(clock_->NowMillis() + kLease, first->record->lease_until_ms);
+  const uint64_t fence = first->record->fence;
+
+  auto dup = Do(Op::Begin("pay", "req-1", "fp"));
+  ASSERT_OK(dup);
+  EXPECT_EQ(Outcome::kInProgress, dup->outcome);
+  EXPECT_EQ(first->record->lease_until_ms, dup->record->lease_until_ms);
+
+  clock_->Advance(1000);
+  auto done = Do(Op::Complete("pay", "req-1", fence, "HTTP 201 {id: 7}"));
+  ASSERT_OK(done);
+  EXPECT_EQ(Outcome::kApplied, done->outcome);
+  EXPECT_EQ(kStatusCompleted, done->record->status);
+  EXPECT_EQ(0, done->record->lease_until_ms);
+
+  auto replay = Do(Op::Begin("pay", "req-1", "fp"));
+  ASSERT_OK(replay);
+  EXPECT_EQ(Outcome::kCompleted, replay->outcome);
+  EXPECT_EQ("HTTP 201 {id: 7}", replay->record->payload);
+  EXPECT_EQ(clock_->NowMillis(), replay->record->updated_ms);  // when it was completed
+  EXPECT_EQ(clock_->NowMillis() + options_.default_retention.default_ttl_ms,
+            replay->record->expires_at_ms);
+}
+
+TEST_F(LifecycleTest, CompletedRetentionComesFromTheNamespacePolicy) {
+  uint64_t fence = Started("keep", "k");
+  auto done = Do(Op::Complete("keep", "k", fence, "r"));
+  ASSERT_OK(done);
+  EXPECT_EQ(clock_->NowMillis() + 2 * kHour, done->record->expires_at_ms);
+  auto explicit_ttl = Do(Op::Complete("keep", "k2", Started("keep", "k2"), "r", 5000));
+  ASSERT_OK(explicit_ttl);
+  EXPECT_EQ(clock_->NowMillis() + 5000, explicit_ttl->record->expires_at_ms);
+}
+
+TEST_F(LifecycleTest, SameKeyDifferentFingerprintIsMismatchInEveryState) {
+  uint64_t fence = Started("pay", "k", "hash-a");
+  EXPECT_EQ("MISMATCH", Name(Do(Op::Begin("pay", "k", "hash-b"))));
+  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", fence, "r"))));
+  auto r = Do(Op::Begin("pay", "k", "hash-b"));
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kMismatch, r->outcome);
+  EXPECT_FALSE(r->fingerprint_matches);
+  EXPECT_EQ("COMPLETED", Name(Do(Op::Begin("pay", "k", "hash-a"))));
+  EXPECT_EQ("COMPLETED", Name(Do(Op::Begin("pay", "k"))));  // no fingerprint: nothing to compare
+}
+
+TEST_F(LifecycleTest, OnlyTheFenceHolderCompletesAndARepeatIsAlready) {
+  uint64_t fence = Started("pay", "k");
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Complete("pay", "k", fence + 1, "r"))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", fence, "r"))));
+  EXPECT_EQ("ALREADY", Name(Do(Op::Complete("pay", "k", fence, "r"))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::Complete("pay", "missing", fence, "r"))));
+}
+
+TEST_F(LifecycleTest, AbortReleasesTheKeyForTheNextBegin) {
+  uint64_t fence = Started("pay", "k");
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Abort("pay", "k", fence + 1))));
+  EXPECT_EQ("RELEASED", Name(Do(Op::Abort("pay", "k", fence))));
+  auto next = Do(Op::Begin("pay", "k"));
+  ASSERT_OK(next);
+  EXPECT_EQ(Outcome::kStarted, next->outcome);
+  EXPECT_GT(next->record->fence, fence);
+}
+
+TEST_F(LifecycleTest, RememberedFailuresAreReplayed) {
+  uint64_t fence = Started("remember", "k");
+  Op abort = Op::Abort("remember", "k", fence);
+  abort.payload = "HTTP 422 card declined";
+  auto r = Do(abort);
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kReleased, r->outcome);
+  auto replay = Do(Op::Begin("remember", "k"));
+  ASSERT_OK(replay);
+  EXPECT_EQ(Outcome::kCompleted, replay->outcome);
+  EXPECT_EQ(kStatusFailed, replay->record->status);
+  EXPECT_EQ("HTTP 422 card declined", replay->record->payload);
+  EXPECT_EQ("CONDITION_FAILED", Name(Do(Op::Abort("remember", "k", fence))));
+}
+
+TEST_F(LifecycleTest, ExpiredLeaseIsTakenOverAndTheStaleHolderIsRejected) {
+  uint64_t old_fence = Started("pay", "k");
+  clock_->Advance(kLease - 1);
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "k"))));
+  clock_->Advance(1);  // the lease ends: the worker is presumed dead
+  auto takeover = Do(Op::Begin("pay", "k", "", 0, 0, "worker-b"));
+  ASSERT_OK(takeover);
+  EXPECT_EQ(Outcome::kStarted, takeover->outcome);
+  const uint64_t new_fence = takeover->record->fence;
+  EXPECT_GT(new_fence, old_fence);
+  EXPECT_EQ("worker-b", takeover->record->owner);
+  // The old worker wakes up: every holder-only operation is refused.
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Complete("pay", "k", old_fence, "late"))));
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Abort("pay", "k", old_fence))));
+  auto hb = Do(Op::Heartbeat("pay", "k", old_fence));
+  ASSERT_OK(hb);
+  EXPECT_EQ(Outcome::kFenceMismatch, hb->outcome);
+  EXPECT_EQ(new_fence, hb->record->fence);  // tells the loser who holds it now
+  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", new_fence, "winner"))));
+  EXPECT_EQ("winner", GetRecord("pay", "k").payload);
+}
+
+TEST_F(LifecycleTest, HeartbeatKeepsTheLeaseAlive) {
+  uint64_t fence = Started("pay", "k");
+  for (int i = 0; i < 5; ++i) {
+    clock_->Advance(kLease - 1000);
+    auto hb = Do(Op::Heartbeat("pay", "k", fence));
+    ASSERT_OK(hb);
+    EXPECT_EQ(Outcome::kApplied, hb->outcome);
+    EXPECT_EQ(clock_->NowMillis() + kLease, hb->record->lease_until_ms);
+  }
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "k"))));
+}
+
+TEST_F(LifecycleTest, AnInProgressRecordDoesNotExpireBeforeItsLease) {
+  auto r = Do([] {
+    Op op = Op::Begin("pay", "k", "", 60'000);
+    op.ttl_ms = 1000;  // shorter than the lease
+    return op;
+  }());
+  ASSERT_OK(r);
+  EXPECT_GE(r->record->expires_at_ms, r->record->lease_until_ms);
+  clock_->Advance(30'000);
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "k"))));
+}
+
+TEST_F(LifecycleTest, WaitingBeginReceivesTheResponseTheMomentTheHolderCompletes) {
+  uint64_t fence = Started("pay", "k");
+  auto waiter = std::async(std::launch::async, [&] {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = Do(Op::Begin("pay", "k", "", 0, /*wait_ms=*/20'000));
+    return std::make_pair(std::move(r), std::chrono::steady_clock::now() - t0);
+  });
+  // Let the waiter block (this only makes the test meaningful; correctness does not depend on it).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", fence, "the response"))));
+  auto [r, waited] = waiter.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kCompleted, r->outcome);
+  EXPECT_EQ("the response", r->record->payload);
+  EXPECT_LT(waited, std::chrono::seconds(10));  // woken by the completion, not the deadline
+}
+
+TEST_F(LifecycleTest, WaitingBeginStartsWhenTheHolderAborts) {
+  uint64_t fence = Started("pay", "k");
+  auto waiter = std::async(std::launch::async, [&] { return Do(Op::Begin("pay", "k", "", 0, 20'000)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ("RELEASED", Name(Do(Op::Abort("pay", "k", fence))));
+  auto r = waiter.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kStarted, r->outcome);
+  EXPECT_GT(r->record->fence, fence);
+}
+
+TEST_F(LifecycleTest, WaitingBeginGivesUpAfterItsWait) {
+  Started("pay", "k");
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = Do(Op::Begin("pay", "k", "", 0, /*wait_ms=*/100));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kInProgress, r->outcome);
+  EXPECT_GE(waited, std::chrono::milliseconds(100));
+}
+
+TEST_F(LifecycleTest, ApplyNoWaitNeverBlocks) {
+  Started("pay", "k");
+  std::vector<Op> ops = {Op::Begin("pay", "k", "", 0, 60'000)};
+  std::vector<Result<OpResult>> results;
+  ASSERT_TRUE(engine().ApplyNoWait(ops, &results).ok());
+  EXPECT_EQ("IN_PROGRESS", Name(results[0]));
+}
+
+TEST_F(LifecycleTest, BulkConsumerDedupInOneCallEach) {
+  uint64_t f3 = Started("queue", "msg-3");
+  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("queue", "msg-3", f3, "done"))));
+  std::vector<std::string> ids = {"msg-1", "msg-2", "msg-3", "msg-4"};
+  std::vector<Op> claims;
+  for (const auto& id : ids) claims.push_back(Op::Begin("queue", id));
+  std::vector<Result<OpResult>> claimed;
+  ASSERT_TRUE(engine().Apply(claims, &claimed).ok());
+  EXPECT_EQ("STARTED", Name(claimed[0]));
+  EXPECT_EQ("STARTED", Name(claimed[1]));
+  EXPECT_EQ("COMPLETED", Name(claimed[2]));  // already processed: skip it
+  EXPECT_EQ("STARTED", Name(claimed[3]));
+  std::vector<Op> completes;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (claimed[i]->outcome == Outcome::kStarted) {
+      completes.push_back(Op::Complete("queue", ids[i], claimed[i]->record->fence, "ok"));
+    }
+  }
+  std::vector<Result<OpResult>> completed;
+  ASSERT_TRUE(engine().Apply(completes, &completed).ok());
+  for (const auto& r : completed) EXPECT_EQ("APPLIED", Name(r));
+}
+
+TEST_F(LifecycleTest, TokensAreConsumedExactlyOnce) {
+  auto issued = Do(Op::IssueToken("form", 60'000));
+  ASSERT_OK(issued);
+  EXPECT_EQ(Outcome::kIssued, issued->outcome);
+  const std::string token = issued->token;
+  EXPECT_EQ(22u, token.size());  // 128 bits, base64url
+  auto other = Do(Op::IssueToken("form", 60'000));
+  ASSERT_OK(other);
+  EXPECT_NE(token, other->token);
+  EXPECT_EQ("CONSUMED", Name(Do(Op::ConsumeToken("form", token))));
+  EXPECT_EQ("ALREADY_CONSUMED", Name(Do(Op::ConsumeToken("form", token))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken("form", "never-issued"))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken("other-ns", other->token))));
+  clock_->Advance(60'000);
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken("form", other->token))));  // expired
+}
+
+TEST_F(LifecycleTest, LocksWithLeasesAndFencing) {
+  auto a = Do(Op::Lock("locks", "report", "alice", 10'000));
+  ASSERT_OK(a);
+  EXPECT_EQ(Outcome::kAcquired, a->outcome);
+  const uint64_t alice = a->record->fence;
+  auto held = Do(Op::Lock("locks", "report", "bob", 10'000));
+  ASSERT_OK(held);
+  EXPECT_EQ(Outcome::kHeld, held->outcome);
+  EXPECT_EQ("alice", held->record->owner);
+  EXPECT_EQ(clock_->NowMillis() + 10'000, held->record->lease_until_ms);
+  // Alice asking again (a retried request) keeps her fence.
+  auto again = Do(Op::Lock("locks", "report", "alice", 10'000));
+  ASSERT_OK(again);
+  EXPECT_EQ(Outcome::kAcquired, again->outcome);
+  EXPECT_EQ(alice, again->record->fence);
+  EXPECT_EQ("APPLIED", Name(Do(Op::Renew("locks", "report", alice, 10'000))));
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Renew("locks", "report", alice + 1, 10'000))));
+  clock_->Advance(10'000);  // Alice stalls past her lease
+  auto b = Do(Op::Lock("locks", "report", "bob", 10'000));
+  ASSERT_OK(b);
+  EXPECT_EQ(Outcome::kAcquired, b->outcome);
+  EXPECT_GT(b->record->fence, alice);  // downstream systems can reject Alice's writes
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Unlock("locks", "report", alice))));
+  EXPECT_EQ("RELEASED", Name(Do(Op::Unlock("locks", "report", b->record->fence))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::Unlock("locks", "report", b->record->fence))));
+  EXPECT_EQ("ACQUIRED", Name(Do(Op::Lock("locks", "report", "carol"))));
+}
+
+TEST_F(LifecycleTest, StateMachineTransitions) {
+  ASSERT_EQ("INSERTED", Insert("order", "o1", "WAIT_PAY"));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("order", "o1", "PAYING"))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("order", "o1", "PAID"))));
+  // The payment provider calls back again: success, nothing changes.
+  auto dup = Do(Op::Transition("order", "o1", "PAID"));
+  ASSERT_OK(dup);
+  EXPECT_EQ(Outcome::kAlready, dup->outcome);
+  EXPECT_EQ(3u, dup->record->version);
+  auto illegal = Do(Op::Transition("order", "o1", "CLOSED"));
+  ASSERT_OK(illegal);
+  EXPECT_EQ(Outcome::kIllegal, illegal->outcome);
+  EXPECT_EQ("PAID", illegal->record->status);
+  EXPECT_EQ("ILLEGAL", Name(Do(Op::Transition("order", "o1", "NO_SUCH_STATE"))));
+  EXPECT_EQ("CONDITION_FAILED", Name(Do(Op::Transition("order", "o1", "SHIPPED", 2))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("order", "o1", "SHIPPED", 3))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::Transition("order", "missing", "PAID"))));
+}
+
+TEST_F(LifecycleTest, NamespaceWithoutAGraphAllowsAnyTransition) {
+  ASSERT_EQ("INSERTED", Insert("free", "k", "A"));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("free", "k", "Z"))));
+  EXPECT_EQ("ALREADY", Name(Do(Op::Transition("free", "k", "Z"))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("free", "k", "A"))));
+}
+
+TEST_F(LifecycleTest, BadArgumentsAreInvalidArgument) {
+  Op no_fence = Op::Complete("pay", "k", 1, "r");
+  no_fence.condition.fence.reset();
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(no_fence)));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 25 * kHour))));  // > max lease (24h)
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", -5))));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 0, -1))));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 0, 3'600'000))));  // > max wait
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Lock("locks", "k", ""))));
+  Op keyed_token = Op::IssueToken("form");
+  keyed_token.key = "chosen";
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(keyed_token)));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Transition("order", "o", ""))));
+  uint64_t fence = Started("small", "k");
+  auto big = Do(Op::Complete("small", "k", fence, "123456789"));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(big));
+  EXPECT_NE(std::string::npos, big.status().message().find("max_response_bytes"));
+}
+
+TEST(StateGraph, ParsesChains) {
+  auto g = StateGraph::Parse("A>B>C,A>D");
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(g->Allows("A", "B"));
+  EXPECT_TRUE(g->Allows("B", "C"));
+  EXPECT_TRUE(g->Allows("A", "D"));
+  EXPECT_FALSE(g->Allows("A", "C"));
+  EXPECT_FALSE(g->Allows("C", "A"));
+  EXPECT_FALSE(StateGraph::Parse("").ok());
+  EXPECT_FALSE(StateGraph::Parse("A>>B").ok());
+  EXPECT_FALSE(StateGraph::Parse("A").ok());
+}
+
+}  // namespace
+}  // namespace idem

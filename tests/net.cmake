@@ -1,0 +1,21 @@
+# Network tests: units without sockets, the server and client over 127.0.0.1, and the real
+# idemstored binary as a child process. All bind loopback only and stop their servers.
+set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
+
+idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
+idem_add_test(net_server_flags_test net/server_flags_test.cc LIBS idem_net)
+idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal)
+idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
+idem_add_test(net_store_conformance_test net/store_conformance_test.cc LIBS idem_net)
+idem_add_test(net_server_test net/server_test.cc LIBS idem_net_internal)
+idem_add_test(net_client_test net/client_test.cc LIBS idem_net_internal)
+foreach(t net_request_handler_test net_store_conformance_test net_server_test net_client_test)
+  target_include_directories(${t} PRIVATE ${IDEM_NET_TEST_DIR})
+endforeach()
+
+if(TARGET idemstored)
+  idem_add_test(net_idemstored_test net/idemstored_test.cc LIBS idem_net)
+  target_compile_definitions(net_idemstored_test PRIVATE
+    IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+  add_dependencies(net_idemstored_test idemstored)
+endif()

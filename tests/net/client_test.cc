@@ -1,0 +1,258 @@
+// The Client's failure contract (unreachable, timeouts, server gone, wrong protocol) and its
+// concurrency (pipelining, many threads, a server stopping under load).
+#include "idem/client.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "protocol_codec.h"
+#include "test_server.h"
+
+namespace idem {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A one-connection fake server: answers Hello (with `protocol_version`), then does `after`.
+class FakeServer {
+ public:
+  enum class After { kIgnoreRequests, kCloseOnFirstRequest };
+
+  FakeServer(After after, uint32_t protocol_version = kProtocolVersion) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(0, ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+    EXPECT_EQ(0, ::listen(listen_fd_, 4));
+    socklen_t len = sizeof addr;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, after, protocol_version] { Serve(after, protocol_version); });
+  }
+  ~FakeServer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    if (conn_fd_ >= 0) ::shutdown(conn_fd_, SHUT_RDWR);
+    thread_.join();
+    if (conn_fd_ >= 0) ::close(conn_fd_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  bool ReadFrame() {
+    uint8_t prefix[4];
+    if (!ReadExactly(prefix, 4)) return false;
+    std::vector<uint8_t> body(prefix[0] | prefix[1] << 8 | prefix[2] << 16);
+    return ReadExactly(body.data(), body.size());
+  }
+  bool ReadExactly(uint8_t* p, size_t n) {
+    while (n > 0) {
+      ssize_t got = ::recv(conn_fd_, p, n, 0);
+      if (got <= 0) return false;
+      p += got;
+      n -= static_cast<size_t>(got);
+    }
+    return true;
+  }
+  void Serve(After after, uint32_t protocol_version) {
+    conn_fd_ = ::accept(listen_fd_, nullptr, nullptr);
+    if (conn_fd_ < 0 || !ReadFrame()) return;
+    flatbuffers::FlatBufferBuilder b;
+    auto reply = wire::CreateHelloReply(b, protocol_version, b.CreateString("fake"), 1 << 20, 100);
+    b.FinishSizePrefixed(wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
+    ::send(conn_fd_, b.GetBufferPointer(), b.GetSize(), MSG_NOSIGNAL);
+    while (ReadFrame()) {
+      if (after == After::kCloseOnFirstRequest) {
+        ::shutdown(conn_fd_, SHUT_RDWR);
+        return;
+      }
+    }
+  }
+
+  int listen_fd_ = -1;
+  int conn_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+uint16_t UnusedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);  // nothing listens there now
+  return ntohs(addr.sin_port);
+}
+
+TEST(ClientTest, UnreachableServerIsIOError) {
+  ClientOptions options;
+  options.address = "127.0.0.1:" + std::to_string(UnusedPort());
+  auto client = Client::Connect(options);
+  EXPECT_TRUE(client.status().IsIOError()) << client.status().ToString();
+}
+
+TEST(ClientTest, BadAddressIsInvalidArgument) {
+  ClientOptions options;
+  options.address = "no-port";
+  EXPECT_TRUE(Client::Connect(options).status().IsInvalidArgument());
+}
+
+TEST(ClientTest, OtherProtocolVersionIsNotSupported) {
+  FakeServer fake(FakeServer::After::kIgnoreRequests, 2);
+  ClientOptions options;
+  options.address = fake.address();
+  auto client = Client::Connect(options);
+  EXPECT_EQ(Status::Code::kNotSupported, client.status().code()) << client.status().ToString();
+}
+
+TEST(ClientTest, NoAnswerIsTimedOut) {
+  FakeServer fake(FakeServer::After::kIgnoreRequests);
+  ClientOptions options;
+  options.address = fake.address();
+  options.request_timeout_ms = 200;
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  const auto start = std::chrono::steady_clock::now();
+  Result<OpResult> r = (*client)->Get("ns", "k");
+  EXPECT_TRUE(r.status().IsTimedOut()) << r.status().ToString();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
+  EXPECT_TRUE((*client)->Stats().status().IsTimedOut());
+}
+
+TEST(ClientTest, ServerClosingFailsWaitingCallsAtOnce) {
+  FakeServer fake(FakeServer::After::kCloseOnFirstRequest);
+  ClientOptions options;
+  options.address = fake.address();
+  options.request_timeout_ms = 60'000;  // the failure must not wait for this
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  const auto start = std::chrono::steady_clock::now();
+  Result<OpResult> r = (*client)->Get("ns", "k");
+  EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_TRUE((*client)->Get("ns", "k").status().IsIOError());  // and later calls at once
+}
+
+TEST(ClientTest, DestroyingTheClientFailsPendingCallsWithShutdown) {
+  FakeServer fake(FakeServer::After::kIgnoreRequests);
+  ClientOptions options;
+  options.address = fake.address();
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  std::promise<Status> done;
+  std::vector<Op> ops = {Op::Get("ns", "k")};
+  (*client)->ApplyAsync(ops, [&](Status s, std::vector<Result<OpResult>>) { done.set_value(s); });
+  client->reset();
+  EXPECT_EQ(Status::Code::kShutdown, done.get_future().get().code());
+}
+
+TEST(ClientTest, ApplyInsideACallbackIsRefused) {
+  testing::TestServer server;
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  std::promise<Status> nested;
+  std::vector<Op> ops = {Op::Get("ns", "k")};
+  (*client)->ApplyAsync(ops, [&](Status, std::vector<Result<OpResult>>) {
+    std::vector<Result<OpResult>> results;
+    nested.set_value((*client)->Apply(ops, &results));
+  });
+  EXPECT_TRUE(nested.get_future().get().IsInvalidArgument());
+}
+
+TEST(ClientTest, ThousandsOfPipelinedRequests) {
+  testing::TestServer server;
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  constexpr int kRequests = 5000;
+  std::atomic<int> inserted{0}, completed{0};
+  std::promise<void> all_done;
+  for (int i = 0; i < kRequests; ++i) {
+    std::string key = "p" + std::to_string(i);
+    std::vector<Op> ops = {Op::Insert("ns", key, "NEW")};
+    (*client)->ApplyAsync(ops, [&](Status s, std::vector<Result<OpResult>> results) {
+      if (s.ok() && results.size() == 1 && results[0].ok() &&
+          results[0]->outcome == Outcome::kInserted) {
+        ++inserted;
+      }
+      if (++completed == kRequests) all_done.set_value();
+    });
+  }
+  all_done.get_future().wait();
+  EXPECT_EQ(kRequests, inserted.load());
+  Result<StoreStats> stats = (*client)->Stats();
+  ASSERT_OK(stats);
+  std::printf("pipelined: %d requests in %llu RocksDB writes\n", kRequests,
+              static_cast<unsigned long long>(stats->writes));
+  EXPECT_EQ(uint64_t{kRequests}, stats->ops);
+}
+
+TEST(ClientTest, ManyThreadsShareOneClient) {
+  testing::TestServer server;
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  constexpr int kThreads = 8, kPerThread = 200;
+  std::atomic<int> inserted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        Result<OpResult> r =
+            (*client)->Insert("ns", std::to_string(t) + "-" + std::to_string(i), "NEW");
+        if (r.ok() && r->outcome == Outcome::kInserted) ++inserted;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(kThreads * kPerThread, inserted.load());
+}
+
+// Stop() under load: every callback fires, and everything acknowledged is in the database.
+TEST(ClientTest, ServerStopAnswersOrFailsEveryRequest) {
+  testing::TestServer server;
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  constexpr int kRequests = 2000;
+  std::mutex mu;
+  std::vector<std::string> acknowledged;
+  std::atomic<int> completed{0}, failed{0};
+  std::promise<void> all_done;
+  for (int i = 0; i < kRequests; ++i) {
+    std::string key = "s" + std::to_string(i);
+    std::vector<Op> ops = {Op::Insert("ns", key, "NEW")};
+    (*client)->ApplyAsync(ops, [&, key](Status s, std::vector<Result<OpResult>> results) {
+      if (s.ok() && results[0].ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        acknowledged.push_back(key);
+      } else {
+        EXPECT_TRUE(s.IsIOError() || s.code() == Status::Code::kShutdown) << s.ToString();
+        ++failed;
+      }
+      if (++completed == kRequests) all_done.set_value();
+    });
+  }
+  server.server().Stop();
+  ASSERT_EQ(std::future_status::ready, all_done.get_future().wait_for(30s));
+  std::printf("stop under load: %zu acknowledged, %d failed\n", acknowledged.size(),
+              failed.load());
+  for (const std::string& key : acknowledged) {
+    Result<OpResult> r = server.engine().Get("ns", key);
+    ASSERT_OK(r);
+    EXPECT_EQ(Outcome::kFound, r->outcome) << key;
+  }
+}
+
+}  // namespace
+}  // namespace idem

@@ -1,0 +1,196 @@
+#include "commit_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/temp_dir.h"
+
+namespace idem {
+namespace {
+
+// A Store whose first Apply blocks until Release(), so a test can queue requests behind it and
+// see exactly how the queue groups them. Each result echoes its op's key in record->payload.
+class GatedStore : public Store {
+ public:
+  Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    calls_.push_back(ops.size());
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+    results->clear();
+    if (calls_.size() == fail_call_) return Status::IOError("disk on fire");
+    for (const Op& op : ops) {
+      OpResult r;
+      r.outcome = Outcome::kInserted;
+      r.record.emplace().payload = std::string(op.key);
+      results->push_back(std::move(r));
+    }
+    return Status::Ok();
+  }
+  Result<StoreStats> Stats() override { return StoreStats{}; }
+
+  void WaitForCalls(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return calls_.size() >= n; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  void FailCall(size_t n) { fail_call_ = n; }
+  std::vector<size_t> calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<size_t> calls_;  // op count of each Apply
+  bool released_ = false;
+  size_t fail_call_ = 0;  // 1-based; 0 = never
+};
+
+// Collects the completions of submitted requests.
+class Completions {
+ public:
+  CommitQueue::Done Expect(std::string name) {
+    return [this, name](Status s, std::vector<Result<OpResult>> results) {
+      std::string got = s.ok() ? "" : std::string(CodeName(s.code()));
+      for (const auto& r : results) got += (got.empty() ? "" : ",") + r->record->payload;
+      std::lock_guard<std::mutex> lock(mu_);
+      done_[name] = got;
+      cv_.notify_all();
+    };
+  }
+  std::map<std::string, std::string> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_.size() >= n; });
+    return done_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> done_;
+};
+
+std::vector<Op> Gets(std::vector<std::string_view> keys) {
+  std::vector<Op> ops;
+  for (std::string_view k : keys) ops.push_back(Op::Get("ns", k));
+  return ops;
+}
+
+TEST(CommitQueueTest, RequestsQueuedDuringACommitShareTheNextApply) {
+  GatedStore store;
+  CommitQueue queue(&store, 100, 1);
+  Completions done;
+  queue.Submit(Gets({"a1"}), done.Expect("a"));
+  store.WaitForCalls(1);  // the engine thread is inside the first Apply
+  queue.Submit(Gets({"b1", "b2"}), done.Expect("b"));
+  queue.Submit(Gets({"c1", "c2", "c3"}), done.Expect("c"));
+  queue.Submit(Gets({"d1"}), done.Expect("d"));
+  store.Release();
+  auto results = done.WaitFor(4);
+  EXPECT_EQ((std::vector<size_t>{1, 6}), store.calls());  // one Apply for b, c and d
+  EXPECT_EQ("a1", results["a"]);
+  EXPECT_EQ("b1,b2", results["b"]);
+  EXPECT_EQ("c1,c2,c3", results["c"]);
+  EXPECT_EQ("d1", results["d"]);
+  EXPECT_EQ(2u, queue.applies());
+  EXPECT_EQ(4u, queue.requests());
+}
+
+TEST(CommitQueueTest, ABatchStaysWithinMaxBatchOps) {
+  GatedStore store;
+  CommitQueue queue(&store, 4, 1);
+  Completions done;
+  queue.Submit(Gets({"a"}), done.Expect("a"));
+  store.WaitForCalls(1);
+  queue.Submit(Gets({"b1", "b2", "b3"}), done.Expect("b"));
+  queue.Submit(Gets({"c1", "c2", "c3"}), done.Expect("c"));
+  queue.Submit(Gets({"d"}), done.Expect("d"));
+  store.Release();
+  done.WaitFor(4);
+  EXPECT_EQ((std::vector<size_t>{1, 3, 4}), store.calls());
+}
+
+TEST(CommitQueueTest, ARequestAboveMaxBatchOpsFailsAlone) {
+  GatedStore store;
+  store.Release();
+  CommitQueue queue(&store, 2, 1);
+  Completions done;
+  queue.Submit(Gets({"x", "y", "z"}), done.Expect("big"));
+  queue.Submit(Gets({"ok"}), done.Expect("small"));
+  auto results = done.WaitFor(2);
+  EXPECT_EQ("INVALID_ARGUMENT", results["big"]);
+  EXPECT_EQ("ok", results["small"]);
+}
+
+TEST(CommitQueueTest, AFailedApplyFailsEveryRequestInIt) {
+  GatedStore store;
+  store.FailCall(2);
+  CommitQueue queue(&store, 100, 1);
+  Completions done;
+  queue.Submit(Gets({"a"}), done.Expect("a"));
+  store.WaitForCalls(1);
+  queue.Submit(Gets({"b"}), done.Expect("b"));
+  queue.Submit(Gets({"c"}), done.Expect("c"));
+  store.Release();
+  auto results = done.WaitFor(3);
+  EXPECT_EQ("a", results["a"]);
+  EXPECT_EQ("IO_ERROR", results["b"]);
+  EXPECT_EQ("IO_ERROR", results["c"]);
+}
+
+TEST(CommitQueueTest, StopAppliesWhatIsQueuedThenRefuses) {
+  GatedStore store;
+  CommitQueue queue(&store, 100, 2);
+  Completions done;
+  queue.Submit(Gets({"a"}), done.Expect("a"));
+  store.WaitForCalls(1);
+  queue.Submit(Gets({"b"}), done.Expect("b"));
+  std::thread stopper([&] { queue.Stop(); });
+  store.Release();
+  stopper.join();
+  queue.Submit(Gets({"late"}), done.Expect("late"));
+  bool task_saw_stop = false;
+  queue.Run([&](bool stopped) { task_saw_stop = stopped; });
+  auto results = done.WaitFor(3);
+  EXPECT_EQ("a", results["a"]);
+  EXPECT_EQ("b", results["b"]);
+  EXPECT_EQ("SHUTDOWN", results["late"]);
+  EXPECT_TRUE(task_saw_stop);
+}
+
+TEST(CommitQueueTest, TasksRunOnAnEngineThread) {
+  GatedStore store;
+  store.Release();
+  CommitQueue queue(&store, 100, 1);
+  std::promise<std::thread::id> ran_on;
+  queue.Run([&](bool) { ran_on.set_value(std::this_thread::get_id()); });
+  EXPECT_NE(std::this_thread::get_id(), ran_on.get_future().get());
+}
+
+TEST(CommitQueueTest, WithoutEngineThreadsSubmitAppliesInline) {
+  GatedStore store;
+  store.Release();
+  CommitQueue queue(&store, 100, 0);
+  std::string got;
+  queue.Submit(Gets({"k"}), [&](Status s, std::vector<Result<OpResult>> r) {
+    ASSERT_OK(s);
+    got = r[0]->record->payload;
+  });
+  EXPECT_EQ("k", got);  // already done when Submit returned
+}
+
+}  // namespace
+}  // namespace idem

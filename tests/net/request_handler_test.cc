@@ -1,0 +1,174 @@
+// The request handler without sockets: frames in, frames out, against a real Engine.
+#include "request_handler.h"
+
+#include <gtest/gtest.h>
+
+#include "idem/engine.h"
+#include "support/temp_dir.h"
+#include "test_server.h"
+
+namespace idem {
+namespace {
+
+namespace fb = flatbuffers;
+
+class RequestHandlerTest : public ::testing::Test {
+ protected:
+  RequestHandlerTest() {
+    EngineOptions options = testing::TestEngineOptions(clock_);
+    options.limits.max_batch_ops = 8;
+    engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
+    queue_ = std::make_unique<CommitQueue>(engine_.get(), 8, /*engine_threads=*/0);
+    ServerInfo info;
+    info.server_version = "test";
+    info.max_frame_bytes = 1 << 20;
+    info.limits = engine_->options().limits;
+    handler_ = std::make_unique<RequestHandler>(engine_.get(), queue_.get(), info);
+  }
+
+  // Feeds one whole frame (length prefix included, as encoded) and returns the handler's verdict;
+  // the reply's body lands in reply_.
+  Status Handle(const FrameBytes& frame) {
+    return HandleBody(std::vector<uint8_t>(frame.data() + 4, frame.data() + frame.size()));
+  }
+  Status HandleBody(std::vector<uint8_t> body) {
+    reply_.clear();
+    Status s = handler_->Handle(std::move(body), &session_, [this](FrameBytes f) {
+      reply_.assign(f.data() + 4, f.data() + f.size());
+    });
+    EXPECT_FALSE(reply_.empty()) << "every frame gets a reply";
+    return s;
+  }
+  const wire::Frame* Reply() {
+    const wire::Frame* frame = VerifyFrame(reply_.data(), reply_.size());
+    EXPECT_NE(nullptr, frame);
+    return frame;
+  }
+  void Greet() { ASSERT_OK(Handle(EncodeHello(1, "test"))); }
+  // "INSERTED", "NOT_SUPPORTED", ... for each result of the ApplyResponse reply.
+  std::vector<std::string> Outcomes() {
+    std::vector<std::string> out;
+    const wire::ApplyResponse* response = Reply()->body_as_ApplyResponse();
+    EXPECT_NE(nullptr, response);
+    if (response == nullptr) return out;
+    for (const wire::OpResult* r : *response->results()) {
+      Result<OpResult> decoded = DecodeOpResult(*r);
+      out.emplace_back(decoded.ok() ? OutcomeName(decoded->outcome)
+                                    : CodeName(decoded.status().code()));
+    }
+    return out;
+  }
+  Status ReplyError() { return DecodeError(Reply()->error()); }
+
+  testing::TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<CommitQueue> queue_;
+  std::unique_ptr<RequestHandler> handler_;
+  Session session_;
+  std::vector<uint8_t> reply_;
+};
+
+TEST_F(RequestHandlerTest, HelloIsAnsweredWithLimits) {
+  ASSERT_OK(Handle(EncodeHello(5, "unit-test")));
+  EXPECT_EQ(5u, Reply()->id());
+  const wire::HelloReply* hello = Reply()->body_as_HelloReply();
+  ASSERT_NE(nullptr, hello);
+  EXPECT_EQ(kProtocolVersion, hello->protocol_version());
+  EXPECT_EQ(8u, hello->max_batch_ops());
+  EXPECT_EQ(1u << 20, hello->max_frame_bytes());
+  EXPECT_EQ("unit-test", session_.client_name);
+}
+
+TEST_F(RequestHandlerTest, TheFirstFrameMustBeHello) {
+  Status s = Handle(EncodeApplyRequest(1, std::vector<Op>{Op::Get("ns", "k")}));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(ReplyError().IsInvalidArgument());
+}
+
+TEST_F(RequestHandlerTest, AnotherProtocolVersionIsRefused) {
+  fb::FlatBufferBuilder b;
+  auto hello = wire::CreateHello(b, 99, b.CreateString("future"));
+  b.Finish(wire::CreateFrame(b, 1, wire::Body::Hello, hello.Union()));
+  Status s = HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()));
+  EXPECT_EQ(Status::Code::kNotSupported, s.code());
+  EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code());
+}
+
+TEST_F(RequestHandlerTest, ApplyRunsTheOpsInOrder) {
+  Greet();
+  std::vector<Op> ops = {Op::Insert("ns", "k", "NEW"), Op::Insert("ns", "k", "NEW"),
+                         Op::Get("ns", "k"), Op::Delete("ns", "k"), Op::Get("ns", "k")};
+  ASSERT_OK(Handle(EncodeApplyRequest(7, ops)));
+  EXPECT_EQ(7u, Reply()->id());
+  EXPECT_EQ((std::vector<std::string>{"INSERTED", "EXISTS", "FOUND", "DELETED", "NOT_FOUND"}),
+            Outcomes());
+}
+
+TEST_F(RequestHandlerTest, UnknownOpTypeFailsThatOpOnly) {
+  Greet();
+  fb::FlatBufferBuilder b;
+  auto bad = wire::CreateOp(b, static_cast<wire::OpType>(200), b.CreateString("ns"),
+                            b.CreateVector(std::vector<uint8_t>{'k'}));
+  auto good = wire::CreateOp(b, wire::OpType::Insert, b.CreateString("ns"),
+                             b.CreateVector(std::vector<uint8_t>{'k'}), b.CreateString("NEW"));
+  auto request = wire::CreateApplyRequest(b, b.CreateVector(std::vector{bad, good, bad}));
+  b.Finish(wire::CreateFrame(b, 3, wire::Body::ApplyRequest, request.Union()));
+  ASSERT_OK(HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize())));
+  EXPECT_EQ((std::vector<std::string>{"NOT_SUPPORTED", "INSERTED", "NOT_SUPPORTED"}), Outcomes());
+}
+
+TEST_F(RequestHandlerTest, TooManyOpsFailTheRequestButNotTheConnection) {
+  Greet();
+  std::vector<Op> ops(9, Op::Get("ns", "k"));
+  ASSERT_OK(Handle(EncodeApplyRequest(4, ops)));
+  EXPECT_EQ(4u, Reply()->id());
+  EXPECT_TRUE(ReplyError().IsInvalidArgument());
+  ASSERT_OK(Handle(EncodeApplyRequest(5, std::vector<Op>(8, Op::Get("ns", "k")))));
+  EXPECT_EQ(8u, Outcomes().size());
+}
+
+TEST_F(RequestHandlerTest, InvalidOpsAreErrorsOfTheirOwn) {
+  Greet();
+  std::string long_key(600, 'k');
+  std::vector<Op> ops = {Op::Insert("ns", long_key, "NEW"), Op::Insert("bad ns!", "k", "NEW"),
+                         Op::Insert("ns", "k", "NEW")};
+  ASSERT_OK(Handle(EncodeApplyRequest(2, ops)));
+  EXPECT_EQ((std::vector<std::string>{"INVALID_ARGUMENT", "INVALID_ARGUMENT", "INSERTED"}),
+            Outcomes());
+}
+
+TEST_F(RequestHandlerTest, GarbageFailsVerificationAndClosesTheConnection) {
+  Greet();
+  Status s = HandleBody({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_EQ(0u, Reply()->id());
+  EXPECT_TRUE(ReplyError().IsCorruption());
+}
+
+TEST_F(RequestHandlerTest, RequestIdZeroIsReserved) {
+  Greet();
+  EXPECT_FALSE(Handle(EncodeStatsRequest(0)).ok());
+  EXPECT_EQ(0u, Reply()->id());
+}
+
+TEST_F(RequestHandlerTest, UnknownRequestTypeIsNotSupported) {
+  Greet();
+  ServerInfo info;
+  ASSERT_OK(Handle(EncodeHelloReply(9, info)));  // a response type, sent by a "client"
+  EXPECT_EQ(9u, Reply()->id());
+  EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code());
+}
+
+TEST_F(RequestHandlerTest, Stats) {
+  Greet();
+  ASSERT_OK(Handle(EncodeApplyRequest(2, std::vector<Op>{Op::Insert("ns", "k", "NEW")})));
+  ASSERT_OK(Handle(EncodeStatsRequest(3)));
+  const wire::StatsResponse* stats = Reply()->body_as_StatsResponse();
+  ASSERT_NE(nullptr, stats);
+  EXPECT_EQ(1u, stats->ops());
+  EXPECT_EQ("async", stats->durability()->str());
+}
+
+}  // namespace
+}  // namespace idem

@@ -1,0 +1,121 @@
+#include "idem/server_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "idem/duration.h"
+#include "support/temp_dir.h"
+
+namespace idem {
+namespace {
+
+Result<ServerFlags> Parse(std::vector<std::string_view> args) { return ParseServerFlags(args); }
+
+TEST(DurationTest, ParsesEveryUnit) {
+  EXPECT_EQ(500, *ParseDurationMs("500ms"));
+  EXPECT_EQ(30'000, *ParseDurationMs("30s"));
+  EXPECT_EQ(15 * 60'000, *ParseDurationMs("15m"));
+  EXPECT_EQ(24LL * 3'600'000, *ParseDurationMs("24h"));
+  EXPECT_EQ(7LL * 86'400'000, *ParseDurationMs("7d"));
+  EXPECT_EQ(0, *ParseDurationMs("0s"));
+}
+
+TEST(DurationTest, RejectsMalformedInput) {
+  for (std::string_view bad : {"", "10", "ms", "-5s", "5 s", "5sec", "1.5h", "5S", "s5",
+                               "99999999999999999999d", "106751991167d"}) {
+    EXPECT_TRUE(ParseDurationMs(bad).status().IsInvalidArgument()) << bad;
+  }
+}
+
+TEST(DurationTest, FormatsWithTheLargestExactUnit) {
+  EXPECT_EQ("90s", FormatDurationMs(90'000));
+  EXPECT_EQ("15m", FormatDurationMs(900'000));
+  EXPECT_EQ("7d", FormatDurationMs(7LL * 86'400'000));
+  EXPECT_EQ("250ms", FormatDurationMs(250));
+  EXPECT_EQ("0ms", FormatDurationMs(0));
+}
+
+TEST(ServerFlagsTest, Defaults) {
+  Result<ServerFlags> f = Parse({});
+  ASSERT_OK(f);
+  EXPECT_EQ("127.0.0.1", f->server.host);
+  EXPECT_EQ(7878, f->server.port);
+  EXPECT_EQ("./data", f->data_dir);
+  EXPECT_EQ(Durability::kSync, f->engine.durability);
+  EXPECT_FALSE(f->server.allow_remote);
+  EXPECT_FALSE(f->help);
+}
+
+TEST(ServerFlagsTest, EveryFlag) {
+  Result<ServerFlags> f = Parse({"--listen", "0.0.0.0:0", "--allow-remote", "--data=/tmp/x",
+                                 "--durability", "async", "--io-threads", "3",
+                                 "--engine-threads=4", "--max-connections", "10",
+                                 "--max-frame-bytes", "65536", "--idle-timeout", "500ms",
+                                 "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
+                                 "payments=7d,max=30d", "--retention", "locks=10s,forever"});
+  ASSERT_OK(f);
+  EXPECT_EQ("0.0.0.0", f->server.host);
+  EXPECT_EQ(0, f->server.port);
+  EXPECT_TRUE(f->server.allow_remote);
+  EXPECT_EQ("/tmp/x", f->data_dir);
+  EXPECT_EQ(Durability::kAsync, f->engine.durability);
+  EXPECT_EQ(3, f->server.io_threads);
+  EXPECT_EQ(4, f->server.engine_threads);
+  EXPECT_EQ(10u, f->server.max_connections);
+  EXPECT_EQ(65536u, f->server.max_frame_bytes);
+  EXPECT_EQ(500, f->server.idle_timeout_ms);
+  EXPECT_EQ(3'600'000, f->engine.default_retention.default_ttl_ms);
+  EXPECT_EQ(2 * 86'400'000, f->engine.default_retention.max_ttl_ms);
+  const RetentionPolicy& payments = f->engine.retention.at("payments");
+  EXPECT_EQ(7LL * 86'400'000, payments.default_ttl_ms);
+  EXPECT_EQ(30LL * 86'400'000, payments.max_ttl_ms);
+  EXPECT_FALSE(payments.allow_forever);
+  const RetentionPolicy& locks = f->engine.retention.at("locks");
+  EXPECT_EQ(10'000, locks.default_ttl_ms);
+  EXPECT_EQ(2 * 86'400'000, locks.max_ttl_ms);  // --max-ttl, wherever it appears
+  EXPECT_TRUE(locks.allow_forever);
+}
+
+TEST(ServerFlagsTest, Ipv6Listen) {
+  Result<ServerFlags> f = Parse({"--listen", "[::1]:9000"});
+  ASSERT_OK(f);
+  EXPECT_EQ("::1", f->server.host);
+  EXPECT_EQ(9000, f->server.port);
+}
+
+TEST(ServerFlagsTest, Help) {
+  EXPECT_TRUE(Parse({"--help"})->help);
+  EXPECT_TRUE(Parse({"-h"})->help);
+  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--retention"));
+}
+
+TEST(ServerFlagsTest, ErrorsNameTheFlag) {
+  struct Case {
+    std::vector<std::string_view> args;
+    std::string_view flag;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--bogus"}, "--bogus"},
+           {{"--listen"}, "--listen"},
+           {{"--listen", "nocolon"}, "--listen"},
+           {{"--listen", "h:99999"}, "--listen"},
+           {{"--durability", "maybe"}, "--durability"},
+           {{"--io-threads", "0"}, "--io-threads"},
+           {{"--io-threads", "2x"}, "--io-threads"},
+           {{"--idle-timeout", "0s"}, "--idle-timeout"},
+           {{"--idle-timeout", "soon"}, "--idle-timeout"},
+           {{"--max-frame-bytes", "12"}, "--max-frame-bytes"},
+           {{"--retention", "nosep"}, "--retention"},
+           {{"--retention", "a=1h,sometimes"}, "--retention"},
+           {{"--retention", "a=1h,max=x"}, "--retention"},
+       }) {
+    Result<ServerFlags> f = Parse(c.args);
+    ASSERT_FALSE(f.ok()) << c.args[0];
+    EXPECT_TRUE(f.status().IsInvalidArgument());
+    EXPECT_NE(std::string::npos, f.status().message().find(c.flag)) << f.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace idem

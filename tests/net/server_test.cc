@@ -1,0 +1,287 @@
+// The real server on 127.0.0.1:0 under hostile and awkward clients: bad frames, partial
+// frames, random bytes, idle clients, too many clients. After each, the server must still
+// serve other connections.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "protocol_codec.h"
+#include "raw_socket.h"
+#include "test_server.h"
+
+namespace idem {
+namespace {
+
+using testing::RawSocket;
+using ReadResult = RawSocket::ReadResult;
+namespace fb = flatbuffers;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartServer(ServerOptions options = {}) {
+    server_ = std::make_unique<testing::TestServer>(options);
+  }
+
+  // A raw connection that has done the handshake.
+  std::unique_ptr<RawSocket> Greeted() {
+    auto socket = std::make_unique<RawSocket>(server_->port());
+    EXPECT_TRUE(socket->connected());
+    EXPECT_TRUE(socket->Send(EncodeHello(1, "raw")));
+    std::vector<uint8_t> body;
+    EXPECT_EQ(ReadResult::kFrame, socket->ReadFrame(&body));
+    const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+    EXPECT_TRUE(frame && frame->body_as_HelloReply());
+    return socket;
+  }
+
+  // Reads one frame and returns its whole-request error (ok if none); id in *id.
+  static Status ReadError(RawSocket& socket, uint64_t* id = nullptr) {
+    std::vector<uint8_t> body;
+    if (socket.ReadFrame(&body) != ReadResult::kFrame) return Status::IOError("no frame");
+    const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+    if (frame == nullptr) return Status::IOError("unverifiable response");
+    if (id) *id = frame->id();
+    return DecodeError(frame->error());
+  }
+
+  // The server still works for a new client.
+  void ExpectServing() {
+    auto client = server_->Connect();
+    ASSERT_OK(client);
+    Result<OpResult> r = (*client)->Insert("ns", "probe-" + std::to_string(probe_++), "NEW");
+    ASSERT_OK(r);
+    EXPECT_EQ(Outcome::kInserted, r->outcome);
+  }
+
+  std::unique_ptr<testing::TestServer> server_;
+  int probe_ = 0;
+};
+
+TEST_F(ServerTest, LengthAboveTheLimitGetsAnErrorThenClose) {
+  ServerOptions options;
+  options.max_frame_bytes = 64 * 1024;
+  StartServer(options);
+  auto socket = Greeted();
+  uint8_t prefix[4] = {0x01, 0x00, 0x01, 0x00};  // 65537
+  ASSERT_TRUE(socket->Send(prefix, 4));
+  uint64_t id = 99;
+  Status error = ReadError(*socket, &id);
+  EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
+  EXPECT_NE(std::string::npos, error.message().find("max_frame_bytes"));
+  EXPECT_EQ(0u, id);
+  EXPECT_TRUE(socket->WaitClosed());
+  ExpectServing();
+}
+
+TEST_F(ServerTest, ZeroLengthFrameClosesTheConnection) {
+  StartServer();
+  auto socket = Greeted();
+  uint8_t prefix[4] = {0, 0, 0, 0};
+  ASSERT_TRUE(socket->Send(prefix, 4));
+  EXPECT_TRUE(ReadError(*socket).IsInvalidArgument());
+  EXPECT_TRUE(socket->WaitClosed());
+  ExpectServing();
+}
+
+TEST_F(ServerTest, FrameFailingVerificationGetsCorruptionThenClose) {
+  StartServer();
+  auto socket = Greeted();
+  ASSERT_TRUE(socket->SendFrame(std::vector<uint8_t>(64, 0xAB)));
+  EXPECT_TRUE(ReadError(*socket).IsCorruption());
+  EXPECT_TRUE(socket->WaitClosed());
+  ExpectServing();
+}
+
+TEST_F(ServerTest, TruncatedFrameThenEofClosesQuietly) {
+  StartServer();
+  auto socket = Greeted();
+  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Get("ns", "k")});
+  ASSERT_TRUE(socket->Send(frame.data(), frame.size() / 2));
+  socket->ShutdownWrite();
+  EXPECT_TRUE(socket->WaitClosed());
+  ExpectServing();
+}
+
+TEST_F(ServerTest, AFrameSplitIntoSingleBytesIsStillOneRequest) {
+  StartServer();
+  auto socket = Greeted();
+  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Insert("ns", "k", "NEW")});
+  for (size_t i = 0; i < frame.size(); ++i) ASSERT_TRUE(socket->Send(frame.data() + i, 1));
+  uint64_t id = 0;
+  ASSERT_OK(ReadError(*socket, &id));
+  EXPECT_EQ(2u, id);
+}
+
+TEST_F(ServerTest, NoHelloFirstIsRefused) {
+  StartServer();
+  RawSocket socket(server_->port());
+  ASSERT_TRUE(socket.Send(EncodeStatsRequest(1)));
+  EXPECT_TRUE(ReadError(socket).IsInvalidArgument());
+  EXPECT_TRUE(socket.WaitClosed());
+}
+
+TEST_F(ServerTest, UnknownOpTypeLeavesTheConnectionUsable) {
+  StartServer();
+  auto socket = Greeted();
+  fb::FlatBufferBuilder b;
+  auto op = wire::CreateOp(b, static_cast<wire::OpType>(42), b.CreateString("ns"),
+                           b.CreateVector(std::vector<uint8_t>{'k'}));
+  auto request = wire::CreateApplyRequest(b, b.CreateVector(std::vector{op}));
+  b.FinishSizePrefixed(wire::CreateFrame(b, 5, wire::Body::ApplyRequest, request.Union()));
+  ASSERT_TRUE(socket->Send(b.GetBufferPointer(), b.GetSize()));
+  std::vector<uint8_t> body;
+  ASSERT_EQ(ReadResult::kFrame, socket->ReadFrame(&body));
+  const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+  ASSERT_NE(nullptr, frame);
+  ASSERT_NE(nullptr, frame->body_as_ApplyResponse());
+  Result<OpResult> r = DecodeOpResult(*frame->body_as_ApplyResponse()->results()->Get(0));
+  EXPECT_EQ(Status::Code::kNotSupported, r.status().code());
+  // Same connection, next request.
+  ASSERT_TRUE(socket->Send(EncodeApplyRequest(6, std::vector<Op>{Op::Get("ns", "k")})));
+  uint64_t id = 0;
+  ASSERT_OK(ReadError(*socket, &id));
+  EXPECT_EQ(6u, id);
+}
+
+TEST_F(ServerTest, OversizedKeyIsAnOpErrorAndTheClientStaysConnected) {
+  StartServer();
+  auto client = server_->Connect();
+  ASSERT_OK(client);
+  Result<OpResult> r = (*client)->Insert("ns", std::string(100'000, 'k'), "NEW");
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+}
+
+TEST_F(ServerTest, RequestFrameAboveTheServerLimitFailsLocallyInTheClient) {
+  ServerOptions options;
+  options.max_frame_bytes = 64 * 1024;
+  StartServer(options);
+  auto client = server_->Connect();
+  ASSERT_OK(client);
+  EXPECT_EQ(64u * 1024, (*client)->server_info().max_frame_bytes);
+  Result<OpResult> r = (*client)->Insert("ns", "k", "NEW", std::string(100'000, 'p'));
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+}
+
+// Thousands of random frames (seeded, so a failure replays): mutations of valid requests and
+// pure noise, each with a correct length prefix. Every frame gets exactly one answer, either a
+// response or an error frame followed by a close; then the server still serves.
+TEST_F(ServerTest, RandomFramesNeverBreakTheServer) {
+  StartServer();
+  std::mt19937 rng(20261129);
+  std::vector<FrameBytes> seeds;
+  seeds.push_back(EncodeApplyRequest(
+      3, std::vector<Op>{Op::Insert("ns", "k", "NEW", "p", "f", 1000),
+                         Op::CompareAndSet("ns", "k", {.status_in = {"A", "B"}, .version = 1},
+                                           {.status = "X", .payload = "y", .ttl_ms = 5})}));
+  seeds.push_back(EncodeApplyRequest(4, std::vector<Op>{Op::Delete("ns", "k", {.fence = 3}),
+                                                        Op::Get("ns", "k")}));
+  seeds.push_back(EncodeStatsRequest(5));
+  seeds.push_back(EncodeHello(6, "again"));
+
+  auto socket = Greeted();
+  int closes = 0, answers = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> body;
+    if (i % 10 == 0) {  // noise
+      body.resize(1 + rng() % 200);
+      for (auto& byte : body) byte = static_cast<uint8_t>(rng());
+    } else {  // a valid frame with a few bytes flipped
+      const FrameBytes& seed = seeds[rng() % seeds.size()];
+      body.assign(seed.data() + 4, seed.data() + seed.size());
+      for (int flips = 1 + rng() % 4; flips > 0; --flips) {
+        body[rng() % body.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      }
+    }
+    ASSERT_TRUE(socket->SendFrame(body));
+    std::vector<uint8_t> reply;
+    ReadResult r = socket->ReadFrame(&reply);
+    ASSERT_NE(ReadResult::kTimedOut, r) << "frame " << i << " got no answer";
+    const wire::Frame* frame =
+        r == ReadResult::kFrame ? VerifyFrame(reply.data(), reply.size()) : nullptr;
+    if (r == ReadResult::kFrame) ASSERT_NE(nullptr, frame) << "server sent an unverifiable frame";
+    if (frame && frame->id() != 0) {
+      ++answers;
+      continue;
+    }
+    // Connection-level error: the server closes; carry on with a new connection.
+    EXPECT_TRUE(r == ReadResult::kClosed || socket->WaitClosed());
+    ++closes;
+    socket = Greeted();
+  }
+  std::printf("random frames: %d answered, %d closed the connection\n", answers, closes);
+  EXPECT_GT(answers, 0);
+  EXPECT_GT(closes, 0);
+  ExpectServing();
+}
+
+TEST_F(ServerTest, IdleClientsAreDisconnected) {
+  ServerOptions options;
+  options.idle_timeout_ms = 200;
+  StartServer(options);
+  auto socket = Greeted();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ReadError(*socket).IsTimedOut());  // the server says why before closing
+  EXPECT_TRUE(socket->WaitClosed());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  ExpectServing();
+}
+
+TEST_F(ServerTest, ASlowlyTrickledFrameIsIdle) {
+  ServerOptions options;
+  options.idle_timeout_ms = 200;
+  StartServer(options);
+  auto socket = Greeted();
+  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Get("ns", "k")});
+  ASSERT_TRUE(socket->Send(frame.data(), 6));  // and never the rest
+  EXPECT_TRUE(ReadError(*socket).IsTimedOut());
+  EXPECT_TRUE(socket->WaitClosed());
+}
+
+TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
+  ServerOptions options;
+  options.max_connections = 2;
+  StartServer(options);
+  auto a = server_->Connect();
+  auto b = server_->Connect();
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  RawSocket third(server_->port());
+  uint64_t id = 99;
+  EXPECT_TRUE(ReadError(third, &id).IsBusy());
+  EXPECT_EQ(0u, id);
+  EXPECT_TRUE(third.WaitClosed());
+  auto refused = server_->Connect();
+  EXPECT_TRUE(refused.status().IsBusy()) << refused.status().ToString();
+  // The two admitted clients are unaffected.
+  ASSERT_OK((*a)->Insert("ns", "a", "NEW"));
+  ASSERT_OK((*b)->Insert("ns", "b", "NEW"));
+  // A slot frees when a client leaves (the server notices asynchronously: poll with a deadline).
+  a->reset();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Result<std::unique_ptr<Client>> again = Status::Busy("not tried");
+  while (std::chrono::steady_clock::now() < deadline) {
+    again = server_->Connect();
+    if (again.ok()) break;
+  }
+  ASSERT_OK(again);
+  ASSERT_OK((*again)->Get("ns", "a"));
+}
+
+TEST_F(ServerTest, NonLoopbackNeedsAllowRemote) {
+  testing::TempDir dir;
+  auto engine = Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  ASSERT_OK(engine);
+  ServerOptions options;
+  options.host = "0.0.0.0";
+  options.port = 0;
+  auto server = Server::Start(engine->get(), options);
+  EXPECT_TRUE(server.status().IsInvalidArgument()) << server.status().ToString();
+  options.host = "not-an-ip";
+  EXPECT_TRUE(Server::Start(engine->get(), options).status().IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace idem

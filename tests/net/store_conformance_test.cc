@@ -1,0 +1,291 @@
+// One specification, two implementations: every case runs against the embedded Engine and
+// against a Client talking to a real server (in-process, 127.0.0.1, ephemeral port) over the
+// same kind of engine. Both share a ManualClock, so expiry is tested without sleeping.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idem/client.h"
+#include "idem/engine.h"
+#include "support/temp_dir.h"
+#include "test_server.h"
+
+namespace idem {
+namespace {
+
+constexpr int64_t kHour = 3'600'000;
+
+EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>& clock) {
+  EngineOptions options = testing::TestEngineOptions(clock);
+  options.limits.max_batch_ops = 64;
+  options.default_retention = {.default_ttl_ms = 24 * kHour, .max_ttl_ms = 48 * kHour,
+                               .allow_forever = false};
+  options.retention["forever"] = {.default_ttl_ms = kHour, .max_ttl_ms = kHour,
+                                  .allow_forever = true};
+  return options;
+}
+
+enum class Mode { kEngine, kClient };
+
+class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Mode::kEngine) {
+      engine_ = std::move(*Engine::Open(dir_.Sub("db"), ConformanceEngineOptions(clock_)));
+      store_ = engine_.get();
+    } else {
+      server_ = std::make_unique<testing::TestServer>(
+          ServerOptions{}, clock_, ConformanceEngineOptions(clock_), false);
+      auto client = server_->Connect();
+      ASSERT_OK(client);
+      client_ = std::move(*client);
+      store_ = client_.get();
+    }
+  }
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+  }
+
+  Store& store() { return *store_; }
+  int64_t now() const { return clock_->NowMillis(); }
+
+  // "INSERTED", "EXISTS", ... or the error's code name ("INVALID_ARGUMENT").
+  static std::string Name(const Result<OpResult>& r) {
+    return r.ok() ? std::string(OutcomeName(r->outcome)) : std::string(CodeName(r.status().code()));
+  }
+  std::string Insert(std::string_view key, std::string_view status = "PENDING",
+                     std::string_view fingerprint = {}, int64_t ttl_ms = kDefaultTtl) {
+    return Name(store().Insert("pay", key, status, "body", fingerprint, ttl_ms));
+  }
+  std::string Get(std::string_view key, std::string_view ns = "pay") {
+    return Name(store().Get(ns, key));
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<testing::TestServer> server_;
+  std::unique_ptr<Client> client_;
+  Store* store_ = nullptr;
+};
+
+TEST_P(StoreConformanceTest, InsertCreatesTheRecord) {
+  Result<OpResult> r = store().Insert("pay", "k1", "PENDING", "payload", "fp", 2 * kHour);
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kInserted, r->outcome);
+  ASSERT_TRUE(r->record);
+  EXPECT_EQ("PENDING", r->record->status);
+  EXPECT_EQ("payload", r->record->payload);
+  EXPECT_EQ("fp", r->record->fingerprint);
+  EXPECT_EQ(1u, r->record->version);
+  EXPECT_GT(r->record->fence, 0u);
+  EXPECT_EQ(now(), r->record->created_ms);
+  EXPECT_EQ(now(), r->record->updated_ms);
+  EXPECT_EQ(now() + 2 * kHour, r->record->expires_at_ms);
+  EXPECT_EQ("", r->record->owner);
+  EXPECT_EQ(0, r->record->lease_until_ms);
+}
+
+TEST_P(StoreConformanceTest, InsertOfALiveKeyReturnsTheExistingRecord) {
+  Result<OpResult> first = store().Insert("pay", "k1", "PENDING", "one", "fp-1");
+  ASSERT_OK(first);
+  Result<OpResult> again = store().Insert("pay", "k1", "OTHER", "two", "fp-1");
+  ASSERT_OK(again);
+  EXPECT_EQ(Outcome::kExists, again->outcome);
+  EXPECT_TRUE(again->fingerprint_matches);
+  EXPECT_EQ(*first->record, *again->record);
+}
+
+TEST_P(StoreConformanceTest, FingerprintMismatchIsReported) {
+  ASSERT_EQ("INSERTED", Insert("k1", "PENDING", "fp-1"));
+  Result<OpResult> other = store().Insert("pay", "k1", "PENDING", "", "fp-2");
+  ASSERT_OK(other);
+  EXPECT_EQ(Outcome::kExists, other->outcome);
+  EXPECT_FALSE(other->fingerprint_matches);
+  Result<OpResult> none = store().Insert("pay", "k1", "PENDING");
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->fingerprint_matches);  // no fingerprint given: nothing to compare
+}
+
+TEST_P(StoreConformanceTest, GetFindsLiveRecordsOnly) {
+  EXPECT_EQ("NOT_FOUND", Get("k1"));
+  ASSERT_EQ("INSERTED", Insert("k1", "PENDING", "", kHour));
+  Result<OpResult> found = store().Get("pay", "k1");
+  ASSERT_OK(found);
+  EXPECT_EQ(Outcome::kFound, found->outcome);
+  EXPECT_EQ("body", found->record->payload);
+  clock_->Advance(kHour);
+  Result<OpResult> gone = store().Get("pay", "k1");
+  ASSERT_OK(gone);
+  EXPECT_EQ(Outcome::kNotFound, gone->outcome);
+  EXPECT_FALSE(gone->record);
+  EXPECT_EQ("INSERTED", Insert("k1"));  // an expired key is free again
+}
+
+TEST_P(StoreConformanceTest, CompareAndSetOnStatus) {
+  ASSERT_EQ("INSERTED", Insert("k1"));
+  clock_->Advance(10);
+  Result<OpResult> applied = store().CompareAndSet(
+      "pay", "k1", Condition{.status_in = {"PENDING"}},
+      Update{.status = "PAID", .payload = "receipt", .ttl_ms = 3 * kHour});
+  ASSERT_OK(applied);
+  EXPECT_EQ(Outcome::kApplied, applied->outcome);
+  EXPECT_EQ("PAID", applied->record->status);
+  EXPECT_EQ("receipt", applied->record->payload);
+  EXPECT_EQ(2u, applied->record->version);
+  EXPECT_EQ(now(), applied->record->updated_ms);
+  EXPECT_EQ(now() + 3 * kHour, applied->record->expires_at_ms);
+
+  Result<OpResult> failed = store().CompareAndSet("pay", "k1", Condition{.status_in = {"PENDING"}},
+                                                  Update{.status = "FAILED"});
+  ASSERT_OK(failed);
+  EXPECT_EQ(Outcome::kConditionFailed, failed->outcome);
+  EXPECT_EQ(*applied->record, *failed->record);
+}
+
+TEST_P(StoreConformanceTest, CompareAndSetOnVersionAndFence) {
+  Result<OpResult> r = store().Insert("pay", "k1", "PENDING");
+  ASSERT_OK(r);
+  const uint64_t fence = r->record->fence;
+  EXPECT_EQ(Outcome::kConditionFailed,
+            store().CompareAndSet("pay", "k1", {.version = 2}, {.status = "X"})->outcome);
+  EXPECT_EQ(Outcome::kConditionFailed,
+            store().CompareAndSet("pay", "k1", {.fence = fence + 1}, {.status = "X"})->outcome);
+  Result<OpResult> ok = store().CompareAndSet("pay", "k1", {.version = 1, .fence = fence},
+                                              {.payload = ""});
+  ASSERT_OK(ok);
+  EXPECT_EQ(Outcome::kApplied, ok->outcome);
+  EXPECT_EQ("", ok->record->payload);      // an empty payload is a value, not "unchanged"
+  EXPECT_EQ("PENDING", ok->record->status);  // unset: unchanged
+}
+
+TEST_P(StoreConformanceTest, CompareAndSetOfAMissingKeyIsNotFound) {
+  Result<OpResult> r = store().CompareAndSet("pay", "nope", {}, {.status = "X"});
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kNotFound, r->outcome);
+}
+
+TEST_P(StoreConformanceTest, DeleteReturnsTheRemovedRecord) {
+  ASSERT_EQ("INSERTED", Insert("k1"));
+  Result<OpResult> refused = store().Delete("pay", "k1", {.status_in = {"PAID", "FAILED"}});
+  ASSERT_OK(refused);
+  EXPECT_EQ(Outcome::kConditionFailed, refused->outcome);
+  Result<OpResult> deleted = store().Delete("pay", "k1", {.status_in = {"PENDING"}});
+  ASSERT_OK(deleted);
+  EXPECT_EQ(Outcome::kDeleted, deleted->outcome);
+  EXPECT_EQ("PENDING", deleted->record->status);
+  EXPECT_EQ("NOT_FOUND", Get("k1"));
+  EXPECT_EQ("NOT_FOUND", Name(store().Delete("pay", "k1")));
+}
+
+TEST_P(StoreConformanceTest, ApplyRunsOpsInOrderAndIsolatesInvalidOnes) {
+  std::string long_key(600, 'x');
+  std::vector<Op> ops = {
+      Op::Insert("pay", "a", "PENDING"),
+      Op::Insert("pay", long_key, "PENDING"),
+      Op::CompareAndSet("pay", "a", {.status_in = {"PENDING"}}, {.status = "PAID"}),
+      Op::Get("pay", "a"),
+      Op::Insert("bad namespace!", "a", "PENDING"),
+      Op::Delete("pay", "a", {.version = 2}),
+      Op::Get("pay", "a"),
+  };
+  std::vector<Result<OpResult>> results;
+  ASSERT_OK(store().Apply(ops, &results));
+  std::vector<std::string> names;
+  for (const auto& r : results) names.push_back(Name(r));
+  EXPECT_EQ((std::vector<std::string>{"INSERTED", "INVALID_ARGUMENT", "APPLIED", "FOUND",
+                                      "INVALID_ARGUMENT", "DELETED", "NOT_FOUND"}),
+            names);
+  EXPECT_EQ("PAID", results[3]->record->status);
+}
+
+TEST_P(StoreConformanceTest, EmptyApplySucceeds) {
+  std::vector<Result<OpResult>> results(3, Status::IOError("stale"));
+  ASSERT_OK(store().Apply({}, &results));
+  EXPECT_TRUE(results.empty());
+}
+
+TEST_P(StoreConformanceTest, TooManyOpsFailTheWholeCall) {
+  std::vector<Op> ops(65, Op::Insert("pay", "k", "PENDING"));
+  std::vector<Result<OpResult>> results;
+  Status s = store().Apply(ops, &results);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(results.empty());
+  EXPECT_EQ("NOT_FOUND", Get("k"));  // nothing applied
+  ops.resize(64);
+  ASSERT_OK(store().Apply(ops, &results));
+  EXPECT_EQ(64u, results.size());
+}
+
+TEST_P(StoreConformanceTest, InputLimitsAreInvalidArgument) {
+  const Limits& limits = Limits{};
+  EXPECT_EQ("INVALID_ARGUMENT", Insert(std::string(limits.max_key_bytes + 1, 'k')));
+  EXPECT_EQ("INSERTED", Insert(std::string(limits.max_key_bytes, 'k')));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert(""));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("k", std::string(limits.max_status_bytes + 1, 'S')));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("k", ""));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Insert("k", "PENDING", std::string(limits.max_fingerprint_bytes + 1, 'f')));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(store().Insert(std::string(65, 'n'), "k", "PENDING")));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().Insert("pay", "k", "PENDING", std::string(limits.max_payload_bytes + 1, 'p'))));
+  std::vector<std::string_view> statuses(limits.max_status_set + 1, "S");
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().CompareAndSet("pay", "k", {.status_in = statuses}, {.status = "X"})));
+}
+
+TEST_P(StoreConformanceTest, RetentionPolicyBoundsTtls) {
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("k", "PENDING", "", 48 * kHour + 1));
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("k", "PENDING", "", kForever));
+  EXPECT_EQ("INSERTED", Insert("k", "PENDING", "", 48 * kHour));
+  Result<OpResult> forever = store().Insert("forever", "k", "PENDING", "", "", kForever);
+  ASSERT_OK(forever);
+  EXPECT_EQ(kNeverExpires, forever->record->expires_at_ms);
+  Result<OpResult> defaulted = store().Insert("forever", "k2", "PENDING");
+  ASSERT_OK(defaulted);
+  EXPECT_EQ(now() + kHour, defaulted->record->expires_at_ms);
+}
+
+TEST_P(StoreConformanceTest, KeysAndPayloadsAreBinary) {
+  const std::string key("a\0b\xff", 4);
+  const std::string payload("\0\1\2\xfe\xff", 5);
+  const std::string fingerprint("\xde\xad\0\xef", 4);
+  ASSERT_OK(store().Insert("pay", key, "PENDING", payload, fingerprint));
+  Result<OpResult> r = store().Get("pay", key);
+  ASSERT_OK(r);
+  EXPECT_EQ(payload, r->record->payload);
+  EXPECT_EQ(fingerprint, r->record->fingerprint);
+  EXPECT_EQ("NOT_FOUND", Get(std::string("a\0c\xff", 4)));
+}
+
+TEST_P(StoreConformanceTest, LargePayloadRoundTrips) {
+  std::string payload(Limits{}.max_payload_bytes, 'p');
+  payload[12345] = '\0';
+  ASSERT_OK(store().Insert("pay", "big", "PENDING", payload));
+  Result<OpResult> r = store().Get("pay", "big");
+  ASSERT_OK(r);
+  EXPECT_EQ(payload, r->record->payload);
+}
+
+TEST_P(StoreConformanceTest, StatsCountOps) {
+  ASSERT_EQ("INSERTED", Insert("k1"));
+  ASSERT_EQ("EXISTS", Insert("k1"));
+  Result<StoreStats> stats = store().Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(2u, stats->ops);
+  EXPECT_EQ(1u, stats->writes);
+  EXPECT_GT(stats->next_fence, 0u);
+  EXPECT_EQ("async", stats->durability);
+}
+
+INSTANTIATE_TEST_SUITE_P(EngineAndClient, StoreConformanceTest,
+                         ::testing::Values(Mode::kEngine, Mode::kClient),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return info.param == Mode::kEngine ? "Engine" : "Client";
+                         });
+
+}  // namespace
+}  // namespace idem

@@ -1,0 +1,66 @@
+// TestServer: an Engine in a temp dir on a ManualClock, served in-process on 127.0.0.1 port 0.
+// What the network tests talk to, through idem::Client or a RawSocket.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "idem/client.h"
+#include "idem/engine.h"
+#include "idem/server.h"
+#include "support/temp_dir.h"
+
+namespace idem::testing {
+
+inline EngineOptions TestEngineOptions(const std::shared_ptr<ManualClock>& clock) {
+  EngineOptions options;
+  options.clock = clock;
+  options.durability = Durability::kAsync;  // process-crash durable; tests need no fsync
+  options.reclaim_interval_ms = 0;
+  options.block_cache_bytes = 8u << 20;
+  options.write_buffer_bytes = 4u << 20;
+  return options;
+}
+
+class TestServer {
+ public:
+  explicit TestServer(ServerOptions server_options = {},
+                      std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(),
+                      EngineOptions engine_options = {}, bool default_engine_options = true)
+      : clock_(std::move(clock)) {
+    if (default_engine_options) engine_options = TestEngineOptions(clock_);
+    engine_options.clock = clock_;
+    auto engine = Engine::Open(dir_.Sub("db"), engine_options);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(*engine);
+    server_options.host = "127.0.0.1";
+    server_options.port = 0;
+    server_options.limits = engine_->options().limits;
+    if (!server_options.log) server_options.log = [](std::string_view) {};
+    auto server = Server::Start(engine_.get(), server_options);
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+  ~TestServer() {
+    if (server_) server_->Stop();
+  }
+
+  Engine& engine() { return *engine_; }
+  Server& server() { return *server_; }
+  ManualClock& clock() { return *clock_; }
+  uint16_t port() const { return server_->port(); }
+  std::string address() const { return server_->address(); }
+
+  Result<std::unique_ptr<Client>> Connect(ClientOptions options = {}) const {
+    options.address = address();
+    return Client::Connect(options);
+  }
+
+ private:
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace idem::testing
