@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -437,6 +438,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   }
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
+  }
+  if (!options.create_if_missing && !std::filesystem::exists(dir + "/CURRENT")) {
+    return Status::NotFound("no idemstore database in " + dir + " (and create_if_missing is off)");
   }
   rocksdb::DB* raw = nullptr;
   rocksdb::Options rocks_options = MakeRocksOptions(options);

@@ -317,7 +317,7 @@ TEST_F(EngineTest, OpenFailsCleanlyOnAMissingDirWithoutCreate) {
   EngineOptions o = options_;
   o.create_if_missing = false;
   auto r = Engine::Open(dir_.Sub("missing"), o);
-  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
 }
 
 TEST_F(EngineTest, StatsReportFenceAndCounts) {

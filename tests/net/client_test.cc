@@ -69,8 +69,8 @@ class FakeServer {
     if (conn_fd_ < 0 || !ReadFrame()) return;
     flatbuffers::FlatBufferBuilder b;
     auto reply = wire::CreateHelloReply(b, protocol_version, b.CreateString("fake"), 1 << 20, 100);
-    b.FinishSizePrefixed(wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
-    ::send(conn_fd_, b.GetBufferPointer(), b.GetSize(), MSG_NOSIGNAL);
+    FrameBytes frame = FinishFrame(b, wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
+    ::send(conn_fd_, frame.data(), frame.size(), MSG_NOSIGNAL);
     while (ReadFrame()) {
       if (after == After::kCloseOnFirstRequest) {
         ::shutdown(conn_fd_, SHUT_RDWR);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -12,8 +13,12 @@ using State = FrameParser::State;
 
 std::vector<uint8_t> Framed(const std::vector<uint8_t>& body) {
   uint32_t n = static_cast<uint32_t>(body.size());
-  std::vector<uint8_t> out = {uint8_t(n), uint8_t(n >> 8), uint8_t(n >> 16), uint8_t(n >> 24)};
-  out.insert(out.end(), body.begin(), body.end());
+  std::vector<uint8_t> out(4 + body.size());
+  out[0] = uint8_t(n);
+  out[1] = uint8_t(n >> 8);
+  out[2] = uint8_t(n >> 16);
+  out[3] = uint8_t(n >> 24);
+  std::copy(body.begin(), body.end(), out.begin() + 4);
   return out;
 }
 

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,13 +13,10 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <thread>
 
 #include "idem/client.h"
 #include "support/temp_dir.h"
-
-extern char** environ;
 
 namespace idem {
 namespace {
@@ -42,30 +39,34 @@ class ServerProcess {
   // returns false (with the output so far in output()) if it exits or 20 s pass.
   bool Start(std::vector<std::string> args) {
     int pipe_fds[2];
-    if (::pipe(pipe_fds) != 0) return false;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return false;
     args.insert(args.begin(), IDEMSTORED_PATH);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    int rc = posix_spawn(&pid_, IDEMSTORED_PATH, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Child (only async-signal-safe calls until exec): die with the test process, even if it
+      // crashes, so that no server outlives its test.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::dup2(pipe_fds[1], 1);
+      ::dup2(pipe_fds[1], 2);
+      ::execv(IDEMSTORED_PATH, argv.data());
+      ::_exit(127);
+    }
     ::close(pipe_fds[1]);
     fd_ = pipe_fds[0];
-    if (rc != 0) return false;
+    if (pid_ < 0) return false;
 
     // Poll the output until the start line appears (process start cannot be awaited otherwise).
-    const std::regex start_line("listening on 127\\.0\\.0\\.1:([0-9]+)");
+    const std::string start_line = "listening on 127.0.0.1:";
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    std::smatch match;
-    while (!std::regex_search(output_, match, start_line)) {
+    size_t at;
+    while ((at = output_.find(start_line)) == std::string::npos ||
+           output_.find(' ', at + start_line.size()) == std::string::npos) {
       if (std::chrono::steady_clock::now() > deadline || !ReadSome(deadline)) return false;
     }
-    port_ = static_cast<uint16_t>(std::stoi(match[1]));
+    port_ = static_cast<uint16_t>(std::stoi(output_.substr(at + start_line.size())));
     // Keep draining so the child never blocks on a full pipe.
     drain_ = std::thread([this] {
       while (ReadSome(std::chrono::steady_clock::now() + 3600s)) {
@@ -180,7 +181,7 @@ void KillMidStreamLosesNothing(const std::string& durability) {
   ASSERT_TRUE(server.Start(args)) << server.output();
 
   constexpr int kWriters = 4;
-  constexpr int kAcksBeforeKill = 400;
+  constexpr int kAcksBeforeKill = 2000;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> acknowledged;  // guarded by mu
@@ -190,12 +191,19 @@ void KillMidStreamLosesNothing(const std::string& durability) {
       auto client = ConnectTo(server);
       if (!client) return;
       for (int i = 0;; ++i) {
-        std::string key = "w" + std::to_string(w) + "-" + std::to_string(i);
+        const std::string key = "w" + std::to_string(w) + "-" + std::to_string(i);
+        const std::string pair = key + "-pair";  // Ops borrow their strings
         // A batch of two, so the atomicity of a request is exercised too.
         std::vector<Op> ops = {Op::Insert("crash", key, "DONE", "payload"),
-                               Op::Insert("crash", key + "-pair", "DONE")};
+                               Op::Insert("crash", pair, "DONE")};
         std::vector<Result<OpResult>> results;
         if (!client->Apply(ops, &results).ok()) return;  // the server is gone
+        for (const auto& r : results) {
+          if (!r.ok() || r->outcome != Outcome::kInserted) {
+            ADD_FAILURE() << key << ": " << (r.ok() ? OutcomeName(r->outcome) : r.status().ToString());
+            return;
+          }
+        }
         std::lock_guard<std::mutex> lock(mu);
         acknowledged.push_back(key);
         cv.notify_all();

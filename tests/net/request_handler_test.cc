@@ -23,7 +23,7 @@ class RequestHandlerTest : public ::testing::Test {
     info.server_version = "test";
     info.max_frame_bytes = 1 << 20;
     info.limits = engine_->options().limits;
-    handler_ = std::make_unique<RequestHandler>(engine_.get(), queue_.get(), info);
+    handler_ = std::make_unique<RequestHandler>(engine_.get(), queue_.get(), nullptr, info);
   }
 
   // Feeds one whole frame (length prefix included, as encoded) and returns the handler's verdict;

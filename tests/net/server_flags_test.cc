@@ -23,7 +23,7 @@ TEST(DurationTest, ParsesEveryUnit) {
 
 TEST(DurationTest, RejectsMalformedInput) {
   for (std::string_view bad : {"", "10", "ms", "-5s", "5 s", "5sec", "1.5h", "5S", "s5",
-                               "99999999999999999999d", "106751991167d"}) {
+                               "99999999999999999999d", "106751991168d"}) {
     EXPECT_TRUE(ParseDurationMs(bad).status().IsInvalidArgument()) << bad;
   }
 }
@@ -75,6 +75,17 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(10'000, locks.default_ttl_ms);
   EXPECT_EQ(2 * 86'400'000, locks.max_ttl_ms);  // --max-ttl, wherever it appears
   EXPECT_TRUE(locks.allow_forever);
+}
+
+TEST(ServerFlagsTest, LifecycleFlags) {
+  Result<ServerFlags> f = Parse({"--default-lease", "45s", "--state-graph", "order=NEW>PAID>SHIPPED,NEW>CANCELLED"});
+  ASSERT_OK(f);
+  EXPECT_EQ(45'000, f->engine.default_lifecycle.default_lease_ms);
+  const StateGraph& graph = f->engine.state_graphs.at("order");
+  EXPECT_TRUE(graph.Allows("NEW", "PAID"));
+  EXPECT_TRUE(graph.Allows("NEW", "CANCELLED"));
+  EXPECT_FALSE(graph.Allows("PAID", "NEW"));
+  EXPECT_FALSE(Parse({"--state-graph", "nograph"}).ok());
 }
 
 TEST(ServerFlagsTest, Ipv6Listen) {

@@ -3,6 +3,7 @@
 // serve other connections.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <random>
 #include <thread>
 
@@ -128,8 +129,8 @@ TEST_F(ServerTest, UnknownOpTypeLeavesTheConnectionUsable) {
   auto op = wire::CreateOp(b, static_cast<wire::OpType>(42), b.CreateString("ns"),
                            b.CreateVector(std::vector<uint8_t>{'k'}));
   auto request = wire::CreateApplyRequest(b, b.CreateVector(std::vector{op}));
-  b.FinishSizePrefixed(wire::CreateFrame(b, 5, wire::Body::ApplyRequest, request.Union()));
-  ASSERT_TRUE(socket->Send(b.GetBufferPointer(), b.GetSize()));
+  ASSERT_TRUE(socket->Send(
+      FinishFrame(b, wire::CreateFrame(b, 5, wire::Body::ApplyRequest, request.Union()))));
   std::vector<uint8_t> body;
   ASSERT_EQ(ReadResult::kFrame, socket->ReadFrame(&body));
   const wire::Frame* frame = VerifyFrame(body.data(), body.size());
@@ -201,7 +202,9 @@ TEST_F(ServerTest, RandomFramesNeverBreakTheServer) {
     ASSERT_NE(ReadResult::kTimedOut, r) << "frame " << i << " got no answer";
     const wire::Frame* frame =
         r == ReadResult::kFrame ? VerifyFrame(reply.data(), reply.size()) : nullptr;
-    if (r == ReadResult::kFrame) ASSERT_NE(nullptr, frame) << "server sent an unverifiable frame";
+    if (r == ReadResult::kFrame) {
+      ASSERT_NE(nullptr, frame) << "server sent an unverifiable frame";
+    }
     if (frame && frame->id() != 0) {
       ++answers;
       continue;
@@ -268,6 +271,57 @@ TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
   }
   ASSERT_OK(again);
   ASSERT_OK((*again)->Get("ns", "a"));
+}
+
+// A Begin waiting on an attempt in progress holds no engine thread: with a single engine
+// thread, other clients' requests still go through while it waits.
+TEST_F(ServerTest, AWaitingBeginDoesNotStallOtherRequests) {
+  ServerOptions options;
+  options.engine_threads = 1;
+  StartServer(options);
+  auto a = server_->Connect();
+  auto b = server_->Connect();
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  Result<OpResult> started = (*a)->Execute(Op::Begin("ns", "k"));
+  ASSERT_OK(started);
+  std::promise<Result<OpResult>> waited;
+  std::vector<Op> wait_op = {Op::Begin("ns", "k", "", 0, /*wait_ms=*/60'000)};
+  (*a)->ApplyAsync(wait_op, [&](Status s, std::vector<Result<OpResult>> r) {
+    waited.set_value(s.ok() ? std::move(r[0]) : Result<OpResult>(s));
+  });
+  auto future = waited.get_future();
+  for (int i = 0; i < 50; ++i) ASSERT_OK((*b)->Insert("ns", "other-" + std::to_string(i), "NEW"));
+  EXPECT_EQ(std::future_status::timeout, future.wait_for(std::chrono::milliseconds(0)));
+  ASSERT_OK((*b)->Execute(Op::Complete("ns", "k", started->record->fence, "done")));
+  ASSERT_EQ(std::future_status::ready, future.wait_for(std::chrono::seconds(30)));
+  Result<OpResult> r = future.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kCompleted, r->outcome);
+  EXPECT_EQ("done", r->record->payload);
+}
+
+// Stop() does not wait out a long Begin wait: the waiter gets the current state at once.
+TEST_F(ServerTest, StopAnswersWaitingBegins) {
+  StartServer();
+  auto client = server_->Connect();
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Execute(Op::Begin("ns", "k")));
+  std::promise<Result<OpResult>> waited;
+  std::vector<Op> wait_op = {Op::Begin("ns", "k", "", 0, /*wait_ms=*/60'000)};
+  (*client)->ApplyAsync(wait_op, [&](Status s, std::vector<Result<OpResult>> r) {
+    waited.set_value(s.ok() ? std::move(r[0]) : Result<OpResult>(s));
+  });
+  // Make sure the server has the request before stopping (a Stats round trip orders after it).
+  ASSERT_OK((*client)->Stats());
+  const auto start = std::chrono::steady_clock::now();
+  server_->server().Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  auto future = waited.get_future();
+  ASSERT_EQ(std::future_status::ready, future.wait_for(std::chrono::seconds(10)));
+  Result<OpResult> r = future.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kInProgress, r->outcome);
 }
 
 TEST_F(ServerTest, NonLoopbackNeedsAllowRemote) {

@@ -1,76 +1,9 @@
-// One specification, two implementations: every case runs against the embedded Engine and
-// against a Client talking to a real server (in-process, 127.0.0.1, ephemeral port) over the
-// same kind of engine. Both share a ManualClock, so expiry is tested without sleeping.
-#include <gtest/gtest.h>
+// Insert, CompareAndSet, Get, Delete, batches, limits and stats: the same cases against the
+// Engine and against a Client over a real server (store_conformance.h).
+#include "store_conformance.h"
 
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "idem/client.h"
-#include "idem/engine.h"
-#include "support/temp_dir.h"
-#include "test_server.h"
-
-namespace idem {
+namespace idem::testing {
 namespace {
-
-constexpr int64_t kHour = 3'600'000;
-
-EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>& clock) {
-  EngineOptions options = testing::TestEngineOptions(clock);
-  options.limits.max_batch_ops = 64;
-  options.default_retention = {.default_ttl_ms = 24 * kHour, .max_ttl_ms = 48 * kHour,
-                               .allow_forever = false};
-  options.retention["forever"] = {.default_ttl_ms = kHour, .max_ttl_ms = kHour,
-                                  .allow_forever = true};
-  return options;
-}
-
-enum class Mode { kEngine, kClient };
-
-class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
- protected:
-  void SetUp() override {
-    if (GetParam() == Mode::kEngine) {
-      engine_ = std::move(*Engine::Open(dir_.Sub("db"), ConformanceEngineOptions(clock_)));
-      store_ = engine_.get();
-    } else {
-      server_ = std::make_unique<testing::TestServer>(
-          ServerOptions{}, clock_, ConformanceEngineOptions(clock_), false);
-      auto client = server_->Connect();
-      ASSERT_OK(client);
-      client_ = std::move(*client);
-      store_ = client_.get();
-    }
-  }
-  void TearDown() override {
-    client_.reset();
-    server_.reset();
-  }
-
-  Store& store() { return *store_; }
-  int64_t now() const { return clock_->NowMillis(); }
-
-  // "INSERTED", "EXISTS", ... or the error's code name ("INVALID_ARGUMENT").
-  static std::string Name(const Result<OpResult>& r) {
-    return r.ok() ? std::string(OutcomeName(r->outcome)) : std::string(CodeName(r.status().code()));
-  }
-  std::string Insert(std::string_view key, std::string_view status = "PENDING",
-                     std::string_view fingerprint = {}, int64_t ttl_ms = kDefaultTtl) {
-    return Name(store().Insert("pay", key, status, "body", fingerprint, ttl_ms));
-  }
-  std::string Get(std::string_view key, std::string_view ns = "pay") {
-    return Name(store().Get(ns, key));
-  }
-
-  testing::TempDir dir_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<testing::TestServer> server_;
-  std::unique_ptr<Client> client_;
-  Store* store_ = nullptr;
-};
 
 TEST_P(StoreConformanceTest, InsertCreatesTheRecord) {
   Result<OpResult> r = store().Insert("pay", "k1", "PENDING", "payload", "fp", 2 * kHour);
@@ -283,9 +216,9 @@ TEST_P(StoreConformanceTest, StatsCountOps) {
 
 INSTANTIATE_TEST_SUITE_P(EngineAndClient, StoreConformanceTest,
                          ::testing::Values(Mode::kEngine, Mode::kClient),
-                         [](const ::testing::TestParamInfo<Mode>& info) {
-                           return info.param == Mode::kEngine ? "Engine" : "Client";
+                         [](const ::testing::TestParamInfo<Mode>& param_info) {
+                           return param_info.param == Mode::kEngine ? "Engine" : "Client";
                          });
 
 }  // namespace
-}  // namespace idem
+}  // namespace idem::testing

@@ -1,0 +1,58 @@
+// Client: the network Store. Same interface as the embedded Engine, so a program switches
+// between embedded and remote use by construction alone:
+//
+//   std::unique_ptr<idem::Store> store;
+//   if (remote) store = *idem::Client::Connect(idem::ClientOptions{.address = "127.0.0.1:7878"});
+//   else        store = *idem::Engine::Open("./data", {});
+//
+// Thread-safe: any number of threads may call Apply concurrently on one Client; their requests
+// are pipelined on one connection and matched to responses by request id.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "idem/server_info.h"
+#include "idem/store.h"
+
+namespace idem {
+
+struct ClientOptions {
+  std::string address = "127.0.0.1:7878";  // HOST:PORT
+  int64_t connect_timeout_ms = 5'000;
+  int64_t request_timeout_ms = 10'000;      // per Apply; TimedOut after it
+  size_t max_frame_bytes = 4u << 20;        // responses above this are rejected (Corruption)
+  std::string client_name = "idem::Client";  // sent in Hello, shown in the server's log
+};
+
+class Client : public Store {
+ public:
+  // Connects and performs the protocol handshake. IOError when the server is unreachable,
+  // NotSupported when it speaks another protocol version, TimedOut after connect_timeout_ms.
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+
+  // Pipelined/asynchronous use: sends the request now and calls `done` (on the client's I/O
+  // thread) with the same contract as Apply. The ops are serialized before ApplyAsync returns,
+  // so the caller's strings need not outlive the call.
+  using Callback = std::function<void(Status status, std::vector<Result<OpResult>> results)>;
+  virtual void ApplyAsync(std::span<const Op> ops, Callback done) = 0;
+
+  // What the server announced in its HelloReply (limits, version).
+  virtual const ServerInfo& server_info() const = 0;
+
+  // Failure contract, for Apply, ApplyAsync and Stats alike:
+  //  - TimedOut after request_timeout_ms (a late response is dropped; the request may have
+  //    been applied);
+  //  - IOError once the connection is lost or the server closes it: every call waiting then
+  //    fails at once and every later call fails immediately (make a new Client to reconnect);
+  //  - Corruption for a response that does not decode;
+  //  - Apply from inside a Callback (the client's I/O thread) is InvalidArgument: it would wait
+  //    on itself. Use ApplyAsync there.
+  // Destroying the Client fails the calls still waiting with Shutdown.
+};
+
+}  // namespace idem

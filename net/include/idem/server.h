@@ -1,0 +1,73 @@
+// Server: serves a Store over TCP with the protocol of docs/protocol.md. idemstored is a thin
+// main() around it; tests run it in-process on 127.0.0.1 port 0.
+//
+//   auto engine = idem::Engine::Open(dir, engine_options);
+//   idem::ServerOptions options;  // 127.0.0.1:7878
+//   auto server = idem::Server::Start(engine->get(), options);
+//   (*server)->Wait();   // until SIGINT/SIGTERM (handle_signals) or RequestStop()
+//   (*server)->Stop();   // drain, then the engine may be closed
+//
+// Threads: `io_threads` threads run the sockets (accept, read, parse, write) and never call the
+// Store; `engine_threads` threads run the Store (see commit_queue.h). Stop() and the destructor
+// must not be called from either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "idem/options.h"
+#include "idem/result.h"
+#include "idem/store.h"
+
+namespace idem {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
+  uint16_t port = 7878;            // 0: an ephemeral port (see Server::port())
+  bool allow_remote = false;
+  int io_threads = 2;
+  int engine_threads = 2;
+  size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
+  size_t max_frame_bytes = 4u << 20;
+  // A connection with no complete request and no response written for this long is closed
+  // (an idle client, a client that trickles bytes, a client that stops reading responses).
+  int64_t idle_timeout_ms = 300'000;
+  // Requests read ahead per connection while earlier ones are still in the engine; past it the
+  // server stops reading that socket until responses go out (TCP backpressure).
+  size_t max_inflight_per_connection = 256;
+  // Stop() waits this long for in-flight requests to be answered before closing connections.
+  int64_t stop_grace_ms = 5'000;
+  bool handle_signals = false;  // SIGINT/SIGTERM end Wait()
+  // The Store's limits: advertised in HelloReply; max_batch_ops also caps a group commit.
+  Limits limits;
+  // Where the start/stop lines and per-connection errors go. Null: stderr.
+  std::function<void(std::string_view line)> log;
+};
+
+class Server {
+ public:
+  // Binds, listens and starts the threads. `store` must outlive the Server. InvalidArgument for
+  // bad options (e.g. a non-loopback host without allow_remote), IOError when binding fails.
+  static Result<std::unique_ptr<Server>> Start(Store* store, ServerOptions options);
+
+  virtual ~Server() = default;  // implies Stop()
+
+  // The bound port (the real one when options.port was 0) and "host:port".
+  virtual uint16_t port() const = 0;
+  virtual std::string address() const = 0;
+
+  // Blocks until a signal (with handle_signals) or RequestStop(). Does not stop the server.
+  virtual void Wait() = 0;
+  // Thread-safe; ends Wait().
+  virtual void RequestStop() = 0;
+
+  // Stops accepting, lets requests already read finish (bounded by stop_grace_ms), writes their
+  // responses, closes every connection and joins all threads. Idempotent.
+  virtual void Stop() = 0;
+};
+
+}  // namespace idem

@@ -1,0 +1,29 @@
+// idemstored's command line, parsed into the options of the engine and the server. A unit of
+// its own so that tests check it without starting a process.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "idem/options.h"
+#include "idem/result.h"
+#include "idem/server.h"
+
+namespace idem {
+
+struct ServerFlags {
+  bool help = false;
+  std::string data_dir = "./data";
+  EngineOptions engine;
+  ServerOptions server;
+};
+
+// `args` excludes the program name. Both "--flag value" and "--flag=value" are accepted.
+// InvalidArgument names the offending flag. server.limits is set to engine.limits.
+Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args);
+
+// The --help text.
+std::string ServerFlagsUsage();
+
+}  // namespace idem

@@ -1,0 +1,144 @@
+#include "commit_queue.h"
+
+#include <string>
+
+namespace idem {
+
+CommitQueue::CommitQueue(Store* store, size_t max_batch_ops, int engine_threads)
+    : store_(store),
+      engine_(dynamic_cast<Engine*>(store)),
+      max_batch_ops_(max_batch_ops),
+      inline_(engine_threads == 0) {
+  for (int i = 0; i < engine_threads; ++i) threads_.emplace_back([this] { EngineLoop(); });
+}
+
+CommitQueue::~CommitQueue() { Stop(); }
+
+void CommitQueue::Submit(std::vector<Op> ops, Done done) {
+  if (ops.size() > max_batch_ops_) {
+    done(Status::InvalidArgument("request has " + std::to_string(ops.size()) +
+                                 " operations; max_batch_ops is " +
+                                 std::to_string(max_batch_ops_)),
+         {});
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) {
+    lock.unlock();
+    done(Status::Shutdown("server is stopping"), {});
+    return;
+  }
+  if (inline_) {
+    ++applies_;
+    ++requests_;
+    lock.unlock();
+    std::vector<Result<OpResult>> results;
+    Status s = ApplyBatch(ops, &results);
+    done(std::move(s), std::move(results));
+    return;
+  }
+  queue_.push_back(Item{std::move(ops), std::move(done), nullptr});
+  lock.unlock();
+  cv_.notify_one();
+}
+
+void CommitQueue::Run(std::function<void(bool stopped)> task) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_ || inline_) {
+    bool stopped = stopping_;
+    lock.unlock();
+    task(stopped);
+    return;
+  }
+  queue_.push_back(Item{{}, nullptr, std::move(task)});
+  lock.unlock();
+  cv_.notify_one();
+}
+
+void CommitQueue::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+uint64_t CommitQueue::applies() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return applies_;
+}
+
+uint64_t CommitQueue::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+// Runs on each engine thread until Stop() and the queue is empty.
+void CommitQueue::EngineLoop() {
+  std::vector<Item> batch;
+  std::vector<Op> ops;  // reused across batches: the concatenation of the batch's requests
+  std::vector<Result<OpResult>> results;
+  while (true) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything queued was applied
+
+    std::function<void(bool)> task;
+    if (queue_.front().task) {
+      task = std::move(queue_.front().task);
+      queue_.pop_front();
+    } else {
+      // Take every request queued, in order, while the batch stays within max_batch_ops.
+      size_t op_count = 0;
+      while (!queue_.empty() && !queue_.front().task &&
+             (batch.empty() || op_count + queue_.front().ops.size() <= max_batch_ops_)) {
+        op_count += queue_.front().ops.size();
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      ++applies_;
+      requests_ += batch.size();
+    }
+    const bool more = !queue_.empty();
+    lock.unlock();
+    if (more) cv_.notify_one();  // another engine thread can start on the rest meanwhile
+
+    if (task) {
+      task(false);
+    } else {
+      Commit(batch, ops, results);
+      batch.clear();
+    }
+  }
+}
+
+Status CommitQueue::ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
+  return engine_ ? engine_->ApplyNoWait(ops, results) : store_->Apply(ops, results);
+}
+
+void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
+                         std::vector<Result<OpResult>>& results) {
+  ops.clear();
+  for (Item& item : batch) {
+    for (Op& op : item.ops) ops.push_back(std::move(op));
+  }
+  Status status = ApplyBatch(ops, &results);
+  if (status.ok() && results.size() != ops.size()) {
+    status = Status::Corruption("store returned " + std::to_string(results.size()) +
+                                " results for " + std::to_string(ops.size()) + " operations");
+  }
+  size_t next = 0;
+  for (Item& item : batch) {
+    std::vector<Result<OpResult>> mine;
+    if (status.ok()) {
+      mine.reserve(item.ops.size());
+      for (size_t i = 0; i < item.ops.size(); ++i) mine.push_back(std::move(results[next++]));
+    }
+    item.done(status, std::move(mine));
+  }
+}
+
+}  // namespace idem

@@ -1,0 +1,93 @@
+// CommitQueue: group commit across requests and connections.
+//
+// The problem: under Durability::kSync every Store::Apply pays one fsync, so a server that
+// applied each request on its own would be capped at one request per fsync, however many
+// clients wait. The mechanism: I/O threads only queue decoded requests here; each engine thread
+// takes EVERYTHING queued (from every connection, in arrival order, up to max_batch_ops ops),
+// applies it as ONE Store::Apply call (one RocksDB write batch, one WAL write, one fsync) and
+// hands each request its slice of the results. While one batch is fsyncing, the next one
+// accumulates, so durable throughput grows with the number of concurrent requests.
+//
+// Semantics are those of Store::Apply over the concatenated ops: each request's ops run in
+// order and see earlier ops of the same batch, an invalid op fails alone, and a failure of the
+// whole Apply fails every request of the batch with that Status. Requests in different batches
+// may run concurrently on different engine threads (no order between them is promised).
+//
+// When the Store is an Engine, batches are applied with Engine::ApplyNoWait: a Begin that would
+// wait for an attempt in progress answers IN_PROGRESS at once instead of parking this thread and
+// its whole batch; the request handler then waits for it with a BeginWaiter.
+//
+// Threads: Submit/Run are called from any thread (the server's I/O threads). `done` callbacks
+// and tasks run on an engine thread, never while holding the queue's lock. With
+// engine_threads == 0 nothing is queued: Submit applies on the calling thread (for tests that
+// drive the request handler without threads).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "idem/engine.h"
+#include "idem/operation.h"
+#include "idem/result.h"
+#include "idem/store.h"
+
+namespace idem {
+
+class CommitQueue {
+ public:
+  using Done = std::function<void(Status status, std::vector<Result<OpResult>> results)>;
+
+  CommitQueue(Store* store, size_t max_batch_ops, int engine_threads);
+  ~CommitQueue();  // Stop()
+  CommitQueue(const CommitQueue&) = delete;
+  CommitQueue& operator=(const CommitQueue&) = delete;
+
+  // Queues `ops` (whose strings must stay valid until `done` is called: keep their owner inside
+  // `done`) and calls `done` once they are applied and durable as the Store is configured.
+  // More than max_batch_ops ops: done(InvalidArgument) at once. After Stop(): done(Shutdown).
+  void Submit(std::vector<Op> ops, Done done);
+
+  // Runs `task` on an engine thread (in queue order): any other Store call, e.g. Stats, so that
+  // no I/O thread ever blocks on the database. After Stop(): runs it inline with `stopped`=true.
+  void Run(std::function<void(bool stopped)> task);
+
+  // Applies everything already queued, then joins the engine threads. Idempotent.
+  void Stop();
+
+  // For tests and stats: Store::Apply calls made and requests they carried.
+  uint64_t applies() const;
+  uint64_t requests() const;
+
+ private:
+  struct Item {
+    std::vector<Op> ops;
+    Done done;
+    std::function<void(bool)> task;  // set instead of ops/done for Run()
+  };
+
+  void EngineLoop();
+  // Applies `batch` (requests only) as one Store::Apply and completes each request.
+  Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results);
+  void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
+              std::vector<Result<OpResult>>& results);
+
+  Store* const store_;
+  Engine* const engine_;  // store_ if it is an Engine, else null
+  const size_t max_batch_ops_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;   // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+  uint64_t applies_ = 0;     // guarded by mu_
+  uint64_t requests_ = 0;    // guarded by mu_
+  std::vector<std::thread> threads_;
+  bool inline_ = false;  // engine_threads == 0
+};
+
+}  // namespace idem

@@ -1,0 +1,229 @@
+#include "connection.h"
+
+namespace idem {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+Connection::Connection(tcp::socket socket, RequestHandler* handler, const Options& options,
+                       OnClosed on_closed)
+    : socket_(std::move(socket)),
+      timer_(socket_.get_executor()),
+      handler_(handler),
+      options_(options),
+      on_closed_(std::move(on_closed)),
+      parser_(options.max_frame_bytes) {
+  boost::system::error_code ec;
+  tcp::endpoint remote = socket_.remote_endpoint(ec);
+  peer_ = ec ? std::string("unknown peer")
+             : remote.address().to_string() + ":" + std::to_string(remote.port());
+  socket_.set_option(tcp::no_delay(true), ec);  // responses are small and latency-bound
+}
+
+void Connection::Start() {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+    self->last_activity_ = Clock::now();
+    self->ArmTimer();
+    self->DoRead();
+  });
+}
+
+void Connection::Reject(const Status& error) {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this(), error] { self->Fail(error); });
+}
+
+void Connection::Drain() {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->closed_) return;
+    self->draining_ = true;
+    self->buf_begin_ = self->buf_end_;  // requests not yet handed over are never started
+    self->MaybeFinish();
+  });
+}
+
+void Connection::Close() {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+}
+
+void Connection::DoRead() {
+  if (reading_ || closed_ || peer_eof_ || draining_) return;
+  if (close_after_ && !lingering_) return;  // no new requests; input is discarded once lingering
+  if (!close_after_ && (inflight_ >= options_.max_inflight || buf_begin_ < buf_end_)) return;
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_buf_),
+                          [self = shared_from_this()](const boost::system::error_code& ec,
+                                                      size_t n) { self->OnRead(ec, n); });
+}
+
+void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    if (ec == asio::error::eof && !close_after_) {
+      // The peer finished sending; it may still be waiting for the responses.
+      peer_eof_ = true;
+      MaybeFinish();
+    } else {
+      CloseNow();
+    }
+    return;
+  }
+  if (close_after_ || draining_) {  // discarding
+    DoRead();
+    return;
+  }
+  buf_begin_ = 0;
+  buf_end_ = n;
+  ProcessBuffered();
+}
+
+void Connection::ProcessBuffered() {
+  while (buf_begin_ < buf_end_ && inflight_ < options_.max_inflight && !close_after_ &&
+         !draining_ && !closed_) {
+    size_t consumed = 0;
+    FrameParser::State state =
+        parser_.Feed(read_buf_.data() + buf_begin_, buf_end_ - buf_begin_, &consumed);
+    buf_begin_ += consumed;
+    if (state == FrameParser::State::kBad) {
+      Status error = Status::InvalidArgument(
+          "frame length " + std::to_string(parser_.bad_length()) + " is outside 1.." +
+          std::to_string(parser_.max_frame_bytes()) + " (max_frame_bytes)");
+      Log("closing: " + error.ToString());
+      Fail(error);
+      return;
+    }
+    if (state != FrameParser::State::kComplete) continue;
+
+    last_activity_ = Clock::now();
+    ++inflight_;
+    ++in_engine_;
+    auto self = shared_from_this();
+    Status status = handler_->Handle(parser_.TakeFrame(), &session_, [self](FrameBytes frame) {
+      // May run on an engine thread: hop onto this connection's strand.
+      asio::post(self->socket_.get_executor(), [self, frame = std::move(frame)]() mutable {
+        self->OnReply(std::move(frame));
+      });
+    });
+    if (!status.ok()) {  // the handler's reply is the error frame; close once it is written
+      Log("closing: " + status.ToString());
+      close_after_ = true;
+      close_deadline_ = Clock::now() + std::chrono::milliseconds(kLingerMs);
+      ArmTimer();
+    }
+  }
+  if (buf_begin_ == buf_end_) DoRead();
+}
+
+void Connection::OnReply(FrameBytes frame) {
+  --in_engine_;
+  if (closed_) return;
+  outbox_.push_back(Outgoing{std::move(frame), true});
+  DoWrite();
+}
+
+void Connection::Send(FrameBytes frame) {
+  outbox_.push_back(Outgoing{std::move(frame), false});
+  DoWrite();
+}
+
+void Connection::DoWrite() {
+  if (writing_active_ || closed_) return;
+  if (outbox_.empty()) {
+    MaybeFinish();
+    return;
+  }
+  // Gather every ready response into one write: under pipelining this is one syscall for many.
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(outbox_.size());
+  while (!outbox_.empty()) {
+    writing_.push_back(std::move(outbox_.front()));
+    outbox_.pop_front();
+    buffers.emplace_back(writing_.back().bytes.data(), writing_.back().bytes.size());
+  }
+  writing_active_ = true;
+  asio::async_write(socket_, buffers,
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                      self->writing_active_ = false;
+                      if (self->closed_) return;
+                      if (ec) {
+                        self->CloseNow();
+                        return;
+                      }
+                      for (const Outgoing& out : self->writing_) {
+                        if (out.answers_request) --self->inflight_;
+                      }
+                      self->writing_.clear();
+                      self->last_activity_ = Clock::now();
+                      self->DoWrite();
+                      self->ProcessBuffered();  // reading resumes if the in-flight cap held it
+                    });
+}
+
+void Connection::MaybeFinish() {
+  if (closed_ || in_engine_ > 0 || writing_active_ || !outbox_.empty()) return;
+  if (close_after_) {
+    if (lingering_) return;
+    // Everything is written. Send FIN and read until the peer closes, so that bytes it sent
+    // after the bad frame do not turn our close into a reset that could destroy the error frame
+    // before the peer reads it. The close deadline bounds this.
+    lingering_ = true;
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    DoRead();
+  } else if (draining_ || peer_eof_) {
+    CloseNow();
+  }
+}
+
+void Connection::ArmTimer() {
+  timer_.expires_at(close_after_ ? close_deadline_
+                                 : last_activity_ + std::chrono::milliseconds(
+                                                        options_.idle_timeout_ms));
+  timer_.async_wait(
+      [self = shared_from_this()](const boost::system::error_code& ec) { self->OnTimer(ec); });
+}
+
+void Connection::OnTimer(const boost::system::error_code& ec) {
+  if (ec == asio::error::operation_aborted || closed_) return;
+  const Clock::time_point now = Clock::now();
+  if (close_after_) {
+    if (now >= close_deadline_) {
+      CloseNow();
+      return;
+    }
+  } else if (now >= last_activity_ + std::chrono::milliseconds(options_.idle_timeout_ms)) {
+    if (in_engine_ > 0) {
+      last_activity_ = now;  // waiting on the server, not on the client
+    } else {
+      Log("idle for " + std::to_string(options_.idle_timeout_ms) + " ms; closing");
+      Fail(Status::TimedOut("connection idle for " + std::to_string(options_.idle_timeout_ms) +
+                            " ms"));
+      return;  // Fail re-armed the timer
+    }
+  }
+  ArmTimer();
+}
+
+void Connection::Fail(const Status& error) {
+  if (closed_ || close_after_) return;
+  close_after_ = true;
+  close_deadline_ = Clock::now() + std::chrono::milliseconds(kLingerMs);
+  ArmTimer();
+  Send(EncodeError(0, error));
+}
+
+void Connection::CloseNow() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ec;
+  timer_.cancel();
+  socket_.close(ec);
+  outbox_.clear();
+  if (on_closed_) on_closed_(shared_from_this());
+}
+
+void Connection::Log(const std::string& message) const {
+  if (options_.log) options_.log("peer " + peer_ + ": " + message);
+}
+
+}  // namespace idem

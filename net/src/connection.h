@@ -1,0 +1,114 @@
+// Connection: one accepted socket. Reads and parses frames, hands them to the RequestHandler,
+// writes the responses in the order they become ready (one write in flight at a time, all
+// ready responses gathered into it), and closes on protocol errors, idle timeout or Drain().
+//
+// Threads: every member is touched only on the connection's strand (the socket's executor),
+// whichever of the server's I/O threads runs it. Replies arriving from engine threads are
+// posted onto that strand. Start/Drain/Close may be called from any thread.
+//
+// Pipelining: a client may send requests without waiting for responses. Up to
+// max_inflight requests are read ahead (counting those answered but not yet written); past
+// that the connection stops reading, so a client that floods or stops reading gets TCP
+// backpressure instead of growing the server's memory.
+//
+// Closing after an error: the error frame is written, then the sending side is shut down and
+// incoming bytes are discarded until the peer closes (bounded by kLingerMs), so the peer reads
+// the error instead of a connection reset.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+
+#include <boost/asio.hpp>
+
+#include "frame_parser.h"
+#include "request_handler.h"
+
+namespace idem {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  struct Options {
+    size_t max_frame_bytes = 4u << 20;
+    int64_t idle_timeout_ms = 300'000;
+    size_t max_inflight = 256;
+    std::function<void(std::string_view)> log;
+  };
+  using OnClosed = std::function<void(const std::shared_ptr<Connection>&)>;
+
+  static constexpr int64_t kLingerMs = 1'000;
+
+  // `socket` must have been accepted onto a strand (its executor serializes this connection).
+  Connection(boost::asio::ip::tcp::socket socket, RequestHandler* handler, const Options& options,
+             OnClosed on_closed);
+
+  void Start();
+  // Sends `error` (as an id-0 error frame) and closes: for a connection over the server's limit.
+  void Reject(const Status& error);
+  // Graceful stop: reads nothing more, answers what was read, then closes.
+  void Drain();
+  // Closes now; replies still to come are dropped.
+  void Close();
+
+  const std::string& peer() const { return peer_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void DoRead();
+  void OnRead(const boost::system::error_code& ec, size_t n);
+  // Parses buffered bytes into requests while the in-flight limit allows.
+  void ProcessBuffered();
+  void OnReply(FrameBytes frame);
+  void Send(FrameBytes frame);
+  void DoWrite();
+  // Closes once nothing is pending when a close was asked for (error, drain, peer EOF).
+  void MaybeFinish();
+  void ArmTimer();
+  void OnTimer(const boost::system::error_code& ec);
+  void Fail(const Status& error);  // error frame (id 0), then close
+  void CloseNow();
+  void Log(const std::string& message) const;
+
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer timer_;
+  RequestHandler* const handler_;
+  const Options options_;
+  OnClosed on_closed_;
+  std::string peer_;
+
+  FrameParser parser_;
+  Session session_;
+  std::array<uint8_t, 64 * 1024> read_buf_;
+  size_t buf_begin_ = 0, buf_end_ = 0;  // unparsed bytes of read_buf_
+
+  struct Outgoing {
+    FrameBytes bytes;
+    bool answers_request;  // false for a connection-level error frame
+  };
+  std::deque<Outgoing> outbox_;    // ready, not yet handed to the socket
+  std::vector<Outgoing> writing_;  // the write in flight
+
+  size_t in_engine_ = 0;  // requests given to the handler, not yet replied
+  size_t inflight_ = 0;   // requests read, response not yet written
+  Clock::time_point last_activity_;  // last complete request read or response written
+  Clock::time_point close_deadline_;  // hard limit once closing after an error
+
+
+  bool reading_ = false;
+  bool writing_active_ = false;
+  bool peer_eof_ = false;     // the peer shut down its sending side
+  bool close_after_ = false;  // after an error: write what is pending, then close
+  bool lingering_ = false;    // close_after_ and all written: discarding input until EOF
+  bool draining_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace idem

@@ -1,0 +1,310 @@
+#include "protocol_codec.h"
+
+namespace idem {
+namespace {
+
+namespace fb = flatbuffers;
+
+// The wire numbers are the engine's numbers (net/protocol.fbs): keep them in lockstep. Adding
+// an engine op type or outcome fails here until the schema has it too.
+#define IDEM_SAME_NUMBER(wire_enum, engine_enum) \
+  static_assert(uint8_t(wire_enum) == uint8_t(engine_enum), #wire_enum)
+IDEM_SAME_NUMBER(wire::OpType::Insert, OpType::kInsert);
+IDEM_SAME_NUMBER(wire::OpType::CompareAndSet, OpType::kCompareAndSet);
+IDEM_SAME_NUMBER(wire::OpType::Get, OpType::kGet);
+IDEM_SAME_NUMBER(wire::OpType::Delete, OpType::kDelete);
+IDEM_SAME_NUMBER(wire::OpType::Begin, OpType::kBegin);
+IDEM_SAME_NUMBER(wire::OpType::Complete, OpType::kComplete);
+IDEM_SAME_NUMBER(wire::OpType::Abort, OpType::kAbort);
+IDEM_SAME_NUMBER(wire::OpType::Heartbeat, OpType::kHeartbeat);
+IDEM_SAME_NUMBER(wire::OpType::IssueToken, OpType::kIssueToken);
+IDEM_SAME_NUMBER(wire::OpType::ConsumeToken, OpType::kConsumeToken);
+IDEM_SAME_NUMBER(wire::OpType::Lock, OpType::kLock);
+IDEM_SAME_NUMBER(wire::OpType::Renew, OpType::kRenew);
+IDEM_SAME_NUMBER(wire::OpType::Unlock, OpType::kUnlock);
+IDEM_SAME_NUMBER(wire::OpType::Transition, OpType::kTransition);
+IDEM_SAME_NUMBER(wire::OpType::MAX, OpType::kTransition);
+IDEM_SAME_NUMBER(wire::Outcome::Inserted, Outcome::kInserted);
+IDEM_SAME_NUMBER(wire::Outcome::Exists, Outcome::kExists);
+IDEM_SAME_NUMBER(wire::Outcome::Applied, Outcome::kApplied);
+IDEM_SAME_NUMBER(wire::Outcome::ConditionFailed, Outcome::kConditionFailed);
+IDEM_SAME_NUMBER(wire::Outcome::NotFound, Outcome::kNotFound);
+IDEM_SAME_NUMBER(wire::Outcome::Deleted, Outcome::kDeleted);
+IDEM_SAME_NUMBER(wire::Outcome::Found, Outcome::kFound);
+IDEM_SAME_NUMBER(wire::Outcome::Started, Outcome::kStarted);
+IDEM_SAME_NUMBER(wire::Outcome::InProgress, Outcome::kInProgress);
+IDEM_SAME_NUMBER(wire::Outcome::Completed, Outcome::kCompleted);
+IDEM_SAME_NUMBER(wire::Outcome::Mismatch, Outcome::kMismatch);
+IDEM_SAME_NUMBER(wire::Outcome::FenceMismatch, Outcome::kFenceMismatch);
+IDEM_SAME_NUMBER(wire::Outcome::Released, Outcome::kReleased);
+IDEM_SAME_NUMBER(wire::Outcome::Issued, Outcome::kIssued);
+IDEM_SAME_NUMBER(wire::Outcome::Consumed, Outcome::kConsumed);
+IDEM_SAME_NUMBER(wire::Outcome::AlreadyConsumed, Outcome::kAlreadyConsumed);
+IDEM_SAME_NUMBER(wire::Outcome::Acquired, Outcome::kAcquired);
+IDEM_SAME_NUMBER(wire::Outcome::Held, Outcome::kHeld);
+IDEM_SAME_NUMBER(wire::Outcome::Already, Outcome::kAlready);
+IDEM_SAME_NUMBER(wire::Outcome::Illegal, Outcome::kIllegal);
+IDEM_SAME_NUMBER(wire::Outcome::MAX, Outcome::kIllegal);
+#undef IDEM_SAME_NUMBER
+
+constexpr uint8_t kLastOpType = uint8_t(wire::OpType::MAX);
+constexpr uint8_t kLastOutcome = uint8_t(wire::Outcome::MAX);
+
+std::string_view View(const fb::String* s) {
+  return s ? std::string_view(s->data(), s->size()) : std::string_view();
+}
+std::string_view View(const fb::Vector<uint8_t>* v) {
+  return v ? std::string_view(reinterpret_cast<const char*>(v->data()), v->size())
+           : std::string_view();
+}
+fb::Offset<fb::Vector<uint8_t>> Bytes(fb::FlatBufferBuilder& b, std::string_view s) {
+  return b.CreateVector(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+FrameBytes Finish(fb::FlatBufferBuilder& b, uint64_t id, wire::Body type, fb::Offset<void> body,
+                  fb::Offset<wire::Error> error = 0) {
+  wire::FrameBuilder frame(b);
+  frame.add_id(id);
+  if (!body.IsNull()) {
+    frame.add_body_type(type);
+    frame.add_body(body);
+  }
+  if (!error.IsNull()) frame.add_error(error);
+  return FinishFrame(b, frame.Finish());
+}
+
+fb::Offset<wire::Error> MakeError(fb::FlatBufferBuilder& b, const Status& status) {
+  return wire::CreateError(b, static_cast<uint32_t>(status.code()),
+                           b.CreateString(status.message()));
+}
+
+// Every field is written when set, whatever the op type: which fields a type reads is the
+// engine's business (operation.h), so a new op type needs no change here.
+fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
+  fb::Offset<wire::Condition> condition = 0;
+  if (!op.condition.Empty()) {
+    std::vector<fb::Offset<fb::String>> statuses;
+    statuses.reserve(op.condition.status_in.size());
+    for (std::string_view s : op.condition.status_in) statuses.push_back(b.CreateString(s));
+    auto status_in = statuses.empty() ? 0 : b.CreateVector(statuses);
+    wire::OptionalUint64 version(op.condition.version.value_or(0));
+    wire::OptionalUint64 fence(op.condition.fence.value_or(0));
+    condition = wire::CreateCondition(b, status_in, op.condition.version ? &version : nullptr,
+                                      op.condition.fence ? &fence : nullptr);
+  }
+  fb::Offset<wire::Update> update = 0;
+  if (op.update.status || op.update.payload || op.update.ttl_ms) {
+    auto status = op.update.status ? b.CreateString(*op.update.status) : 0;
+    auto payload = op.update.payload ? Bytes(b, *op.update.payload) : 0;
+    wire::OptionalInt64 ttl(op.update.ttl_ms.value_or(0));
+    update = wire::CreateUpdate(b, status, payload, op.update.ttl_ms ? &ttl : nullptr);
+  }
+  auto ns = b.CreateString(op.ns);
+  auto key = Bytes(b, op.key);
+  auto status = op.status.empty() ? 0 : b.CreateString(op.status);
+  auto payload = op.payload.empty() ? 0 : Bytes(b, op.payload);
+  auto fingerprint = op.fingerprint.empty() ? 0 : Bytes(b, op.fingerprint);
+  auto owner = op.owner.empty() ? 0 : b.CreateString(op.owner);
+  return wire::CreateOp(b, static_cast<wire::OpType>(op.type), ns, key, status, payload,
+                        fingerprint, op.ttl_ms, condition, update, owner, op.lease_ms,
+                        op.wait_ms);
+}
+
+fb::Offset<wire::Record> MakeRecord(fb::FlatBufferBuilder& b, const Record& r) {
+  return wire::CreateRecord(b, b.CreateString(r.status), r.version, r.fence,
+                            Bytes(b, r.fingerprint), Bytes(b, r.payload), r.created_ms,
+                            r.updated_ms, r.expires_at_ms, b.CreateString(r.owner),
+                            r.lease_until_ms);
+}
+
+fb::Offset<wire::OpResult> MakeOpResult(fb::FlatBufferBuilder& b, const Result<OpResult>& r) {
+  if (!r.ok()) {
+    return wire::CreateOpResult(b, MakeError(b, r.status()), wire::Outcome::Unknown, 0, true);
+  }
+  auto record = r->record ? MakeRecord(b, *r->record) : 0;
+  auto token = r->token.empty() ? 0 : b.CreateString(r->token);
+  return wire::CreateOpResult(b, 0, static_cast<wire::Outcome>(r->outcome), record,
+                              r->fingerprint_matches, token);
+}
+
+}  // namespace
+
+FrameBytes FinishFrame(flatbuffers::FlatBufferBuilder& b, flatbuffers::Offset<wire::Frame> root) {
+  b.Finish(root);
+  // The length goes in front only now, after Finish. The body thus stays a plain FlatBuffer,
+  // aligned relative to its own first byte, which is what a receiver verifies once it has
+  // copied the body into a buffer of its own. (FinishSizePrefixed would align the prefix
+  // instead, leaving 8-byte fields misaligned relative to the body.)
+  b.PushElement(static_cast<uint32_t>(b.GetSize()));
+  return b.Release();
+}
+
+const wire::Frame* VerifyFrame(const uint8_t* data, size_t size) {
+  // Depth: Frame > ApplyRequest > Op > Condition > vector > string is 6; 16 leaves room for
+  // growth while bounding the verifier's recursion on hostile input.
+  fb::Verifier verifier(data, size, /*max_depth=*/16, /*max_tables=*/1'000'000);
+  if (!wire::VerifyFrameBuffer(verifier)) return nullptr;
+  return wire::GetFrame(data);
+}
+
+Result<Op> DecodeOp(const wire::Op& in) {
+  const uint8_t type = static_cast<uint8_t>(in.type());
+  if (type == 0 || type > kLastOpType) {
+    return Status::NotSupported("unknown operation type " + std::to_string(type));
+  }
+  Op op;
+  op.type = static_cast<OpType>(type);
+  op.ns = View(in.ns());
+  op.key = View(in.key());
+  op.status = View(in.status());
+  op.payload = View(in.payload());
+  op.fingerprint = View(in.fingerprint());
+  op.owner = View(in.owner());
+  op.ttl_ms = in.ttl_ms();
+  op.lease_ms = in.lease_ms();
+  op.wait_ms = in.wait_ms();
+  if (const wire::Condition* c = in.condition()) {
+    if (c->status_in()) {
+      op.condition.status_in.reserve(c->status_in()->size());
+      for (const fb::String* s : *c->status_in()) op.condition.status_in.push_back(View(s));
+    }
+    if (c->version()) op.condition.version = c->version()->value();
+    if (c->fence()) op.condition.fence = c->fence()->value();
+  }
+  if (const wire::Update* u = in.update()) {
+    if (u->status()) op.update.status = View(u->status());
+    if (u->payload()) op.update.payload = View(u->payload());
+    if (u->ttl_ms()) op.update.ttl_ms = u->ttl_ms()->value();
+  }
+  return op;
+}
+
+Status DecodeError(const wire::Error* error) {
+  if (error == nullptr) return Status::Ok();
+  if (error->code() == 0) return Status::Corruption("error frame with code 0 (OK)");
+  return Status::FromCode(error->code(), View(error->message()));
+}
+
+Result<OpResult> DecodeOpResult(const wire::OpResult& in) {
+  if (in.error()) return DecodeError(in.error());
+  const uint8_t outcome = static_cast<uint8_t>(in.outcome());
+  if (outcome == 0 || outcome > kLastOutcome) {
+    return Status::Corruption("unknown outcome " + std::to_string(outcome));
+  }
+  OpResult out;
+  out.outcome = static_cast<Outcome>(outcome);
+  out.fingerprint_matches = in.fingerprint_matches();
+  out.token = View(in.token());
+  if (const wire::Record* r = in.record()) {
+    Record& rec = out.record.emplace();
+    rec.status = View(r->status());
+    rec.version = r->version();
+    rec.fence = r->fence();
+    rec.fingerprint = View(r->fingerprint());
+    rec.payload = View(r->payload());
+    rec.created_ms = r->created_ms();
+    rec.updated_ms = r->updated_ms();
+    rec.expires_at_ms = r->expires_at_ms();
+    rec.owner = View(r->owner());
+    rec.lease_until_ms = r->lease_until_ms();
+  }
+  return out;
+}
+
+StoreStats DecodeStats(const wire::StatsResponse& in) {
+  StoreStats s;
+  s.estimated_live_records = in.estimated_live_records();
+  s.sst_bytes = in.sst_bytes();
+  s.memtable_bytes = in.memtable_bytes();
+  s.wal_bytes = in.wal_bytes();
+  s.next_fence = in.next_fence();
+  s.ops = in.ops();
+  s.writes = in.writes();
+  s.durability = View(in.durability());
+  s.user_bytes_written = in.user_bytes_written();
+  s.flush_bytes_written = in.flush_bytes_written();
+  s.compaction_bytes_read = in.compaction_bytes_read();
+  s.compaction_bytes_written = in.compaction_bytes_written();
+  s.compactions = in.compactions();
+  s.records_dropped_by_compaction = in.records_dropped_by_compaction();
+  s.live_sst_bytes = in.live_sst_bytes();
+  return s;
+}
+
+ServerInfo DecodeHelloReply(const wire::HelloReply& in) {
+  ServerInfo info;
+  info.server_version = View(in.server_version());
+  info.max_frame_bytes = in.max_frame_bytes();
+  info.max_inflight_requests = in.max_inflight_requests();
+  info.idle_timeout_ms = in.idle_timeout_ms();
+  info.limits.max_batch_ops = in.max_batch_ops();
+  info.limits.max_key_bytes = in.max_key_bytes();
+  info.limits.max_namespace_bytes = in.max_namespace_bytes();
+  info.limits.max_status_bytes = in.max_status_bytes();
+  info.limits.max_fingerprint_bytes = in.max_fingerprint_bytes();
+  info.limits.max_payload_bytes = in.max_payload_bytes();
+  info.limits.max_status_set = in.max_status_set();
+  info.limits.max_owner_bytes = in.max_owner_bytes();
+  info.limits.max_wait_ms = in.max_wait_ms();
+  return info;
+}
+
+FrameBytes EncodeHello(uint64_t id, std::string_view client_name) {
+  fb::FlatBufferBuilder b(128);
+  auto hello = wire::CreateHello(b, kProtocolVersion, b.CreateString(client_name));
+  return Finish(b, id, wire::Body::Hello, hello.Union());
+}
+
+FrameBytes EncodeHelloReply(uint64_t id, const ServerInfo& info) {
+  fb::FlatBufferBuilder b(256);
+  auto u32 = [](size_t v) { return static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX)); };
+  auto reply = wire::CreateHelloReply(
+      b, kProtocolVersion, b.CreateString(info.server_version), u32(info.max_frame_bytes),
+      u32(info.limits.max_batch_ops), u32(info.max_inflight_requests),
+      u32(info.limits.max_key_bytes), u32(info.limits.max_namespace_bytes),
+      u32(info.limits.max_status_bytes), u32(info.limits.max_fingerprint_bytes),
+      u32(info.limits.max_payload_bytes), u32(info.limits.max_status_set), info.idle_timeout_ms,
+      u32(info.limits.max_owner_bytes), info.limits.max_wait_ms);
+  return Finish(b, id, wire::Body::HelloReply, reply.Union());
+}
+
+FrameBytes EncodeApplyRequest(uint64_t id, std::span<const Op> ops) {
+  fb::FlatBufferBuilder b(256);
+  std::vector<fb::Offset<wire::Op>> offsets;
+  offsets.reserve(ops.size());
+  for (const Op& op : ops) offsets.push_back(MakeOp(b, op));
+  auto request = wire::CreateApplyRequest(b, b.CreateVector(offsets));
+  return Finish(b, id, wire::Body::ApplyRequest, request.Union());
+}
+
+FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> results) {
+  fb::FlatBufferBuilder b(256);
+  std::vector<fb::Offset<wire::OpResult>> offsets;
+  offsets.reserve(results.size());
+  for (const Result<OpResult>& r : results) offsets.push_back(MakeOpResult(b, r));
+  auto response = wire::CreateApplyResponse(b, b.CreateVector(offsets));
+  return Finish(b, id, wire::Body::ApplyResponse, response.Union());
+}
+
+FrameBytes EncodeStatsRequest(uint64_t id) {
+  fb::FlatBufferBuilder b(64);
+  return Finish(b, id, wire::Body::StatsRequest, wire::CreateStatsRequest(b).Union());
+}
+
+FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
+  fb::FlatBufferBuilder b(128);
+  auto stats = wire::CreateStatsResponse(
+      b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence,
+      s.ops, s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
+      s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
+      s.records_dropped_by_compaction, s.live_sst_bytes);
+  return Finish(b, id, wire::Body::StatsResponse, stats.Union());
+}
+
+FrameBytes EncodeError(uint64_t id, const Status& status) {
+  fb::FlatBufferBuilder b(128);
+  auto error = MakeError(b, status);
+  return Finish(b, id, wire::Body::NONE, 0, error);
+}
+
+}  // namespace idem

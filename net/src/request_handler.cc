@@ -1,0 +1,170 @@
+#include "request_handler.h"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace idem {
+
+RequestHandler::RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* waiter,
+                               ServerInfo info)
+    : store_(store), queue_(queue), waiter_(waiter), info_(std::move(info)) {}
+
+Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
+  const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
+  if (root == nullptr) {
+    Status s = Status::Corruption("frame of " + std::to_string(frame.size()) +
+                                  " bytes failed verification");
+    reply(EncodeError(0, s));
+    return s;
+  }
+  const uint64_t id = root->id();
+  if (id == 0) {
+    Status s = Status::InvalidArgument("request id 0 is reserved for connection errors");
+    reply(EncodeError(0, s));
+    return s;
+  }
+
+  if (!session->greeted) {
+    const wire::Hello* hello = root->body_as_Hello();
+    if (hello == nullptr) {
+      Status s = Status::InvalidArgument("the first frame must be Hello");
+      reply(EncodeError(id, s));
+      return s;
+    }
+    if (hello->protocol_version() != kProtocolVersion) {
+      Status s = Status::NotSupported("protocol version " +
+                                      std::to_string(hello->protocol_version()) +
+                                      " not supported; this server speaks " +
+                                      std::to_string(kProtocolVersion));
+      reply(EncodeError(id, s));
+      return s;
+    }
+    session->greeted = true;
+    if (hello->client_name()) session->client_name = hello->client_name()->str();
+    reply(EncodeHelloReply(id, info_));
+    return Status::Ok();
+  }
+
+  switch (root->body_type()) {
+    case wire::Body::ApplyRequest:
+      HandleApply(id, root->body_as_ApplyRequest(),
+                  std::make_shared<std::vector<uint8_t>>(std::move(frame)), std::move(reply));
+      return Status::Ok();
+    case wire::Body::StatsRequest:
+      HandleStats(id, std::move(reply));
+      return Status::Ok();
+    case wire::Body::Hello:
+      reply(EncodeHelloReply(id, info_));  // harmless repeat
+      return Status::Ok();
+    case wire::Body::NONE:
+      reply(EncodeError(id, Status::InvalidArgument("frame has no body")));
+      return Status::Ok();
+    default:
+      // A response type sent by a client, or a request type from a newer protocol revision.
+      reply(EncodeError(id, Status::NotSupported(
+                                "request type " +
+                                std::to_string(static_cast<int>(root->body_type())) +
+                                " not supported")));
+      return Status::Ok();
+  }
+}
+
+void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
+                                 std::shared_ptr<std::vector<uint8_t>> frame, Reply reply) {
+  const auto* wire_ops = request->ops();
+  const size_t n = wire_ops ? wire_ops->size() : 0;
+  // Checked before decoding anything: the op count alone decides.
+  if (n > info_.limits.max_batch_ops) {
+    reply(EncodeError(id, Status::InvalidArgument(
+                              "request has " + std::to_string(n) +
+                              " operations; max_batch_ops is " +
+                              std::to_string(info_.limits.max_batch_ops))));
+    return;
+  }
+  // Ops this server cannot decode (unknown types) get their error here and are left out of the
+  // engine batch; their places are filled back in below.
+  auto decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
+  std::vector<Op> ops;
+  ops.reserve(n);
+  // Begins that may have to wait (request index, op): see begin_waiter.h.
+  auto waits = std::make_shared<std::vector<std::pair<size_t, Op>>>();
+  const auto received = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)));
+    if (!op.ok()) {
+      (*decode_errors)[i] = op.status();
+      continue;
+    }
+    if (waiter_ && op->type == OpType::kBegin && op->wait_ms > 0) waits->emplace_back(i, *op);
+    ops.push_back(std::move(*op));
+  }
+  // `frame` rides along in the callbacks: the ops' string_views point into it.
+  queue_->Submit(std::move(ops), [this, id, n, frame, decode_errors, waits, received,
+                                  reply = std::move(reply)](
+                                     Status status, std::vector<Result<OpResult>> results) {
+    if (!status.ok()) {
+      reply(EncodeError(id, status));
+      return;
+    }
+    if (results.size() != n) {  // some ops were left out: merge their errors back in
+      std::vector<Result<OpResult>> merged;
+      merged.reserve(n);
+      size_t next = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if ((*decode_errors)[i]) {
+          merged.push_back(*(*decode_errors)[i]);
+        } else {
+          merged.push_back(std::move(results[next++]));
+        }
+      }
+      results = std::move(merged);
+    }
+    std::vector<std::pair<size_t, Op>> waiting;
+    for (auto& [i, op] : *waits) {
+      if (results[i].ok() && results[i]->outcome == Outcome::kInProgress) {
+        waiting.emplace_back(i, op);
+      }
+    }
+    if (waiting.empty()) {
+      reply(EncodeApplyResponse(id, results));
+      return;
+    }
+    // Reply once every waiting Begin has its final result.
+    struct Pending {
+      std::mutex mu;
+      std::vector<Result<OpResult>> results;  // guarded by mu
+      size_t remaining;                       // guarded by mu
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->results = std::move(results);
+    pending->remaining = waiting.size();
+    for (auto& [i, op] : waiting) {
+      Result<OpResult> last = pending->results[i];
+      waiter_->Wait(op, received + std::chrono::milliseconds(op.wait_ms), std::move(last),
+                    [id, i = i, frame, pending, reply](Result<OpResult> final_result) {
+                      std::unique_lock<std::mutex> lock(pending->mu);
+                      pending->results[i] = std::move(final_result);
+                      if (--pending->remaining > 0) return;
+                      std::vector<Result<OpResult>> all = std::move(pending->results);
+                      lock.unlock();
+                      reply(EncodeApplyResponse(id, all));
+                    });
+    }
+  });
+}
+
+void RequestHandler::HandleStats(uint64_t id, Reply reply) {
+  // Stats reads RocksDB properties and lists WAL files: engine-thread work.
+  queue_->Run([this, id, reply = std::move(reply)](bool stopped) {
+    if (stopped) {
+      reply(EncodeError(id, Status::Shutdown("server is stopping")));
+      return;
+    }
+    Result<StoreStats> stats = store_->Stats();
+    reply(stats.ok() ? EncodeStatsResponse(id, *stats) : EncodeError(id, stats.status()));
+  });
+}
+
+}  // namespace idem

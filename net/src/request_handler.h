@@ -1,0 +1,54 @@
+// RequestHandler: one decoded frame in, one encoded response out. No I/O: the connection feeds
+// it frame bodies and writes what it replies; tests drive it directly.
+//
+// Apply requests go to the CommitQueue (group commit on the engine threads); everything else is
+// answered on the calling thread. Every frame gets exactly one reply, which may come before
+// Handle returns or later from an engine thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "begin_waiter.h"
+#include "commit_queue.h"
+#include "idem/status.h"
+#include "idem/store.h"
+#include "protocol_codec.h"
+
+namespace idem {
+
+// What the handler remembers about one connection between frames (owned by the connection).
+struct Session {
+  bool greeted = false;  // Hello received and accepted
+  std::string client_name;
+};
+
+class RequestHandler {
+ public:
+  using Reply = std::function<void(FrameBytes frame)>;
+
+  // `store` answers Stats; `queue` applies ops; `waiter` (may be null: waiting Begins then
+  // answer IN_PROGRESS at once) waits for Begins with wait_ms. All must outlive the handler.
+  RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* waiter, ServerInfo info);
+
+  // Handles one frame body (length prefix removed). Calls `reply` exactly once.
+  // Returns ok when the connection stays usable. A non-ok Status (malformed frame, no Hello
+  // first, wrong protocol version, id 0) says why the connection must be closed once the reply,
+  // an error frame, has been written.
+  Status Handle(std::vector<uint8_t> frame, Session* session, Reply reply);
+
+  const ServerInfo& info() const { return info_; }
+
+ private:
+  void HandleApply(uint64_t id, const wire::ApplyRequest* request,
+                   std::shared_ptr<std::vector<uint8_t>> frame, Reply reply);
+  void HandleStats(uint64_t id, Reply reply);
+
+  Store* const store_;
+  CommitQueue* const queue_;
+  BeginWaiter* const waiter_;
+  const ServerInfo info_;
+};
+
+}  // namespace idem

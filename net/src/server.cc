@@ -1,0 +1,271 @@
+// The server: an acceptor, the I/O threads, the engine threads (CommitQueue) and the set of live
+// connections, wired together as in Asio's HTTP server example.
+//
+// Threads:
+//  - io_threads threads run io_; they accept, read, parse, write and run timers. They never call
+//    the Store, so a slow fsync cannot stall accepting or other connections.
+//  - engine_threads threads run in the CommitQueue; they call Store::Apply/Stats and post the
+//    responses back to each connection's strand.
+//  - The thread that calls Wait()/Stop() (idemstored's main thread) only waits and coordinates.
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+
+#include <boost/asio.hpp>
+
+#include "begin_waiter.h"
+#include "commit_queue.h"
+#include "connection.h"
+#include "idem/server.h"
+#include "request_handler.h"
+
+#ifndef IDEM_VERSION
+#define IDEM_VERSION "dev"
+#endif
+
+namespace idem {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(Store* store, ServerOptions options)
+      : options_(std::move(options)),
+        queue_(store, options_.limits.max_batch_ops, options_.engine_threads),
+        waiter_(MakeWaiter(store)),
+        handler_(store, &queue_, waiter_.get(), MakeInfo(options_)),
+        acceptor_(io_),
+        signals_(io_),
+        retry_timer_(io_) {}
+
+  ~ServerImpl() override { Stop(); }
+
+  Status Listen();
+  void StartThreads();
+
+  uint16_t port() const override { return port_; }
+  std::string address() const override {
+    return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
+                                                          : options_.host) +
+           ":" + std::to_string(port_);
+  }
+  void Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_cv_.wait(lock, [this] { return stop_requested_; });
+  }
+  void RequestStop() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_requested_ = true;
+    }
+    stop_cv_.notify_all();
+  }
+  void Stop() override;
+
+ private:
+  static ServerInfo MakeInfo(const ServerOptions& o) {
+    ServerInfo info;
+    info.server_version = "idemstored " IDEM_VERSION;
+    info.max_frame_bytes = o.max_frame_bytes;
+    info.max_inflight_requests = o.max_inflight_per_connection;
+    info.idle_timeout_ms = o.idle_timeout_ms;
+    info.limits = o.limits;
+    return info;
+  }
+  // Only an Engine can watch keys; another Store blocks in Apply for a waiting Begin.
+  std::unique_ptr<BeginWaiter> MakeWaiter(Store* store) {
+    Engine* engine = dynamic_cast<Engine*>(store);
+    if (engine == nullptr) return nullptr;
+    return std::make_unique<BeginWaiter>(
+        engine, &queue_, [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+          auto timer = std::make_shared<asio::steady_timer>(io_, delay);
+          timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); });
+        });
+  }
+  void Log(const std::string& line) const {
+    if (options_.log) {
+      options_.log(line);
+    } else {
+      std::fprintf(stderr, "idemstored: %s\n", line.c_str());
+    }
+  }
+  void DoAccept();
+  void OnClosed(const std::shared_ptr<Connection>& connection);
+
+  const ServerOptions options_;
+  CommitQueue queue_;
+  std::unique_ptr<BeginWaiter> waiter_;  // null unless the Store is an Engine
+  RequestHandler handler_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  asio::signal_set signals_;
+  asio::steady_timer retry_timer_;  // accept retry after e.g. EMFILE
+  std::vector<std::thread> io_threads_;
+  uint16_t port_ = 0;
+  Connection::Options connection_options_;
+
+  std::mutex mu_;
+  std::condition_variable stop_cv_;    // stop_requested_ set, or a connection closed
+  bool stop_requested_ = false;        // guarded by mu_
+  bool stopped_ = false;               // guarded by mu_
+  std::set<std::shared_ptr<Connection>> connections_;  // guarded by mu_; served and rejected
+  size_t served_ = 0;                  // guarded by mu_; connections counted against the limit
+  std::set<Connection*> rejected_;     // guarded by mu_
+};
+
+Status ServerImpl::Listen() {
+  boost::system::error_code ec;
+  asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) return Status::InvalidArgument("listen host \"" + options_.host + "\" is not an IP address");
+  if (!address.is_loopback() && !options_.allow_remote) {
+    return Status::InvalidArgument("refusing to listen on non-loopback address " + options_.host +
+                                   " without allow_remote (--allow-remote)");
+  }
+  if (options_.io_threads < 1 || options_.engine_threads < 1 || options_.max_connections < 1 ||
+      options_.max_frame_bytes < 1024 || options_.idle_timeout_ms <= 0 ||
+      options_.max_inflight_per_connection < 1) {
+    return Status::InvalidArgument("server options out of range");
+  }
+  tcp::endpoint endpoint(address, options_.port);
+  auto fail = [&](const char* what) {
+    return Status::IOError(std::string(what) + " " + options_.host + ":" +
+                           std::to_string(options_.port) + ": " + ec.message());
+  };
+  if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
+  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("setsockopt");
+  if (acceptor_.bind(endpoint, ec)) return fail("bind");
+  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen");
+  port_ = acceptor_.local_endpoint(ec).port();
+
+  connection_options_.max_frame_bytes = options_.max_frame_bytes;
+  connection_options_.idle_timeout_ms = options_.idle_timeout_ms;
+  connection_options_.max_inflight = options_.max_inflight_per_connection;
+  connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
+  return Status::Ok();
+}
+
+void ServerImpl::StartThreads() {
+  if (options_.handle_signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+    signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      Log(std::string("received ") + (signal == SIGINT ? "SIGINT" : "SIGTERM") + "; stopping");
+      RequestStop();
+    });
+  }
+  DoAccept();
+  for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+}
+
+// Runs on an I/O thread. Each connection gets its own strand, so its handlers never run
+// concurrently while different connections proceed in parallel.
+void ServerImpl::DoAccept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](const boost::system::error_code& ec,
+                                                        tcp::socket socket) {
+    if (!acceptor_.is_open()) return;
+    if (ec) {
+      // Typically EMFILE/ENFILE: back off instead of spinning on the error.
+      Log("accept failed: " + ec.message());
+      retry_timer_.expires_after(std::chrono::milliseconds(100));
+      retry_timer_.async_wait([this](const boost::system::error_code& timer_ec) {
+        if (!timer_ec) DoAccept();
+      });
+      return;
+    }
+    auto connection = std::make_shared<Connection>(
+        std::move(socket), &handler_, connection_options_,
+        [this](const std::shared_ptr<Connection>& c) { OnClosed(c); });
+    bool reject;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reject = served_ >= options_.max_connections;
+      connections_.insert(connection);
+      if (reject) {
+        rejected_.insert(connection.get());
+      } else {
+        ++served_;
+      }
+    }
+    if (reject) {
+      Log("peer " + connection->peer() + ": refused, " + std::to_string(options_.max_connections) +
+          " connections open (max_connections)");
+      connection->Reject(Status::Busy("server has " + std::to_string(options_.max_connections) +
+                                      " connections open; retry later"));
+    } else {
+      connection->Start();
+    }
+    DoAccept();
+  });
+}
+
+void ServerImpl::OnClosed(const std::shared_ptr<Connection>& connection) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (connections_.erase(connection) == 0) return;
+    if (rejected_.erase(connection.get()) == 0) --served_;
+  }
+  stop_cv_.notify_all();
+}
+
+void ServerImpl::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
+  // 1. Stop accepting (on the I/O threads, which own the acceptor).
+  asio::post(io_, [this] {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    retry_timer_.cancel();
+    signals_.cancel();
+  });
+  // 2. Waiting Begins answer now (IN_PROGRESS) instead of holding the stop up.
+  if (waiter_) waiter_->Stop();
+  // 3. Let every connection answer what it has read, then close.
+  std::vector<std::shared_ptr<Connection>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live.assign(connections_.begin(), connections_.end());
+  }
+  for (const auto& c : live) c->Drain();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.stop_grace_ms),
+                      [this] { return connections_.empty(); });
+    live.assign(connections_.begin(), connections_.end());
+  }
+  // 4. Past the grace period: close whatever is left.
+  for (const auto& c : live) c->Close();
+  live.clear();
+  // 5. Apply what is still queued (responses to closed connections are dropped), then stop the
+  // I/O threads. The caller may close the Store after this returns.
+  queue_.Stop();
+  io_.stop();
+  for (std::thread& t : io_threads_) t.join();
+  io_threads_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  connections_.clear();
+  rejected_.clear();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(Store* store, ServerOptions options) {
+  auto server = std::make_unique<ServerImpl>(store, std::move(options));
+  if (Status s = server->Listen(); !s.ok()) return s;
+  server->StartThreads();
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace idem

@@ -1,0 +1,246 @@
+#include "idem/server_flags.h"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "idem/duration.h"
+
+namespace idem {
+namespace {
+
+Status Bad(std::string_view flag, std::string_view why) {
+  return Status::InvalidArgument(std::string(flag) + ": " + std::string(why));
+}
+
+template <typename Int>
+Result<Int> ParseInt(std::string_view flag, std::string_view text, Int min, Int max) {
+  Int value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    return Bad(flag, "expected an integer in [" + std::to_string(min) + ", " +
+                         std::to_string(max) + "], got \"" + std::string(text) + "\"");
+  }
+  return value;
+}
+
+Result<int64_t> ParseDuration(std::string_view flag, std::string_view text) {
+  Result<int64_t> ms = ParseDurationMs(text);
+  if (!ms.ok()) return Bad(flag, ms.status().message());
+  return ms;
+}
+
+// "HOST:PORT" or "[V6]:PORT".
+Status ParseListen(std::string_view text, ServerOptions* out) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return Bad("--listen", "expected HOST:PORT");
+  std::string_view host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  Result<uint16_t> port = ParseInt<uint16_t>("--listen", text.substr(colon + 1), 0, 65535);
+  if (!port.ok()) return port.status();
+  out->host = std::string(host);
+  out->port = *port;
+  return Status::Ok();
+}
+
+struct RetentionSpec {
+  int64_t default_ttl_ms = 0;
+  std::optional<int64_t> max_ttl_ms;
+  bool forever = false;
+};
+
+// "NS=DEFAULT_TTL[,max=DUR][,forever]".
+Status ParseRetention(std::string_view text, std::map<std::string, RetentionSpec>* out) {
+  size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Bad("--retention", "expected NS=DEFAULT_TTL[,max=DUR][,forever]");
+  }
+  std::string ns(text.substr(0, eq));
+  std::vector<std::string_view> parts;
+  std::string_view rest = text.substr(eq + 1);
+  while (true) {
+    size_t comma = rest.find(',');
+    parts.push_back(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  RetentionSpec spec;
+  Result<int64_t> ttl = ParseDuration("--retention " + ns, parts[0]);
+  if (!ttl.ok()) return ttl.status();
+  spec.default_ttl_ms = *ttl;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i] == "forever") {
+      spec.forever = true;
+    } else if (parts[i].starts_with("max=")) {
+      Result<int64_t> max = ParseDuration("--retention " + ns, parts[i].substr(4));
+      if (!max.ok()) return max.status();
+      spec.max_ttl_ms = *max;
+    } else {
+      return Bad("--retention " + ns, "unknown part \"" + std::string(parts[i]) + "\"");
+    }
+  }
+  (*out)[ns] = spec;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
+  ServerFlags flags;
+  flags.engine.durability = Durability::kSync;
+  std::map<std::string, RetentionSpec> retention;
+
+  // Flags that take a value; each handler parses it into `flags`.
+  using Setter = std::function<Status(std::string_view)>;
+  const std::map<std::string_view, Setter> valued = {
+      {"--listen", [&](std::string_view v) { return ParseListen(v, &flags.server); }},
+      {"--data", [&](std::string_view v) { flags.data_dir = std::string(v); return Status::Ok(); }},
+      {"--durability",
+       [&](std::string_view v) {
+         if (v == "sync") flags.engine.durability = Durability::kSync;
+         else if (v == "async") flags.engine.durability = Durability::kAsync;
+         else return Bad("--durability", "expected sync or async");
+         return Status::Ok();
+       }},
+      {"--io-threads",
+       [&](std::string_view v) {
+         Result<int> n = ParseInt<int>("--io-threads", v, 1, 256);
+         if (n.ok()) flags.server.io_threads = *n;
+         return n.status();
+       }},
+      {"--engine-threads",
+       [&](std::string_view v) {
+         Result<int> n = ParseInt<int>("--engine-threads", v, 1, 256);
+         if (n.ok()) flags.server.engine_threads = *n;
+         return n.status();
+       }},
+      {"--max-connections",
+       [&](std::string_view v) {
+         Result<size_t> n = ParseInt<size_t>("--max-connections", v, 1, 1'000'000);
+         if (n.ok()) flags.server.max_connections = *n;
+         return n.status();
+       }},
+      {"--max-frame-bytes",
+       [&](std::string_view v) {
+         // Floor: a HelloReply or an error frame must fit; ceiling: the 32-bit length prefix.
+         Result<size_t> n = ParseInt<size_t>("--max-frame-bytes", v, 1024, 0xffffffffu);
+         if (n.ok()) flags.server.max_frame_bytes = *n;
+         return n.status();
+       }},
+      {"--idle-timeout",
+       [&](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--idle-timeout", v);
+         if (ms.ok() && *ms == 0) return Bad("--idle-timeout", "must be positive");
+         if (ms.ok()) flags.server.idle_timeout_ms = *ms;
+         return ms.status();
+       }},
+      {"--default-ttl",
+       [&](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--default-ttl", v);
+         if (ms.ok()) flags.engine.default_retention.default_ttl_ms = *ms;
+         return ms.status();
+       }},
+      {"--max-ttl",
+       [&](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--max-ttl", v);
+         if (ms.ok()) flags.engine.default_retention.max_ttl_ms = *ms;
+         return ms.status();
+       }},
+      {"--retention", [&](std::string_view v) { return ParseRetention(v, &retention); }},
+      {"--default-lease",
+       [&](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--default-lease", v);
+         if (ms.ok() && *ms == 0) return Bad("--default-lease", "must be positive");
+         if (ms.ok()) flags.engine.default_lifecycle.default_lease_ms = *ms;
+         return ms.status();
+       }},
+      {"--state-graph",
+       [&](std::string_view v) {
+         size_t eq = v.find('=');
+         if (eq == std::string_view::npos || eq == 0) {
+           return Bad("--state-graph", "expected NS=FROM>TO>...[,FROM>TO...]");
+         }
+         Result<StateGraph> graph = StateGraph::Parse(v.substr(eq + 1));
+         if (!graph.ok()) return Bad("--state-graph", graph.status().message());
+         flags.engine.state_graphs[std::string(v.substr(0, eq))] = std::move(*graph);
+         return Status::Ok();
+       }},
+  };
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      flags.help = true;
+      continue;
+    }
+    if (arg == "--allow-remote") {
+      flags.server.allow_remote = true;
+      continue;
+    }
+    std::string_view name = arg, value;
+    bool inline_value = false;
+    if (size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inline_value = true;
+    }
+    auto it = valued.find(name);
+    if (it == valued.end()) return Bad(name, "unknown flag (see --help)");
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return Bad(name, "missing value");
+      value = args[++i];
+    }
+    if (Status s = it->second(value); !s.ok()) return s;
+  }
+
+  // Retention policies are resolved last, so --max-ttl applies whatever the flag order.
+  for (const auto& [ns, spec] : retention) {
+    RetentionPolicy policy;
+    policy.default_ttl_ms = spec.default_ttl_ms;
+    policy.max_ttl_ms = spec.max_ttl_ms.value_or(
+        std::max(flags.engine.default_retention.max_ttl_ms, spec.default_ttl_ms));
+    policy.allow_forever = spec.forever;
+    flags.engine.retention[ns] = policy;
+  }
+  flags.server.limits = flags.engine.limits;
+  return flags;
+}
+
+std::string ServerFlagsUsage() {
+  return R"(usage: idemstored [flags]
+
+Serves an idemstore database over TCP (protocol: docs/protocol.md).
+
+  --listen HOST:PORT        address to listen on (default 127.0.0.1:7878; port 0 = any free
+                            port, printed in the start line)
+  --allow-remote            required to listen on a non-loopback address
+  --data DIR                database directory, created if missing (default ./data)
+  --durability sync|async   sync (default): acknowledge after the WAL is fsynced;
+                            async: after the OS has the write (survives a process crash only)
+  --io-threads N            socket threads (default 2)
+  --engine-threads N        threads applying group commits to the database (default 2)
+  --max-connections N       more get a BUSY error and are closed (default 1024)
+  --max-frame-bytes N       largest frame accepted (default 4194304)
+  --idle-timeout DUR        close connections idle this long (default 5m)
+  --default-ttl DUR         TTL of records in namespaces without a policy (default 24h)
+  --max-ttl DUR             longest TTL they accept (default 30d)
+  --retention NS=DUR[,max=DUR][,forever]
+                            a namespace's policy: default TTL, longest TTL, whether records
+                            may live forever (repeatable)
+  --default-lease DUR       lease of Begin/Lock without one (default 30s)
+  --state-graph NS=A>B>C[,A>D]
+                            the statuses Transition may move a namespace's records
+                            between (repeatable; namespaces without one allow any)
+  -h, --help                this text
+
+Durations: a number and a unit: 500ms, 30s, 15m, 24h, 7d.
+SIGINT/SIGTERM: stop accepting, answer requests in flight, close the database, exit 0.
+)";
+}
+
+}  // namespace idem

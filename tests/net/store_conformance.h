@@ -1,0 +1,82 @@
+// The conformance fixture: one specification, two implementations. Every TEST_P runs against
+// the embedded Engine and against a Client talking to a real server (in-process, 127.0.0.1,
+// ephemeral port) over the same kind of engine. Both share a ManualClock, so expiry and leases
+// are tested without sleeping.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "idem/client.h"
+#include "idem/engine.h"
+#include "support/temp_dir.h"
+#include "test_server.h"
+
+namespace idem::testing {
+
+inline constexpr int64_t kHour = 3'600'000;
+
+inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>& clock) {
+  EngineOptions options = TestEngineOptions(clock);
+  options.limits.max_batch_ops = 64;
+  options.default_retention = {.default_ttl_ms = 24 * kHour, .max_ttl_ms = 48 * kHour,
+                               .allow_forever = false};
+  options.retention["forever"] = {.default_ttl_ms = kHour, .max_ttl_ms = kHour,
+                                  .allow_forever = true};
+  options.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID,WAIT_PAY>CLOSED");
+  return options;
+}
+
+enum class Mode { kEngine, kClient };
+inline void PrintTo(Mode mode, std::ostream* os) {
+  *os << (mode == Mode::kEngine ? "Engine" : "Client");
+}
+
+class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Mode::kEngine) {
+      engine_ = std::move(*Engine::Open(dir_.Sub("db"), ConformanceEngineOptions(clock_)));
+      store_ = engine_.get();
+    } else {
+      server_ = std::make_unique<TestServer>(
+          ServerOptions{}, clock_, ConformanceEngineOptions(clock_), false);
+      auto client = server_->Connect();
+      ASSERT_OK(client);
+      client_ = std::move(*client);
+      store_ = client_.get();
+    }
+  }
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+  }
+
+  Store& store() { return *store_; }
+  int64_t now() const { return clock_->NowMillis(); }
+
+  // "INSERTED", "EXISTS", ... or the error's code name ("INVALID_ARGUMENT").
+  static std::string Name(const Result<OpResult>& r) {
+    return r.ok() ? std::string(OutcomeName(r->outcome)) : std::string(CodeName(r.status().code()));
+  }
+  std::string Insert(std::string_view key, std::string_view status = "PENDING",
+                     std::string_view fingerprint = {}, int64_t ttl_ms = kDefaultTtl) {
+    return Name(store().Insert("pay", key, status, "body", fingerprint, ttl_ms));
+  }
+  std::string Get(std::string_view key, std::string_view ns = "pay") {
+    return Name(store().Get(ns, key));
+  }
+
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<TestServer> server_;
+  std::unique_ptr<Client> client_;
+  Store* store_ = nullptr;
+};
+
+}  // namespace idem::testing

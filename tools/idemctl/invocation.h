@@ -1,0 +1,42 @@
+// idemctl's command line, parsed into an Invocation without touching any store, so tests can
+// check every command's parsing and the Op it builds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idem/operation.h"
+#include "idem/result.h"
+
+namespace idem::ctl {
+
+struct Invocation {
+  // Where: exactly one of these.
+  std::string server;    // HOST:PORT
+  std::string data_dir;  // embedded, on a local database directory
+  bool json = false;
+  int64_t timeout_ms = 10'000;
+
+  std::string command;                       // "insert", "get", ... "stats", "help"
+  std::vector<std::string> positional;       // after the command
+  std::map<std::string, std::string> flags;  // --name value (value "" for switches)
+
+  // Storage for the strings the Op borrows.
+  std::vector<std::string> status_set;
+};
+
+// Parses argv (without the program name). InvalidArgument names what is wrong.
+Result<Invocation> ParseInvocation(std::span<const std::string_view> args);
+
+// Builds the operation for a data command (everything except "stats" and "help"). The Op borrows
+// from `inv`, which must outlive it.
+Result<Op> BuildOp(Invocation& inv);
+
+std::string Usage();
+
+}  // namespace idem::ctl
