@@ -108,6 +108,21 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
   EXPECT_EQ("\"h\xc3\xa9llo\"", JsonString("h\xc3\xa9llo"));  // UTF-8 kept
 }
 
+TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
+  StoreStats stats;
+  stats.records_dropped_by_compaction = 7;  // the longest label
+  stats.durability = "sync";
+  std::string out = FormatStatsHuman(stats);
+  EXPECT_NE(std::string::npos, out.find("records_dropped_by_compaction  7")) << out;
+  OpResult r;
+  r.outcome = Outcome::kFound;
+  Record rec;
+  rec.status = "S";
+  rec.expires_at_ms = 1'000'000 + 86'399'993;
+  r.record = rec;
+  EXPECT_NE(std::string::npos, FormatHuman(r, 1'000'000).find("(in 23h59m)")) << FormatHuman(r, 1'000'000);
+}
+
 TEST(IdemctlOutput, ExitCodes) {
   OpResult ok;
   ok.outcome = Outcome::kExists;

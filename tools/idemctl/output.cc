@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "idem/duration.h"
+#include <algorithm>
 
 namespace idem::ctl {
 namespace {
@@ -47,10 +47,22 @@ std::string Time(int64_t ms) {
   return buf;
 }
 
+// "23h59m", "4m07s", "1.5s": two units at most, for people, not for parsing.
+std::string Approximate(int64_t ms) {
+  char buf[48];
+  const int64_t s = ms / 1000, m = s / 60, h = m / 60, d = h / 24;
+  if (d > 0) std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(d), static_cast<long long>(h % 24));
+  else if (h > 0) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(h), static_cast<long long>(m % 60));
+  else if (m > 0) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(m), static_cast<long long>(s % 60));
+  else if (s > 0) std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+  else std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+  return buf;
+}
+
 std::string Relative(int64_t at_ms, int64_t now_ms) {
   if (at_ms == 0) return "";
   int64_t d = at_ms - now_ms;
-  return d >= 0 ? " (in " + FormatDurationMs(d) + ")" : " (" + FormatDurationMs(-d) + " ago)";
+  return d >= 0 ? " (in " + Approximate(d) + ")" : " (" + Approximate(-d) + " ago)";
 }
 
 std::string RecordJson(const Record& r) {
@@ -144,10 +156,12 @@ std::string FormatErrorJson(const Status& status) {
 
 std::string FormatStatsHuman(const StoreStats& s) {
   std::string out;
-  auto line = [&](const char* name, uint64_t v) {
-    out += std::string(name) + std::string(28 - std::string(name).size(), ' ') + std::to_string(v) + "\n";
+  auto pad = [](std::string name) {
+    name.resize(std::max<size_t>(name.size() + 1, 31), ' ');
+    return name;
   };
-  out += "durability                  " + s.durability + "\n";
+  auto line = [&](const char* name, uint64_t v) { out += pad(name) + std::to_string(v) + "\n"; };
+  out += pad("durability") + s.durability + "\n";
   line("estimated_live_records", s.estimated_live_records);
   line("sst_bytes", s.sst_bytes);
   line("live_sst_bytes", s.live_sst_bytes);
