@@ -29,7 +29,7 @@ class TestServer {
                       EngineOptions engine_options = {}, bool default_engine_options = true)
       : clock_(std::move(clock)) {
     if (default_engine_options) engine_options = TestEngineOptions(clock_);
-    engine_options.clock = clock_;
+    if (!engine_options.clock) engine_options.clock = clock_;  // a test may bring its own clock
     auto engine = Engine::Open(dir_.Sub("db"), engine_options);
     EXPECT_TRUE(engine.ok()) << engine.status().ToString();
     engine_ = std::move(*engine);

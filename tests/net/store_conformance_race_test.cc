@@ -1,0 +1,175 @@
+// The lifecycle guarantees under contention and in real time, in both modes: 16 concurrent
+// callers (threads sharing the Store; over the network, one pipelined Client), and leases that
+// really run out on the system clock.
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "store_conformance.h"
+
+namespace idem::testing {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr int kCallers = 16;
+
+template <typename Fn>
+void RunCallers(Fn fn) {
+  std::barrier start(kCallers);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kCallers; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      fn(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+TEST_P(StoreConformanceTest, SixteenCallersGetOneStartedPerKey) {
+  constexpr int kKeys = 20;
+  std::vector<std::atomic<int>> started(kKeys);
+  RunCallers([&](int t) {
+    for (int k = 0; k < kKeys; ++k) {
+      int i = (k + t) % kKeys;
+      Result<OpResult> r = store().Execute(Op::Begin("race", "k" + std::to_string(i)));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      if (r->outcome == Outcome::kStarted) started[i]++;
+    }
+  });
+  for (int i = 0; i < kKeys; ++i) EXPECT_EQ(1, started[i].load()) << i;
+}
+
+TEST_P(StoreConformanceTest, SixteenCallersConsumeATokenExactlyOnce) {
+  constexpr int kTokens = 20;
+  std::vector<std::string> tokens;
+  for (int i = 0; i < kTokens; ++i) {
+    Result<OpResult> r = store().Execute(Op::IssueToken("form"));
+    ASSERT_OK(r);
+    tokens.push_back(r->token);
+  }
+  std::vector<std::atomic<int>> consumed(kTokens);
+  RunCallers([&](int t) {
+    for (int k = 0; k < kTokens; ++k) {
+      int i = (k + t) % kTokens;
+      Result<OpResult> r = store().Execute(Op::ConsumeToken("form", tokens[i]));
+      ASSERT_TRUE(r.ok());
+      if (r->outcome == Outcome::kConsumed) consumed[i]++;
+      else EXPECT_EQ(Outcome::kAlreadyConsumed, r->outcome);
+    }
+  });
+  for (int i = 0; i < kTokens; ++i) EXPECT_EQ(1, consumed[i].load()) << i;
+}
+
+TEST_P(StoreConformanceTest, SixteenCallersNeverHoldALockTogether) {
+  std::atomic<int> holders{0}, max_holders{0}, acquisitions{0};
+  RunCallers([&](int t) {
+    const std::string owner = "w" + std::to_string(t);
+    for (int n = 0; n < 30; ++n) {
+      Result<OpResult> r = store().Execute(Op::Lock("locks", "L", owner));
+      ASSERT_TRUE(r.ok());
+      if (r->outcome != Outcome::kAcquired) continue;
+      int now = ++holders;
+      int seen = max_holders.load();
+      while (now > seen && !max_holders.compare_exchange_weak(seen, now)) {
+      }
+      ++acquisitions;
+      --holders;
+      ASSERT_EQ(Outcome::kReleased,
+                store().Execute(Op::Unlock("locks", "L", r->record->fence))->outcome);
+    }
+  });
+  EXPECT_EQ(1, max_holders.load());
+  EXPECT_GT(acquisitions.load(), kCallers);
+}
+
+// Real time: the system clock and leases of a few hundred milliseconds.
+class RealLeaseTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    EngineOptions options = TestEngineOptions(nullptr);
+    options.clock = SystemClock::Default();
+    if (GetParam() == Mode::kEngine) {
+      engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
+      store_ = engine_.get();
+    } else {
+      server_ = std::make_unique<TestServer>(ServerOptions{}, std::make_shared<ManualClock>(),
+                                             options, false);
+      auto client = server_->Connect();
+      ASSERT_OK(client);
+      client_ = std::move(*client);
+      store_ = client_.get();
+    }
+  }
+  Store& store() { return *store_; }
+
+  TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<TestServer> server_;
+  std::unique_ptr<Client> client_;
+  Store* store_ = nullptr;
+};
+
+TEST_P(RealLeaseTest, AWaiterTakesOverWhenTheLeaseRunsOutAndTheStaleHolderIsRejected) {
+  Result<OpResult> crashed = store().Execute(Op::Begin("pay", "k", "", /*lease_ms=*/300));
+  ASSERT_OK(crashed);
+  ASSERT_EQ(Outcome::kStarted, crashed->outcome);
+  // The holder "crashes": it never heartbeats. A duplicate waits instead of polling, and is
+  // handed the attempt when the lease ends (long before its 10 s wait).
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<OpResult> takeover = store().Execute(Op::Begin("pay", "k", "", 5'000, /*wait_ms=*/10'000));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_OK(takeover);
+  EXPECT_EQ(Outcome::kStarted, takeover->outcome);
+  EXPECT_GT(takeover->record->fence, crashed->record->fence);
+  EXPECT_LT(waited, 5s);
+  // The old holder comes back: rejected.
+  EXPECT_EQ(Outcome::kFenceMismatch,
+            store().Execute(Op::Complete("pay", "k", crashed->record->fence, "late"))->outcome);
+  EXPECT_EQ(Outcome::kFenceMismatch,
+            store().Execute(Op::Heartbeat("pay", "k", crashed->record->fence))->outcome);
+  EXPECT_EQ(Outcome::kApplied,
+            store().Execute(Op::Complete("pay", "k", takeover->record->fence, "won"))->outcome);
+}
+
+TEST_P(RealLeaseTest, AWaiterStartsWhenTheHolderAborts) {
+  Result<OpResult> holder = store().Execute(Op::Begin("pay", "k", "", 60'000));
+  ASSERT_OK(holder);
+  auto waiter = std::async(std::launch::async, [&] {
+    return store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/20'000));
+  });
+  ASSERT_EQ(Outcome::kReleased,
+            store().Execute(Op::Abort("pay", "k", holder->record->fence))->outcome);
+  ASSERT_EQ(std::future_status::ready, waiter.wait_for(15s));
+  Result<OpResult> r = waiter.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kStarted, r->outcome);
+  EXPECT_GT(r->record->fence, holder->record->fence);
+}
+
+TEST_P(RealLeaseTest, AHeartbeatingHolderKeepsItsAttempt) {
+  Result<OpResult> holder = store().Execute(Op::Begin("pay", "k", "", 400));
+  ASSERT_OK(holder);
+  auto waiter = std::async(std::launch::async, [&] {
+    return store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/1'200));
+  });
+  for (int i = 0; i < 6; ++i) {  // heartbeats every 200 ms for 1.2 s, well inside the lease
+    std::this_thread::sleep_for(200ms);
+    ASSERT_EQ(Outcome::kApplied,
+              store().Execute(Op::Heartbeat("pay", "k", holder->record->fence, 400))->outcome);
+  }
+  Result<OpResult> r = waiter.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kInProgress, r->outcome);  // never taken over
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RealLeaseTest, ::testing::Values(Mode::kEngine, Mode::kClient),
+                         [](const ::testing::TestParamInfo<Mode>& param) {
+                           return param.param == Mode::kEngine ? std::string("Engine")
+                                                               : std::string("Client");
+                         });
+
+}  // namespace
+}  // namespace idem::testing
