@@ -1,3 +1,11 @@
 idem_add_test(idemctl_test tools/idemctl_test.cc LIBS idemctl_core)
 target_compile_definitions(idemctl_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>")
 add_dependencies(idemctl_test idemctl)
+
+# The recipe examples, each run embedded and against a real idemstored.
+idem_add_test(examples_test tools/examples_test.cc LIBS idem_engine)
+target_compile_definitions(examples_test PRIVATE
+  IDEMSTORED_PATH="$<TARGET_FILE:idemstored>"
+  EXAMPLES_DIR="$<TARGET_FILE_DIR:example_order_handler>")
+add_dependencies(examples_test idemstored example_order_handler example_payment_callback
+                 example_queue_consumer example_form_token)

@@ -442,6 +442,11 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   if (!options.create_if_missing && !std::filesystem::exists(dir + "/CURRENT")) {
     return Status::NotFound("no idemstore database in " + dir + " (and create_if_missing is off)");
   }
+  if (options.create_if_missing) {
+    std::error_code ec;  // RocksDB creates only the last path component
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Options rocks_options = MakeRocksOptions(options);
   auto io = std::make_shared<IoAccounting>();

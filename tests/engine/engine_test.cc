@@ -320,6 +320,13 @@ TEST_F(EngineTest, OpenFailsCleanlyOnAMissingDirWithoutCreate) {
   EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
 }
 
+TEST_F(EngineTest, OpenCreatesMissingParentDirectories) {
+  auto r = Engine::Open(dir_.Sub("a/b/c"), options_);
+  ASSERT_OK(r);
+  auto blocked = Engine::Open("/proc/idem-cannot-create/db", options_);
+  EXPECT_TRUE(blocked.status().IsIOError()) << blocked.status().ToString();
+}
+
 TEST_F(EngineTest, StatsReportFenceAndCounts) {
   ASSERT_EQ("INSERTED", Insert("x", "k"));
   auto s = engine().Stats();

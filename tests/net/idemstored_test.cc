@@ -16,108 +16,17 @@
 #include <thread>
 
 #include "idem/client.h"
+#include "support/server_process.h"
 #include "support/temp_dir.h"
 
 namespace idem {
 namespace {
 
+using testing::ServerProcess;
+
 using namespace std::chrono_literals;
 
-// idemstored as a child process, its stderr captured.
-class ServerProcess {
- public:
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (drain_.joinable()) drain_.join();
-    if (fd_ >= 0) ::close(fd_);
-  }
 
-  // Starts idemstored with `args` and returns once its start line names the bound address, or
-  // returns false (with the output so far in output()) if it exits or 20 s pass.
-  bool Start(std::vector<std::string> args) {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return false;
-    args.insert(args.begin(), IDEMSTORED_PATH);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // Child (only async-signal-safe calls until exec): die with the test process, even if it
-      // crashes, so that no server outlives its test.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ::dup2(pipe_fds[1], 1);
-      ::dup2(pipe_fds[1], 2);
-      ::execv(IDEMSTORED_PATH, argv.data());
-      ::_exit(127);
-    }
-    ::close(pipe_fds[1]);
-    fd_ = pipe_fds[0];
-    if (pid_ < 0) return false;
-
-    // Poll the output until the start line appears (process start cannot be awaited otherwise).
-    const std::string start_line = "listening on 127.0.0.1:";
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    size_t at;
-    while ((at = output_.find(start_line)) == std::string::npos ||
-           output_.find(' ', at + start_line.size()) == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline || !ReadSome(deadline)) return false;
-    }
-    port_ = static_cast<uint16_t>(std::stoi(output_.substr(at + start_line.size())));
-    // Keep draining so the child never blocks on a full pipe.
-    drain_ = std::thread([this] {
-      while (ReadSome(std::chrono::steady_clock::now() + 3600s)) {
-      }
-    });
-    return true;
-  }
-
-  // Returns the exit status, or nullopt if it has not exited within `timeout`.
-  std::optional<int> WaitExit(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);  // polling a child's exit with a deadline
-    }
-    return std::nullopt;
-  }
-  void Signal(int sig) { ::kill(pid_, sig); }
-  uint16_t port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::string output() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return output_;
-  }
-
- private:
-  bool ReadSome(std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd pfd{fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))) <= 0) return false;
-    char buf[4096];
-    ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n <= 0) return false;
-    std::lock_guard<std::mutex> lock(mu_);
-    output_.append(buf, static_cast<size_t>(n));
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  std::mutex mu_;
-  std::string output_;  // guarded by mu_ once drain_ runs
-  std::thread drain_;
-};
 
 std::unique_ptr<Client> ConnectTo(const ServerProcess& server) {
   ClientOptions options;
@@ -129,7 +38,7 @@ std::unique_ptr<Client> ConnectTo(const ServerProcess& server) {
 }
 
 int RunToExit(std::vector<std::string> args, std::string* output) {
-  ServerProcess process;
+  ServerProcess process(IDEMSTORED_PATH);
   if (process.Start(args)) return -1;  // it was expected to exit without serving
   *output = process.output();
   return process.WaitExit(20s).value_or(-2);
@@ -148,7 +57,7 @@ TEST(IdemstoredTest, HelpAndBadFlags) {
 
 TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {
   testing::TempDir dir;
-  ServerProcess server;
+  ServerProcess server(IDEMSTORED_PATH);
   ASSERT_TRUE(server.Start({"--listen", "127.0.0.1:0", "--data", dir.Sub("db")}))
       << server.output();
   EXPECT_NE(std::string::npos, server.output().find("durability=sync"));
@@ -161,7 +70,7 @@ TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {
   EXPECT_EQ(std::optional<int>(0), server.WaitExit(15s));
   EXPECT_NE(std::string::npos, server.output().find("stopped")) << server.output();
 
-  ServerProcess again;
+  ServerProcess again(IDEMSTORED_PATH);
   ASSERT_TRUE(again.Start({"--listen", "127.0.0.1:0", "--data", dir.Sub("db")})) << again.output();
   auto client = ConnectTo(again);
   ASSERT_TRUE(client);
@@ -177,7 +86,7 @@ void KillMidStreamLosesNothing(const std::string& durability) {
   testing::TempDir dir;
   const std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--data", dir.Sub("db"),
                                          "--durability", durability};
-  ServerProcess server;
+  ServerProcess server(IDEMSTORED_PATH);
   ASSERT_TRUE(server.Start(args)) << server.output();
 
   constexpr int kWriters = 4;
@@ -218,7 +127,7 @@ void KillMidStreamLosesNothing(const std::string& durability) {
   for (auto& t : writers) t.join();
   ASSERT_TRUE(server.WaitExit(10s).has_value());
 
-  ServerProcess restarted;
+  ServerProcess restarted(IDEMSTORED_PATH);
   ASSERT_TRUE(restarted.Start(args)) << restarted.output();
   auto client = ConnectTo(restarted);
   ASSERT_TRUE(client);

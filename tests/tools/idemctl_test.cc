@@ -1,13 +1,9 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
-
 #include "invocation.h"
 #include "output.h"
 #include "idem/engine.h"
+#include "support/run_command.h"
 #include "support/temp_dir.h"
 
 namespace idem::ctl {
@@ -136,14 +132,8 @@ TEST(IdemctlOutput, ExitCodes) {
 
 // Runs the real binary; returns (exit status, stdout).
 std::pair<int, std::string> RunIdemctl(const std::string& args) {
-  std::string cmd = std::string(IDEMCTL_PATH) + " " + args + " 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  testing::CommandResult r = testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>/dev/null");
+  return {r.exit_code, r.output};
 }
 
 TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {

@@ -1,39 +1,24 @@
-// idemctl: a thin main over invocation (parsing), the Store API (embedded Engine or network
-// Client, chosen by --data / --server) and output (printing).
+// idemctl: a thin main over invocation (parsing), OpenStore (embedded Engine or network Client,
+// chosen by --data / --server) and output (printing).
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "idem/client.h"
-#include "idem/engine.h"
+#include "idem/open_store.h"
 #include "invocation.h"
 #include "output.h"
 
 namespace {
 
 idem::Result<std::unique_ptr<idem::Store>> OpenStore(const idem::ctl::Invocation& inv) {
-  if (!inv.server.empty()) {
-    idem::ClientOptions options;
-    options.address = inv.server;
-    options.request_timeout_ms = inv.timeout_ms;
-    options.connect_timeout_ms = inv.timeout_ms;
-    auto client = idem::Client::Connect(options);
-    if (!client.ok()) return client.status();
-    return std::unique_ptr<idem::Store>(std::move(*client));
-  }
-  idem::EngineOptions options;
-  options.create_if_missing = false;  // a typo in --data must not create an empty store
-  options.reclaim_interval_ms = 0;
-  auto engine = idem::Engine::Open(inv.data_dir, options);
-  if (!engine.ok()) {
-    std::string hint = engine.status().message().find("lock") != std::string::npos
-                           ? " (is idemstored running on this directory? use --server)"
-                           : "";
-    return idem::Status::FromCode(static_cast<uint32_t>(engine.status().code()),
-                                  engine.status().message() + hint);
-  }
-  return std::unique_ptr<idem::Store>(std::move(*engine));
+  idem::StoreLocation where;
+  where.server = inv.server;
+  where.data_dir = inv.data_dir;
+  where.timeout_ms = inv.timeout_ms;
+  where.engine.create_if_missing = false;  // a typo in --data must not create an empty store
+  where.engine.reclaim_interval_ms = 0;
+  return idem::OpenStore(where);
 }
 
 }  // namespace

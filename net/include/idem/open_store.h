@@ -1,0 +1,26 @@
+// Opening "a Store" from what a command line says: a server address (the network Client) or a
+// database directory (the embedded Engine). The one place tools and examples make that choice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "idem/options.h"
+#include "idem/result.h"
+#include "idem/store.h"
+
+namespace idem {
+
+struct StoreLocation {
+  std::string server;    // HOST:PORT: connect to idemstored
+  std::string data_dir;  // or: open the database in this directory, in process
+  int64_t timeout_ms = 10'000;          // client connect and request timeout
+  EngineOptions engine;                 // embedded mode only
+};
+
+// Exactly one of server / data_dir must be set (InvalidArgument otherwise). Embedded: a directory
+// that another process (e.g. idemstored) has open fails with IOError and a hint to use --server.
+Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where);
+
+}  // namespace idem
