@@ -88,12 +88,68 @@ Status ParseRetention(std::string_view text, std::map<std::string, RetentionSpec
   return Status::Ok();
 }
 
+// Splits "a,b,c" (at least one part).
+std::vector<std::string_view> SplitCommas(std::string_view text) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    size_t comma = text.find(',');
+    parts.push_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) return parts;
+    text = text.substr(comma + 1);
+  }
+}
+
+struct LifecycleSpec {
+  std::optional<int64_t> lease_ms, max_lease_ms, completed_ttl_ms;
+  std::optional<size_t> max_response_bytes;
+  bool remember_failures = false;
+};
+
+// "NS=lease=DUR[,max-lease=DUR][,completed-ttl=DUR][,remember-failures][,max-response=BYTES]".
+Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec>* out) {
+  constexpr std::string_view kFlag = "--lifecycle";
+  size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Bad(kFlag, "expected NS=PART[,PART...] with parts lease=DUR, max-lease=DUR, "
+                      "completed-ttl=DUR, remember-failures, max-response=BYTES");
+  }
+  std::string ns(text.substr(0, eq));
+  const std::string where = std::string(kFlag) + " " + ns;
+  LifecycleSpec spec;
+  for (std::string_view part : SplitCommas(text.substr(eq + 1))) {
+    size_t peq = part.find('=');
+    std::string_view key = part.substr(0, peq);
+    std::string_view value = peq == std::string_view::npos ? std::string_view() : part.substr(peq + 1);
+    if (key == "remember-failures" && peq == std::string_view::npos) {
+      spec.remember_failures = true;
+      continue;
+    }
+    if (key == "max-response") {
+      Result<size_t> n = ParseInt<size_t>(where, value, 0, size_t{1} << 30);
+      if (!n.ok()) return n.status();
+      spec.max_response_bytes = *n;
+      continue;
+    }
+    std::optional<int64_t>* target = key == "lease"           ? &spec.lease_ms
+                                     : key == "max-lease"     ? &spec.max_lease_ms
+                                     : key == "completed-ttl" ? &spec.completed_ttl_ms
+                                                              : nullptr;
+    if (target == nullptr) return Bad(where, "unknown part \"" + std::string(part) + "\"");
+    Result<int64_t> ms = ParseDuration(where, value);
+    if (!ms.ok()) return ms.status();
+    *target = *ms;
+  }
+  (*out)[ns] = spec;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   ServerFlags flags;
   flags.engine.durability = Durability::kSync;
   std::map<std::string, RetentionSpec> retention;
+  std::map<std::string, LifecycleSpec> lifecycle;
 
   // Flags that take a value; each handler parses it into `flags`.
   using Setter = std::function<Status(std::string_view)>;
@@ -159,6 +215,7 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          if (ms.ok()) flags.engine.default_lifecycle.default_lease_ms = *ms;
          return ms.status();
        }},
+      {"--lifecycle", [&](std::string_view v) { return ParseLifecycle(v, &lifecycle); }},
       {"--state-graph",
        [&](std::string_view v) {
          size_t eq = v.find('=');
@@ -207,6 +264,16 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     policy.allow_forever = spec.forever;
     flags.engine.retention[ns] = policy;
   }
+  // Lifecycle policies start from the defaults (including --default-lease), whatever the order.
+  for (const auto& [ns, spec] : lifecycle) {
+    LifecyclePolicy policy = flags.engine.default_lifecycle;
+    policy.default_lease_ms = spec.lease_ms.value_or(policy.default_lease_ms);
+    policy.max_lease_ms = spec.max_lease_ms.value_or(std::max(policy.max_lease_ms, policy.default_lease_ms));
+    policy.completed_ttl_ms = spec.completed_ttl_ms.value_or(policy.completed_ttl_ms);
+    policy.max_response_bytes = spec.max_response_bytes.value_or(policy.max_response_bytes);
+    policy.remember_failures = spec.remember_failures;
+    flags.engine.lifecycle[ns] = policy;
+  }
   flags.server.limits = flags.engine.limits;
   return flags;
 }
@@ -233,6 +300,12 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             a namespace's policy: default TTL, longest TTL, whether records
                             may live forever (repeatable)
   --default-lease DUR       lease of Begin/Lock without one (default 30s)
+  --lifecycle NS=PART[,PART...]
+                            a namespace's request-lifecycle policy (repeatable); parts:
+                            lease=DUR (default lease), max-lease=DUR, completed-ttl=DUR
+                            (retention of completed attempts; default: the TTL policy),
+                            remember-failures (Abort keeps a FAILED record that Begin
+                            replays; default: release the key), max-response=BYTES
   --state-graph NS=A>B>C[,A>D]
                             the statuses Transition may move a namespace's records
                             between (repeatable; namespaces without one allow any)

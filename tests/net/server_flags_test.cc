@@ -88,6 +88,27 @@ TEST(ServerFlagsTest, LifecycleFlags) {
   EXPECT_FALSE(Parse({"--state-graph", "nograph"}).ok());
 }
 
+TEST(ServerFlagsTest, PerNamespaceLifecyclePolicies) {
+  Result<ServerFlags> f = Parse({"--lifecycle", "pay=lease=10s,max-lease=2h,completed-ttl=7d,remember-failures,max-response=65536",
+                                 "--lifecycle=queue=completed-ttl=1h", "--default-lease", "45s"});
+  ASSERT_OK(f);
+  const LifecyclePolicy& pay = f->engine.lifecycle.at("pay");
+  EXPECT_EQ(10'000, pay.default_lease_ms);
+  EXPECT_EQ(2 * 3'600'000, pay.max_lease_ms);
+  EXPECT_EQ(7 * 24 * 3'600'000LL, pay.completed_ttl_ms);
+  EXPECT_TRUE(pay.remember_failures);
+  EXPECT_EQ(65536u, pay.max_response_bytes);
+  const LifecyclePolicy& queue = f->engine.lifecycle.at("queue");
+  EXPECT_EQ(45'000, queue.default_lease_ms);  // --default-lease applies, whatever the order
+  EXPECT_FALSE(queue.remember_failures);
+  EXPECT_EQ(3'600'000, queue.completed_ttl_ms);
+  for (std::string_view bad : {"pay", "pay=lease", "pay=lease=soon", "pay=colour=red", "pay=max-response=-1"}) {
+    Result<ServerFlags> r = Parse({"--lifecycle", bad});
+    EXPECT_TRUE(r.status().IsInvalidArgument()) << bad;
+    EXPECT_NE(std::string::npos, r.status().message().find("--lifecycle")) << r.status().message();
+  }
+}
+
 TEST(ServerFlagsTest, Ipv6Listen) {
   Result<ServerFlags> f = Parse({"--listen", "[::1]:9000"});
   ASSERT_OK(f);
