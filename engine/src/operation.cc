@@ -48,47 +48,6 @@ std::string_view OpTypeName(OpType type) {
   return "unknown";
 }
 
-Op Op::Insert(std::string_view ns, std::string_view key, std::string_view status,
-              std::string_view payload, std::string_view fingerprint, int64_t ttl_ms) {
-  Op op;
-  op.type = OpType::kInsert;
-  op.ns = ns;
-  op.key = key;
-  op.status = status;
-  op.payload = payload;
-  op.fingerprint = fingerprint;
-  op.ttl_ms = ttl_ms;
-  return op;
-}
-
-Op Op::CompareAndSet(std::string_view ns, std::string_view key, Condition condition,
-                     Update update) {
-  Op op;
-  op.type = OpType::kCompareAndSet;
-  op.ns = ns;
-  op.key = key;
-  op.condition = std::move(condition);
-  op.update = update;
-  return op;
-}
-
-Op Op::Get(std::string_view ns, std::string_view key) {
-  Op op;
-  op.type = OpType::kGet;
-  op.ns = ns;
-  op.key = key;
-  return op;
-}
-
-Op Op::Delete(std::string_view ns, std::string_view key, Condition condition) {
-  Op op;
-  op.type = OpType::kDelete;
-  op.ns = ns;
-  op.key = key;
-  op.condition = std::move(condition);
-  return op;
-}
-
 namespace {
 Op Keyed(OpType type, std::string_view ns, std::string_view key) {
   Op op;
@@ -103,6 +62,33 @@ Op Fenced(OpType type, std::string_view ns, std::string_view key, uint64_t fence
   return op;
 }
 }  // namespace
+
+Op Op::Insert(std::string_view ns, std::string_view key, std::string_view status,
+              std::string_view payload, std::string_view fingerprint, int64_t ttl_ms) {
+  Op op = Keyed(OpType::kInsert, ns, key);
+  op.status = status;
+  op.payload = payload;
+  op.fingerprint = fingerprint;
+  op.ttl_ms = ttl_ms;
+  return op;
+}
+
+Op Op::CompareAndSet(std::string_view ns, std::string_view key, Condition condition,
+                     Update update) {
+  Op op = Keyed(OpType::kCompareAndSet, ns, key);
+  op.condition = std::move(condition);
+  op.update = update;
+  return op;
+}
+
+Op Op::Get(std::string_view ns, std::string_view key) { return Keyed(OpType::kGet, ns, key); }
+
+Op Op::Delete(std::string_view ns, std::string_view key, Condition condition) {
+  Op op = Keyed(OpType::kDelete, ns, key);
+  op.condition = std::move(condition);
+  return op;
+}
+
 
 Op Op::Begin(std::string_view ns, std::string_view key, std::string_view fingerprint,
              int64_t lease_ms, int64_t wait_ms, std::string_view owner) {

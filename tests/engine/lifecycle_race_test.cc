@@ -1,8 +1,7 @@
 // The lifecycle, token and lock guarantees under contention: 16 concurrent callers.
 #include <atomic>
-#include <barrier>
-#include <thread>
 
+#include "support/concurrency.h"
 #include "support/engine_fixture.h"
 
 namespace idem {
@@ -17,15 +16,7 @@ class LifecycleRaceTest : public EngineTest {
   LifecycleRaceTest() { options_.durability = Durability::kAsync; }
   template <typename Fn>
   void RunCallers(Fn fn) {
-    std::barrier start(kCallers);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kCallers; ++t) {
-      threads.emplace_back([&, t] {
-        start.arrive_and_wait();
-        fn(t);
-      });
-    }
-    for (auto& th : threads) th.join();
+    testing::RunConcurrently(kCallers, fn);
   }
 };
 

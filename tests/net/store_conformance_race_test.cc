@@ -2,12 +2,12 @@
 // callers (threads sharing the Store; over the network, one pipelined Client), and leases that
 // really run out on the system clock.
 #include <atomic>
-#include <barrier>
 #include <chrono>
 #include <future>
 #include <thread>
 
 #include "store_conformance.h"
+#include "support/concurrency.h"
 
 namespace idem::testing {
 namespace {
@@ -17,15 +17,7 @@ constexpr int kCallers = 16;
 
 template <typename Fn>
 void RunCallers(Fn fn) {
-  std::barrier start(kCallers);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kCallers; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      fn(t);
-    });
-  }
-  for (auto& th : threads) th.join();
+  RunConcurrently(kCallers, fn);
 }
 
 TEST_P(StoreConformanceTest, SixteenCallersGetOneStartedPerKey) {
