@@ -1,0 +1,124 @@
+// The command line: durations, lists and specs parse or fail with a message naming the flag;
+// the binary documents every flag and exits 2 on a bad one.
+#include "cli.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "duration.h"
+
+namespace idem::retention {
+namespace {
+
+Result<Config> Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "idem-retention");
+  return ParseCommandLine(static_cast<int>(args.size()), args.data());
+}
+
+std::string ErrorOf(std::vector<const char*> args) {
+  auto c = Parse(std::move(args));
+  return c.ok() ? "(ok)" : c.status().message();
+}
+
+TEST(RetentionDurationTest, ParsesUnitsAndSums) {
+  EXPECT_EQ(15'000, *ParseDuration("15s"));
+  EXPECT_EQ(15'000, *ParseDuration("15"));
+  EXPECT_EQ(250, *ParseDuration("250ms"));
+  EXPECT_EQ(90 * kMinute, *ParseDuration("1h30m"));
+  EXPECT_EQ(7 * kDay, *ParseDuration("7d"));
+  EXPECT_EQ(kHour / 2, *ParseDuration("0.5h"));
+  EXPECT_EQ(0, *ParseDuration("0s", /*allow_zero=*/true));
+  for (const char* bad : {"", "h", "1x", "-1h", "0s", "1h-", "15 s", "1.2.3s", "15s5"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+}
+
+TEST(RetentionCommandLineTest, DefaultsAndQuickPreset) {
+  auto full = Parse({});
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(10, full->workload.rate_per_s);
+  EXPECT_EQ(2 * kDay, full->workload.duration_ms);
+  EXPECT_EQ((std::vector<int64_t>{kHour, 6 * kHour, kDay, 7 * kDay}), full->ttls_ms);
+  EXPECT_EQ(1u, full->ns_ttls.size());
+  EXPECT_EQ(2u, full->strategies.size());
+  EXPECT_EQ(4u, full->workload.mix.size());
+  auto quick = Parse({"--rate", "3", "--quick"});  // explicit flags win over the preset
+  ASSERT_TRUE(quick.ok());
+  EXPECT_EQ(3, quick->workload.rate_per_s);
+  EXPECT_EQ(kDay, quick->workload.duration_ms);
+}
+
+TEST(RetentionCommandLineTest, ReadsEveryKindOfValue) {
+  auto c = Parse({"--seed=42", "--ttls", "30m,2h", "--ns-ttl", "a=1h,*=2h", "--ns-ttl", "b=3h",
+                  "--strategies", "compaction-only", "--mix", "a:retry:1,b:human:2",
+                  "--param", "human.sigma=2", "--write-buffer", "8MiB", "--no-flush",
+                  "--drain", "0s", "--key-order", "time", "--json", "x.json", "--out", "d"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(42u, c->workload.seed);
+  EXPECT_EQ((std::vector<int64_t>{30 * kMinute, 2 * kHour}), c->ttls_ms);
+  ASSERT_EQ(2u, c->ns_ttls.size());
+  EXPECT_EQ(2 * kHour, c->ns_ttls[0].fallback_ms);
+  EXPECT_EQ(kDay, c->ns_ttls[1].fallback_ms);
+  EXPECT_EQ(Strategy::kCompactionOnly, c->strategies.at(0));
+  EXPECT_EQ(2.0, c->workload.params.Get(DelayModel::kHuman).sigma);
+  EXPECT_EQ(8u << 20, c->sim.write_buffer_bytes);
+  EXPECT_FALSE(c->sim.flush_at_samples);
+  EXPECT_EQ(0, c->drain_ms.value());
+  EXPECT_EQ(KeyOrder::kTime, c->workload.key_order);
+  EXPECT_EQ("x.json", c->json_path);
+  EXPECT_EQ("d", c->out_dir);
+  EXPECT_EQ(4u, BuildPolicies(c->ttls_ms, c->ns_ttls, c->strategies).size());
+}
+
+TEST(RetentionCommandLineTest, BadInputNamesTheFlag) {
+  EXPECT_NE(std::string::npos, ErrorOf({"--bogus"}).find("unknown flag '--bogus'"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--rate"}).find("--rate: needs a value"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--rate", "fast"}).find("--rate:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--rate", "0"}).find("--rate:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--ttls", "1h,1x"}).find("--ttls:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--ttls", "1h,1h"}).find("twice"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--ns-ttl", "a"}).find("--ns-ttl:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--strategies", "ttl-layout"}).find("--strategies:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--mix", "a:b"}).find("--mix:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--param", "x.y=1"}).find("--param:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--write-buffer", "4XB"}).find("--write-buffer:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--seed", "-3"}).find("--seed:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--quick=1"}).find("takes no value"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--trace", "t.csv", "--mix", "a:retry:1"})
+                                   .find("does not apply to a replayed --trace"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--ttls", "none", "--ns-ttl", "none"}).find("no policy"));
+}
+
+TEST(RetentionCommandLineTest, HelpDocumentsEveryFlag) {
+  const std::string help = HelpText();
+  for (const char* flag :
+       {"--seed", "--rate", "--duration", "--mix", "--param", "--trace", "--key-order", "--ttls",
+        "--ns-ttl", "--strategies", "--reclaim-every", "--sample-every", "--no-flush", "--drain",
+        "--write-buffer", "--payload-bytes", "--reclaim-fraction", "--work-dir", "--keep-dbs",
+        "--json", "--out", "--quick", "--quiet", "--help"}) {
+    EXPECT_NE(std::string::npos, help.find(flag)) << flag;
+  }
+  EXPECT_NE(std::string::npos, help.find("default"));
+}
+
+int ExitCode(const std::string& args) {
+  const std::string command =
+      std::string(IDEM_RETENTION_BINARY) + " " + args + " >/dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(RetentionBinaryTest, ExitCodes) {
+  EXPECT_EQ(0, ExitCode("--help"));
+  EXPECT_EQ(2, ExitCode("--bogus"));
+  EXPECT_EQ(2, ExitCode("--ttls 1q"));
+  EXPECT_EQ(1, ExitCode("--trace /nonexistent/trace.csv --quiet"));
+}
+
+}  // namespace
+}  // namespace idem::retention

@@ -1,0 +1,45 @@
+// Command line of idem-retention: every flag, its default, and the --quick preset. Parsing
+// never exits or prints: it returns the configuration or an InvalidArgument the caller prints
+// (exit code 2).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "idem/result.h"
+#include "policy.h"
+#include "simulator.h"
+#include "workload.h"
+
+namespace idem::retention {
+
+struct Config {
+  bool help = false;
+  bool quick = false;
+  bool quiet = false;  // no progress line
+  WorkloadSpec workload;
+  std::string trace_path;  // non-empty: replay this trace instead of generating
+  std::vector<int64_t> ttls_ms;
+  std::vector<NsTtlSpec> ns_ttls;
+  std::vector<Strategy> strategies;
+  SimOptions sim;
+  std::optional<int64_t> drain_ms;  // unset: the longest TTL studied + 2h
+  std::string work_dir;             // empty: a fresh temporary directory, removed afterwards
+  bool keep_dbs = false;
+  std::string json_path;
+  std::string out_dir;
+  // Flag -> value as in force after parsing (defaults included), echoed by the reports.
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+// argv[0] is skipped. InvalidArgument for an unknown flag, a missing or bad value, or flags
+// that contradict each other (e.g. --trace with --mix).
+Result<Config> ParseCommandLine(int argc, const char* const* argv);
+
+// The --help text: usage, every flag with its default, the models and their parameters.
+std::string HelpText();
+
+}  // namespace idem::retention

@@ -1,0 +1,85 @@
+#include "policy.h"
+
+#include <algorithm>
+
+#include "duration.h"
+
+namespace idem::retention {
+
+std::string_view StrategyName(Strategy s) {
+  return s == Strategy::kReclaim ? "reclaim" : "compaction-only";
+}
+
+Result<Strategy> ParseStrategy(std::string_view name) {
+  if (name == "reclaim") return Strategy::kReclaim;
+  if (name == "compaction-only") return Strategy::kCompactionOnly;
+  return Status::InvalidArgument("unknown strategy '" + std::string(name) +
+                                 "' (strategies: reclaim, compaction-only)");
+}
+
+int64_t Policy::TtlFor(std::string_view ns) const {
+  auto it = ns_ttl_ms.find(std::string(ns));
+  return it == ns_ttl_ms.end() ? default_ttl_ms : it->second;
+}
+
+int64_t Policy::MaxTtl() const {
+  int64_t max = default_ttl_ms;
+  for (const auto& [ns, ttl] : ns_ttl_ms) max = std::max(max, ttl);
+  return max;
+}
+
+std::string Policy::TtlSpec() const {
+  if (ns_ttl_ms.empty()) return FormatDuration(default_ttl_ms);
+  std::string out;
+  for (const auto& [ns, ttl] : ns_ttl_ms) out += ns + "=" + FormatDuration(ttl) + ",";
+  return out + "*=" + FormatDuration(default_ttl_ms);
+}
+
+Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
+  NsTtlSpec spec;
+  spec.fallback_ms = kDay;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(start, end - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return Status::InvalidArgument("bad --ns-ttl entry '" + std::string(item) +
+                                     "': expected NAMESPACE=TTL (or *=TTL), e.g. payments=26h");
+    }
+    auto ttl = ParseDuration(item.substr(eq + 1));
+    if (!ttl.ok()) return Status::InvalidArgument("--ns-ttl: " + ttl.status().message());
+    const std::string ns(item.substr(0, eq));
+    if (ns == "*") {
+      spec.fallback_ms = *ttl;
+    } else if (!spec.ttl_ms.emplace(ns, *ttl).second) {
+      return Status::InvalidArgument("--ns-ttl names namespace '" + ns + "' twice");
+    }
+    start = end + 1;
+  }
+  if (spec.ttl_ms.empty()) {
+    return Status::InvalidArgument("--ns-ttl '" + std::string(text) + "' names no namespace");
+  }
+  return spec;
+}
+
+std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
+                                  const std::vector<NsTtlSpec>& ns_ttls,
+                                  const std::vector<Strategy>& strategies) {
+  std::vector<Policy> policies;
+  for (Strategy strategy : strategies) {
+    for (int64_t ttl : ttls_ms) {
+      policies.push_back({FormatDuration(ttl) + "/" + std::string(StrategyName(strategy)),
+                          strategy, ttl, {}});
+    }
+    for (size_t i = 0; i < ns_ttls.size(); ++i) {
+      std::string label = ns_ttls.size() == 1 ? "ns-ttl" : "ns-ttl" + std::to_string(i + 1);
+      policies.push_back({label + "/" + std::string(StrategyName(strategy)), strategy,
+                          ns_ttls[i].fallback_ms, ns_ttls[i].ttl_ms});
+    }
+  }
+  return policies;
+}
+
+}  // namespace idem::retention

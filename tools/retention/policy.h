@@ -1,0 +1,53 @@
+// Policy: one retention configuration under study — how long each namespace keeps its keys
+// and how expired records are reclaimed from disk.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idem/result.h"
+
+namespace idem::retention {
+
+enum class Strategy : uint8_t {
+  // What the engine does in production: leveled compaction with the expiry compaction filter,
+  // plus the statistics-driven reclaimer (Engine::ReclaimExpired) on a schedule.
+  kReclaim,
+  // The same LSM and filter, but expired records leave the disk only when writes happen to
+  // trigger a compaction over them.
+  kCompactionOnly,
+};
+
+std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only"
+Result<Strategy> ParseStrategy(std::string_view name);
+
+struct Policy {
+  std::string name;          // unique in a study, e.g. "24h/reclaim", "ns-ttl/compaction-only"
+  Strategy strategy = Strategy::kReclaim;
+  int64_t default_ttl_ms = 0;            // namespaces without their own TTL
+  std::map<std::string, int64_t> ns_ttl_ms;  // per-namespace TTLs (empty: one TTL for all)
+
+  int64_t TtlFor(std::string_view ns) const;
+  int64_t MaxTtl() const;
+  // "payments=1d,orders=1h,*=1d" for per-namespace policies, "6h" otherwise.
+  std::string TtlSpec() const;
+};
+
+// A per-namespace TTL assignment from --ns-ttl: "payments=26h,orders=1h,*=24h"; '*' sets the
+// TTL of namespaces not listed (default 24h).
+struct NsTtlSpec {
+  std::map<std::string, int64_t> ttl_ms;
+  int64_t fallback_ms = 0;
+};
+Result<NsTtlSpec> ParseNsTtl(std::string_view text);
+
+// The cross product studied in one run: every TTL and every per-namespace spec, each under
+// every strategy. Names are "<ttl>/<strategy>" and "ns-ttl[N]/<strategy>".
+std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
+                                  const std::vector<NsTtlSpec>& ns_ttls,
+                                  const std::vector<Strategy>& strategies);
+
+}  // namespace idem::retention
