@@ -75,6 +75,7 @@ class RocksEngine final : public Engine {
   Status CompactAll() override;
   Result<ReclaimReport> ReclaimExpired() override;
   Status Flush() override { return FromRocks(db_->Flush(rocksdb::FlushOptions())); }
+  Status WaitForBackgroundWork(int64_t timeout_ms) override;
   const EngineOptions& options() const override { return options_; }
 
  private:
@@ -388,6 +389,8 @@ Result<ReclaimReport> RocksEngine::ReclaimExpired() {
   std::vector<rocksdb::LiveFileMetaData> files;
   db_->GetLiveFilesMetaData(&files);
   const int64_t now_ms = clock_->NowMillis();
+  // The key ranges of the files worth reclaiming.
+  std::vector<std::pair<std::string, std::string>> ranges;
   for (const auto& file : files) {
     report.files_examined++;
     auto props = tables.find(file.db_path + file.name);
@@ -396,15 +399,47 @@ Result<ReclaimReport> RocksEngine::ReclaimExpired() {
     if (raw == props->second->user_collected_properties.end()) continue;
     std::optional<ExpiryStats> stats = ExpiryStats::Decode(raw->second);
     if (!stats || stats->ExpiredFraction(now_ms) < options_.reclaim_min_expired_fraction) continue;
-    // Compacting the file's key range through to the bottom level runs the expiry filter over
-    // it and drops the resulting tombstones instead of pushing them down.
-    rocksdb::CompactRangeOptions cro;
-    cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-    rocksdb::Slice begin(file.smallestkey), end(file.largestkey);
-    if (rocksdb::Status s = db_->CompactRange(cro, &begin, &end); !s.ok()) return FromRocks(s);
+    ranges.emplace_back(file.smallestkey, file.largestkey);
     report.files_compacted++;
   }
+  // Overlapping ranges (an L0 file and the files below it, say) are merged and compacted once:
+  // compacting them one by one would rewrite the same data again and again.
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<std::string, std::string>> merged;
+  for (auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(std::move(r));
+    }
+  }
+  for (const auto& [smallest, largest] : merged) {
+    // Compacting through to the bottom level runs the expiry filter over the range and drops
+    // the resulting tombstones instead of pushing them down.
+    rocksdb::CompactRangeOptions cro;
+    cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    rocksdb::Slice begin(smallest), end(largest);
+    if (rocksdb::Status s = db_->CompactRange(cro, &begin, &end); !s.ok()) return FromRocks(s);
+  }
   return report;
+}
+
+Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  // RocksDB 7.8 has no WaitForCompact: poll its own counters (cheap in-memory properties).
+  while (true) {
+    uint64_t pending = 0, compactions = 0, flushes = 0, flush_pending = 0;
+    db_->GetIntProperty("rocksdb.compaction-pending", &pending);
+    db_->GetIntProperty("rocksdb.num-running-compactions", &compactions);
+    db_->GetIntProperty("rocksdb.num-running-flushes", &flushes);
+    db_->GetIntProperty("rocksdb.mem-table-flush-pending", &flush_pending);
+    if (pending + compactions + flushes + flush_pending == 0) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::TimedOut("background flushes/compactions still running after " +
+                              std::to_string(timeout_ms) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 void RocksEngine::ReclaimLoop() {

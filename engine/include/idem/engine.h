@@ -54,6 +54,10 @@ class Engine : public Store {
   virtual Result<ReclaimReport> ReclaimExpired() = 0;
   // Writes the memtable to a table file (makes on-disk statistics current).
   virtual Status Flush() = 0;
+  // Blocks until RocksDB has no flush or compaction pending or running, or `timeout_ms` passes
+  // (TimedOut). Background work runs in real time; simulations on a ManualClock call this so
+  // that disk figures do not depend on how fast the machine happened to be.
+  virtual Status WaitForBackgroundWork(int64_t timeout_ms) = 0;
   // The options in force (after defaults were filled in).
   virtual const EngineOptions& options() const = 0;
 };
