@@ -132,7 +132,9 @@ TEST_P(EngineRaceTest, OverlappingBatchesNeitherDeadlockNorLoseUpdates) {
   // Each thread applies batches that bump the same 8 counters in different orders; if stripe
   // locking deadlocked this would hang, if it were not atomic versions would be lost.
   constexpr int kCounters = 8;
-  for (int i = 0; i < kCounters; ++i) ASSERT_EQ("INSERTED", Insert("ctr", HotKey(i), "C"));
+  std::vector<std::string> keys;  // Ops borrow their keys: these outlive every batch
+  for (int i = 0; i < kCounters; ++i) keys.push_back(HotKey(i));
+  for (const auto& key : keys) ASSERT_EQ("INSERTED", Insert("ctr", key, "C"));
   const int batches = GetParam() == Durability::kSync ? 40 : 200;
   std::atomic<int> applied{0};
   std::vector<std::thread> threads;
@@ -145,11 +147,11 @@ TEST_P(EngineRaceTest, OverlappingBatchesNeitherDeadlockNorLoseUpdates) {
         std::shuffle(order.begin(), order.end(), rng);
         std::vector<Result<OpResult>> gets;
         std::vector<Op> reads;
-        for (int i : order) reads.push_back(Op::Get("ctr", HotKey(i)));
+        for (int i : order) reads.push_back(Op::Get("ctr", keys[i]));
         ASSERT_TRUE(engine().Apply(reads, &gets).ok());
         std::vector<Op> ops;
         for (size_t j = 0; j < order.size(); ++j) {
-          ops.push_back(Op::CompareAndSet("ctr", HotKey(order[j]), {{}, gets[j]->record->version, {}},
+          ops.push_back(Op::CompareAndSet("ctr", keys[order[j]], {{}, gets[j]->record->version, {}},
                                           {}));
         }
         std::vector<Result<OpResult>> results;

@@ -193,7 +193,8 @@ TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
 }
 
 TEST_F(EngineTest, ABadOpInABatchGetsItsOwnErrorAndTheOthersProceed) {
-  std::vector<Op> ops = {Op::Insert("b", "ok1", "S"), Op::Insert("b", std::string(600, 'k'), "S"),
+  const std::string long_key(600, 'k');  // Ops borrow their strings: keep it alive
+  std::vector<Op> ops = {Op::Insert("b", "ok1", "S"), Op::Insert("b", long_key, "S"),
                          Op::Insert("bad ns", "k", "S"), Op::Insert("b", "ok2", "S")};
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().Apply(ops, &results).ok());
