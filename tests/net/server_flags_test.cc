@@ -4,37 +4,12 @@
 
 #include <vector>
 
-#include "idem/duration.h"
 #include "support/temp_dir.h"
 
 namespace idem {
 namespace {
 
 Result<ServerFlags> Parse(std::vector<std::string_view> args) { return ParseServerFlags(args); }
-
-TEST(DurationTest, ParsesEveryUnit) {
-  EXPECT_EQ(500, *ParseDurationMs("500ms"));
-  EXPECT_EQ(30'000, *ParseDurationMs("30s"));
-  EXPECT_EQ(15 * 60'000, *ParseDurationMs("15m"));
-  EXPECT_EQ(24LL * 3'600'000, *ParseDurationMs("24h"));
-  EXPECT_EQ(7LL * 86'400'000, *ParseDurationMs("7d"));
-  EXPECT_EQ(0, *ParseDurationMs("0s"));
-}
-
-TEST(DurationTest, RejectsMalformedInput) {
-  for (std::string_view bad : {"", "10", "ms", "-5s", "5 s", "5sec", "1.5h", "5S", "s5",
-                               "99999999999999999999d", "106751991168d"}) {
-    EXPECT_TRUE(ParseDurationMs(bad).status().IsInvalidArgument()) << bad;
-  }
-}
-
-TEST(DurationTest, FormatsWithTheLargestExactUnit) {
-  EXPECT_EQ("90s", FormatDurationMs(90'000));
-  EXPECT_EQ("15m", FormatDurationMs(900'000));
-  EXPECT_EQ("7d", FormatDurationMs(7LL * 86'400'000));
-  EXPECT_EQ("250ms", FormatDurationMs(250));
-  EXPECT_EQ("0ms", FormatDurationMs(0));
-}
 
 TEST(ServerFlagsTest, Defaults) {
   Result<ServerFlags> f = Parse({});
@@ -147,6 +122,21 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
     EXPECT_TRUE(f.status().IsInvalidArgument());
     EXPECT_NE(std::string::npos, f.status().message().find(c.flag)) << f.status().ToString();
   }
+}
+
+TEST(ServerFlagsTest, EngineThreadsDefaultFollowsDurabilityAndCpus) {
+  EXPECT_EQ(1, DefaultEngineThreads(Durability::kAsync, 1));
+  EXPECT_EQ(2, DefaultEngineThreads(Durability::kAsync, 2));
+  EXPECT_EQ(2, DefaultEngineThreads(Durability::kSync, 1));
+  EXPECT_GE(UsableCpus(), 1);
+  std::vector<std::string_view> args = {"--durability", "async", "--engine-threads", "3"};
+  Result<ServerFlags> f = ParseServerFlags(args);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(3, f->server.engine_threads);  // an explicit count always wins
+  args = {"--durability", "async"};
+  f = ParseServerFlags(args);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(DefaultEngineThreads(Durability::kAsync, UsableCpus()), f->server.engine_threads);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "byte_size.h"
-#include "duration.h"
+#include "idem/duration.h"
 #include "json_report.h"
 #include "json_writer.h"
 #include "plots.h"
@@ -35,7 +35,7 @@ Study TwoPolicies() {
   study.sim.drain_ms = 3 * kHour;
   for (int64_t ttl : {kHour, kDay}) {
     PolicyResult r;
-    r.policy = Policy{FormatDuration(ttl) + "/reclaim", Strategy::kReclaim, ttl, {}};
+    r.policy = Policy{FormatDurationMs(ttl) + "/reclaim", Strategy::kReclaim, ttl, {}};
     r.duplicates_caught = ttl == kHour ? 6 : 10;
     r.duplicates_missed = 10 - r.duplicates_caught;
     r.per_namespace = {{20, r.duplicates_caught, r.duplicates_missed}};
@@ -112,10 +112,10 @@ TEST(RetentionPlotsTest, WritesTwoSvgDocumentsWithALinePerSeries) {
 }
 
 TEST(RetentionFormatTest, DurationsAndBytes) {
-  EXPECT_EQ("1m30s", FormatDuration(90'000));
-  EXPECT_EQ("1d", FormatDuration(kDay));
-  EXPECT_EQ("1d1h4m", FormatDuration(kDay + kHour + 4 * kMinute));
-  EXPECT_EQ("2s", FormatDurationRounded(1'600));
+  EXPECT_EQ("1m30s", FormatDurationMs(90'000));
+  EXPECT_EQ("1d", FormatDurationMs(kDay));
+  EXPECT_EQ("1d1h4m", FormatDurationMs(kDay + kHour + 4 * kMinute));
+  EXPECT_EQ("2s", FormatDurationRoundedMs(1'600));
   EXPECT_EQ("512 B", FormatBytes(512));
   EXPECT_EQ("1.50 KiB", FormatBytes(1536));
   EXPECT_EQ("13.2 MiB", FormatBytes(13'841'203));

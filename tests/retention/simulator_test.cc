@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "duration.h"
+#include "idem/duration.h"
 #include "idem/engine.h"
 #include "support/temp_dir.h"
 

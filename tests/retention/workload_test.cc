@@ -9,7 +9,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "duration.h"
+#include "idem/duration.h"
 
 namespace idem::retention {
 namespace {

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "duration.h"
+#include "idem/duration.h"
 
 namespace idem::retention {
 namespace {
@@ -149,7 +149,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   if (*rate_v <= 0 || *rate_v > 1e6) return Bad("--rate", "must be in (0, 1e6] per second");
   c.workload.rate_per_s = *rate_v;
   const std::string duration = value_of("--duration", preset.duration);
-  auto duration_v = ParseDuration(duration);
+  auto duration_v = ParsePositiveDurationMs(duration);
   if (!duration_v.ok()) return Bad("--duration", duration_v.status().message());
   c.workload.duration_ms = *duration_v;
   const std::string mix = value_of("--mix", kDefaultMix);
@@ -168,7 +168,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   const std::string ttls = value_of("--ttls", preset.ttls);
   if (ttls != "none") {
     for (std::string_view t : SplitList(ttls)) {
-      auto ttl = ParseDuration(t);
+      auto ttl = ParsePositiveDurationMs(t);
       if (!ttl.ok()) return Bad("--ttls", ttl.status().message());
       if (std::find(c.ttls_ms.begin(), c.ttls_ms.end(), *ttl) != c.ttls_ms.end()) {
         return Bad("--ttls", "lists " + std::string(t) + " twice");
@@ -199,7 +199,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   // Simulation.
   auto duration_flag = [&](const std::string& flag, const std::string& fallback,
                            int64_t* out) -> Status {
-    auto v = ParseDuration(value_of(flag, fallback));
+    auto v = ParsePositiveDurationMs(value_of(flag, fallback));
     if (!v.ok()) return Bad(flag, v.status().message());
     *out = *v;
     return Status::Ok();
@@ -207,7 +207,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   if (Status s = duration_flag("--reclaim-every", "10m", &c.sim.reclaim_every_ms); !s.ok()) return s;
   if (Status s = duration_flag("--sample-every", "1h", &c.sim.sample_every_ms); !s.ok()) return s;
   if (single.count("--drain")) {
-    auto v = ParseDuration(single["--drain"], /*allow_zero=*/true);
+    auto v = ParseDurationMs(single["--drain"]);
     if (!v.ok()) return Bad("--drain", v.status().message());
     c.drain_ms = *v;
   }
@@ -244,8 +244,8 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   for (const std::string& s : ns_ttls) ns_ttl_text += (ns_ttl_text.empty() ? "" : " ") + s;
   c.settings.emplace_back("ns-ttl", ns_ttl_text);
   c.settings.emplace_back("strategies", strategies);
-  c.settings.emplace_back("reclaim-every", FormatDuration(c.sim.reclaim_every_ms));
-  c.settings.emplace_back("sample-every", FormatDuration(c.sim.sample_every_ms) +
+  c.settings.emplace_back("reclaim-every", FormatDurationMs(c.sim.reclaim_every_ms));
+  c.settings.emplace_back("sample-every", FormatDurationMs(c.sim.sample_every_ms) +
                                               (c.sim.flush_at_samples ? " (flush first)" : " (no flush)"));
   c.settings.emplace_back("write-buffer", std::to_string(c.sim.write_buffer_bytes) + " B");
   c.settings.emplace_back("payload-bytes", std::to_string(c.sim.payload_bytes));

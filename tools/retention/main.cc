@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli.h"
-#include "duration.h"
+#include "idem/duration.h"
 #include "json_report.h"
 #include "plots.h"
 #include "report_table.h"
@@ -43,8 +43,8 @@ class ProgressLine {
                                                  static_cast<double>(p.events_total);
     std::fprintf(stderr, "%s[%zu/%zu %s] sim %s/%s  events %.0f%%  caught %llu missed %llu  %.0fs%s",
                  tty_ ? "\r\033[K" : "", index + 1, policies_, p.policy->name.c_str(),
-                 FormatDurationRounded(p.sim_now_ms).c_str(),
-                 FormatDurationRounded(p.sim_end_ms).c_str(), pct,
+                 FormatDurationRoundedMs(p.sim_now_ms).c_str(),
+                 FormatDurationRoundedMs(p.sim_end_ms).c_str(), pct,
                  static_cast<unsigned long long>(p.caught),
                  static_cast<unsigned long long>(p.missed), elapsed, tty_ ? "" : "\n");
     std::fflush(stderr);
@@ -118,7 +118,7 @@ int Main(int argc, char** argv) {
 
   Study study;
   study.settings = c.settings;
-  study.settings.emplace_back("drain", FormatDuration(c.sim.drain_ms));
+  study.settings.emplace_back("drain", FormatDurationMs(c.sim.drain_ms));
   study.namespaces = workload->namespaces;
   study.events = workload->events.size();
   study.duplicates = workload->Duplicates();

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "duration.h"
+#include "idem/duration.h"
 #include "svg_chart.h"
 #include "text_file.h"
 
@@ -25,7 +25,7 @@ ChartAxis TtlAxis(const Study& study) {
   ChartAxis axis;
   axis.label = "TTL (log scale)";
   axis.log = true;
-  axis.format = [](double s) { return FormatDuration(static_cast<int64_t>(s * 1000)); };
+  axis.format = [](double s) { return FormatDurationMs(static_cast<int64_t>(s * 1000)); };
   for (const PolicyResult& r : study.results) {
     if (!r.policy.ns_ttl_ms.empty()) continue;
     const double s = static_cast<double>(r.policy.default_ttl_ms) / 1000.0;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "duration.h"
+#include "idem/duration.h"
 
 namespace idem::retention {
 
@@ -29,10 +29,10 @@ int64_t Policy::MaxTtl() const {
 }
 
 std::string Policy::TtlSpec() const {
-  if (ns_ttl_ms.empty()) return FormatDuration(default_ttl_ms);
+  if (ns_ttl_ms.empty()) return FormatDurationMs(default_ttl_ms);
   std::string out;
-  for (const auto& [ns, ttl] : ns_ttl_ms) out += ns + "=" + FormatDuration(ttl) + ",";
-  return out + "*=" + FormatDuration(default_ttl_ms);
+  for (const auto& [ns, ttl] : ns_ttl_ms) out += ns + "=" + FormatDurationMs(ttl) + ",";
+  return out + "*=" + FormatDurationMs(default_ttl_ms);
 }
 
 Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
@@ -48,7 +48,7 @@ Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
       return Status::InvalidArgument("bad --ns-ttl entry '" + std::string(item) +
                                      "': expected NAMESPACE=TTL (or *=TTL), e.g. payments=26h");
     }
-    auto ttl = ParseDuration(item.substr(eq + 1));
+    auto ttl = ParsePositiveDurationMs(item.substr(eq + 1));
     if (!ttl.ok()) return Status::InvalidArgument("--ns-ttl: " + ttl.status().message());
     const std::string ns(item.substr(0, eq));
     if (ns == "*") {
@@ -70,7 +70,7 @@ std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
   std::vector<Policy> policies;
   for (Strategy strategy : strategies) {
     for (int64_t ttl : ttls_ms) {
-      policies.push_back({FormatDuration(ttl) + "/" + std::string(StrategyName(strategy)),
+      policies.push_back({FormatDurationMs(ttl) + "/" + std::string(StrategyName(strategy)),
                           strategy, ttl, {}});
     }
     for (size_t i = 0; i < ns_ttls.size(); ++i) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "byte_size.h"
-#include "duration.h"
+#include "idem/duration.h"
 
 namespace idem::retention {
 namespace {
@@ -44,7 +44,7 @@ std::string FormatTable(const Study& study) {
         FormatBytes(r.disk_bytes_final),
         Printf("%.2f", r.WriteAmplification()),
         FormatBytes(r.compaction_bytes_written),
-        r.reclaim_lag_ms < 0 ? "never" : FormatDurationRounded(r.reclaim_lag_ms),
+        r.reclaim_lag_ms < 0 ? "never" : FormatDurationRoundedMs(r.reclaim_lag_ms),
     });
   }
   std::vector<size_t> width(header.size());
@@ -67,9 +67,9 @@ std::string FormatTable(const Study& study) {
   for (const auto& [name, value] : study.settings) out += name + ": " + value + "\n";
   out += "arrivals: " + Count(study.events) + " (" + Count(study.first_requests) +
          " first requests, " + Count(study.duplicates) + " duplicates); first requests stop at " +
-         FormatDuration(study.first_requests_end_ms) + ", last arrival at " +
-         FormatDurationRounded(study.last_arrival_ms) + ", run ends at " +
-         FormatDurationRounded(study.last_arrival_ms + study.sim.drain_ms) + "\n\n";
+         FormatDurationMs(study.first_requests_end_ms) + ", last arrival at " +
+         FormatDurationRoundedMs(study.last_arrival_ms) + ", run ends at " +
+         FormatDurationRoundedMs(study.last_arrival_ms + study.sim.drain_ms) + "\n\n";
   out += line(header);
   size_t total = 0;
   for (size_t w : width) total += w + 2;
@@ -82,7 +82,7 @@ std::string FormatTable(const Study& study) {
       "(expired records still on disk,\n"
       "plus the engine's fence-reservation key); "
       "disk = table files (sst_bytes) sampled every " +
-      FormatDuration(study.sim.sample_every_ms) +
+      FormatDurationMs(study.sim.sample_every_ms) +
       (study.sim.flush_at_samples ? " after a memtable flush" : " (no flush)") +
       "; WA = (flush + compaction bytes written) / user bytes;\n"
       "compacted = compaction bytes written; reclaim lag = last expiry -> disk <= max(5% of peak, 4 KiB).\n";

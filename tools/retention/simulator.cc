@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "duration.h"
+#include "idem/duration.h"
 #include "idem/engine.h"
 #include "live_tracker.h"
 #include "random.h"
@@ -233,7 +233,7 @@ class Run {
 
   Status Failed(std::string_view what, const Status& s, int64_t t_ms) const {
     return Status::IOError("policy " + policy_.name + ": " + std::string(what) + " at simulated " +
-                           FormatDuration(t_ms) + ": " + s.ToString());
+                           FormatDurationMs(t_ms) + ": " + s.ToString());
   }
 
   const Workload& workload_;
