@@ -66,7 +66,7 @@ TEST(RetentionJsonWriterTest, EscapesAndSeparates) {
   j.Null();
   j.EndArray();
   j.EndObject();
-  EXPECT_EQ("{\"a\\\"b\":\"line\\nnext\\u0001\",\"list\":[-1,2,0.5,null,true,null]}\n", j.Take());
+  EXPECT_EQ("{\"a\\\"b\":\"line\\nnext\\u0001\",\"list\":[-1,2,0.5,null,true,null]}", j.Take());
 }
 
 TEST(RetentionJsonReportTest, HasEveryRequiredFieldPerPolicy) {

@@ -1,6 +1,7 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
 #include "invocation.h"
+#include "json_writer.h"
 #include "output.h"
 #include "idem/engine.h"
 #include "support/run_command.h"
@@ -101,7 +102,7 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
       FormatJson(r));
   EXPECT_EQ("{\"outcome\":\"INVALID_ARGUMENT\",\"error\":\"key too long\"}",
             FormatJson(Result<OpResult>(Status::InvalidArgument("key too long"))));
-  EXPECT_EQ("\"h\xc3\xa9llo\"", JsonString("h\xc3\xa9llo"));  // UTF-8 kept
+  EXPECT_EQ("\"h\xc3\xa9llo\"", JsonQuote("h\xc3\xa9llo"));  // UTF-8 kept
 }
 
 TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {

@@ -4,6 +4,10 @@
 #include <ctime>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "json_writer.h"
 
 namespace idem::ctl {
 namespace {
@@ -22,17 +26,6 @@ bool IsRefusal(Outcome o) {
     default:
       return false;
   }
-}
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0.
-size_t Utf8Length(std::string_view s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-  }
-  return n;
 }
 
 std::string Time(int64_t ms) {
@@ -65,54 +58,40 @@ std::string Relative(int64_t at_ms, int64_t now_ms) {
   return d >= 0 ? " (in " + Approximate(d) + ")" : " (" + Approximate(-d) + " ago)";
 }
 
-std::string RecordJson(const Record& r) {
-  std::string out = "{";
-  out += "\"status\":" + JsonString(r.status);
-  out += ",\"version\":" + std::to_string(r.version);
-  out += ",\"fence\":" + std::to_string(r.fence);
-  out += ",\"fingerprint\":" + JsonString(r.fingerprint);
-  out += ",\"payload\":" + JsonString(r.payload);
-  out += ",\"owner\":" + JsonString(r.owner);
-  out += ",\"created_ms\":" + std::to_string(r.created_ms);
-  out += ",\"updated_ms\":" + std::to_string(r.updated_ms);
-  out += ",\"expires_at_ms\":" + std::to_string(r.expires_at_ms);
-  out += ",\"lease_until_ms\":" + std::to_string(r.lease_until_ms);
-  out += "}";
-  return out;
+void WriteRecord(const Record& r, JsonWriter& j) {
+  j.BeginObject();
+  j.Key("status"); j.String(r.status);
+  j.Key("version"); j.Uint(r.version);
+  j.Key("fence"); j.Uint(r.fence);
+  j.Key("fingerprint"); j.String(r.fingerprint);
+  j.Key("payload"); j.String(r.payload);
+  j.Key("owner"); j.String(r.owner);
+  j.Key("created_ms"); j.Int(r.created_ms);
+  j.Key("updated_ms"); j.Int(r.updated_ms);
+  j.Key("expires_at_ms"); j.Int(r.expires_at_ms);
+  j.Key("lease_until_ms"); j.Int(r.lease_until_ms);
+  j.EndObject();
+}
+
+// Every counter of StoreStats, by name, in one place for both output formats.
+std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s) {
+  return {{"estimated_live_records", s.estimated_live_records},
+          {"sst_bytes", s.sst_bytes},
+          {"live_sst_bytes", s.live_sst_bytes},
+          {"memtable_bytes", s.memtable_bytes},
+          {"wal_bytes", s.wal_bytes},
+          {"next_fence", s.next_fence},
+          {"ops", s.ops},
+          {"writes", s.writes},
+          {"user_bytes_written", s.user_bytes_written},
+          {"flush_bytes_written", s.flush_bytes_written},
+          {"compaction_bytes_read", s.compaction_bytes_read},
+          {"compaction_bytes_written", s.compaction_bytes_written},
+          {"compactions", s.compactions},
+          {"records_dropped_by_compaction", s.records_dropped_by_compaction}};
 }
 
 }  // namespace
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = Utf8Length(s, i);
-    if (n > 1) {
-      out.append(s.substr(i, n));
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x80) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out += "\"";
-  return out;
-}
 
 std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
   if (!result.ok()) return "error: " + result.status().ToString();
@@ -127,8 +106,8 @@ std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
   out += "\nfence:       " + std::to_string(rec.fence);
   if (!rec.owner.empty()) out += "\nowner:       " + rec.owner;
   if (rec.lease_until_ms != 0) out += "\nlease until: " + Time(rec.lease_until_ms) + Relative(rec.lease_until_ms, now_ms);
-  if (!rec.fingerprint.empty()) out += "\nfingerprint: " + JsonString(rec.fingerprint);
-  if (!rec.payload.empty()) out += "\npayload:     " + JsonString(rec.payload);
+  if (!rec.fingerprint.empty()) out += "\nfingerprint: " + JsonQuote(rec.fingerprint);
+  if (!rec.payload.empty()) out += "\npayload:     " + JsonQuote(rec.payload);
   out += "\ncreated:     " + Time(rec.created_ms);
   out += "\nupdated:     " + Time(rec.updated_ms);
   out += "\nexpires:     " + Time(rec.expires_at_ms) + Relative(rec.expires_at_ms, now_ms);
@@ -138,67 +117,49 @@ std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
 std::string FormatJson(const Result<OpResult>& result) {
   if (!result.ok()) return FormatErrorJson(result.status());
   const OpResult& r = *result;
-  std::string out = "{\"outcome\":\"" + std::string(OutcomeName(r.outcome)) + "\"";
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome"); j.String(OutcomeName(r.outcome));
   if (r.outcome == Outcome::kExists || r.outcome == Outcome::kMismatch) {
-    out += std::string(",\"fingerprint_matches\":") + (r.fingerprint_matches ? "true" : "false");
+    j.Key("fingerprint_matches"); j.Bool(r.fingerprint_matches);
   }
-  if (!r.token.empty()) out += ",\"token\":" + JsonString(r.token);
-  if (r.outcome == Outcome::kCompleted) out += ",\"replay\":true";
-  if (r.record) out += ",\"record\":" + RecordJson(*r.record);
-  out += "}";
-  return out;
+  if (!r.token.empty()) { j.Key("token"); j.String(r.token); }
+  if (r.outcome == Outcome::kCompleted) { j.Key("replay"); j.Bool(true); }
+  if (r.record) { j.Key("record"); WriteRecord(*r.record, j); }
+  j.EndObject();
+  return j.Take();
 }
 
 std::string FormatErrorJson(const Status& status) {
-  return "{\"outcome\":\"" + std::string(CodeName(status.code())) + "\",\"error\":" +
-         JsonString(status.message()) + "}";
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome"); j.String(CodeName(status.code()));
+  j.Key("error"); j.String(status.message());
+  j.EndObject();
+  return j.Take();
 }
 
 std::string FormatStatsHuman(const StoreStats& s) {
-  std::string out;
   auto pad = [](std::string name) {
     name.resize(std::max<size_t>(name.size() + 1, 31), ' ');
     return name;
   };
-  auto line = [&](const char* name, uint64_t v) { out += pad(name) + std::to_string(v) + "\n"; };
-  out += pad("durability") + s.durability + "\n";
-  line("estimated_live_records", s.estimated_live_records);
-  line("sst_bytes", s.sst_bytes);
-  line("live_sst_bytes", s.live_sst_bytes);
-  line("memtable_bytes", s.memtable_bytes);
-  line("wal_bytes", s.wal_bytes);
-  line("next_fence", s.next_fence);
-  line("ops", s.ops);
-  line("writes", s.writes);
-  line("user_bytes_written", s.user_bytes_written);
-  line("flush_bytes_written", s.flush_bytes_written);
-  line("compaction_bytes_read", s.compaction_bytes_read);
-  line("compaction_bytes_written", s.compaction_bytes_written);
-  line("compactions", s.compactions);
-  line("records_dropped_by_compaction", s.records_dropped_by_compaction);
-  out.pop_back();
+  std::string out = pad("durability") + s.durability;
+  for (const auto& [name, value] : StatsCounters(s)) out += "\n" + pad(name) + std::to_string(value);
   return out;
 }
 
 std::string FormatStatsJson(const StoreStats& s) {
-  std::string out = "{\"outcome\":\"OK\",\"stats\":{\"durability\":" + JsonString(s.durability);
-  auto field = [&](const char* name, uint64_t v) { out += ",\"" + std::string(name) + "\":" + std::to_string(v); };
-  field("estimated_live_records", s.estimated_live_records);
-  field("sst_bytes", s.sst_bytes);
-  field("live_sst_bytes", s.live_sst_bytes);
-  field("memtable_bytes", s.memtable_bytes);
-  field("wal_bytes", s.wal_bytes);
-  field("next_fence", s.next_fence);
-  field("ops", s.ops);
-  field("writes", s.writes);
-  field("user_bytes_written", s.user_bytes_written);
-  field("flush_bytes_written", s.flush_bytes_written);
-  field("compaction_bytes_read", s.compaction_bytes_read);
-  field("compaction_bytes_written", s.compaction_bytes_written);
-  field("compactions", s.compactions);
-  field("records_dropped_by_compaction", s.records_dropped_by_compaction);
-  out += "}}";
-  return out;
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome"); j.String("OK");
+  j.Key("stats");
+  j.BeginObject();
+  j.Key("durability"); j.String(s.durability);
+  for (const auto& [name, value] : StatsCounters(s)) { j.Key(name); j.Uint(value); }
+  j.EndObject();
+  j.EndObject();
+  return j.Take();
 }
 
 int ExitCodeFor(const Status& status) {

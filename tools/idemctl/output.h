@@ -20,8 +20,4 @@ std::string FormatErrorJson(const Status& status);
 int ExitCodeFor(const Result<OpResult>& result);
 int ExitCodeFor(const Status& status);
 
-// JSON string literal (with quotes) for arbitrary bytes: valid UTF-8 is kept, other bytes are
-// escaped as \u00XX.
-std::string JsonString(std::string_view bytes);
-
 }  // namespace idem::ctl

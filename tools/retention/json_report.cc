@@ -104,7 +104,7 @@ std::string FormatJson(const Study& study) {
   for (const PolicyResult& r : study.results) WritePolicy(study, r, j);
   j.EndArray();
   j.EndObject();
-  return j.Take();
+  return j.Take() + "\n";
 }
 
 }  // namespace idem::retention

@@ -4,7 +4,8 @@
 //   j.BeginObject(); j.Key("name"); j.String("24h/reclaim"); j.EndObject();
 //   std::string text = j.Take();
 //
-// The caller keeps the structure balanced (asserted in debug builds).
+// The caller keeps the structure balanced (asserted in debug builds). Shared by every tool that
+// prints JSON (idemctl, idem-retention, idem-bench).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,12 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::retention {
+namespace idem {
+
+// `bytes` as a JSON string literal, quotes included. Valid UTF-8 is kept as is; control
+// characters and bytes that are not valid UTF-8 become \u00XX, so the output is always valid
+// JSON whatever the input (payloads and keys are opaque bytes).
+std::string JsonQuote(std::string_view bytes);
 
 class JsonWriter {
  public:
@@ -27,17 +33,16 @@ class JsonWriter {
   void Double(double value);  // non-finite values become null
   void Bool(bool value);
   void Null();
-  std::string Take() { return std::move(out_) + "\n"; }
+  std::string Take() { return std::move(out_); }  // the text, without a trailing newline
 
  private:
   void Open(char c);
   void Close(char c);
   void BeforeValue();
-  void Escaped(std::string_view s);
 
   std::string out_;
   std::vector<bool> has_items_;  // per open container: whether it holds an item yet
   bool after_key_ = false;
 };
 
-}  // namespace idem::retention
+}  // namespace idem
