@@ -84,20 +84,25 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
     return;
   }
   // Ops this server cannot decode (unknown types) get their error here and are left out of the
-  // engine batch; their places are filled back in below.
-  auto decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
+  // engine batch; their places are filled back in below. Both side tables are allocated only
+  // when needed: the common request has neither, and this runs once per request.
+  std::shared_ptr<std::vector<std::optional<Status>>> decode_errors;
   std::vector<Op> ops;
   ops.reserve(n);
   // Begins that may have to wait (request index, op): see begin_waiter.h.
-  auto waits = std::make_shared<std::vector<std::pair<size_t, Op>>>();
+  std::shared_ptr<std::vector<std::pair<size_t, Op>>> waits;
   const auto received = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
     Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)));
     if (!op.ok()) {
+      if (!decode_errors) decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
       (*decode_errors)[i] = op.status();
       continue;
     }
-    if (waiter_ && op->type == OpType::kBegin && op->wait_ms > 0) waits->emplace_back(i, *op);
+    if (waiter_ && op->type == OpType::kBegin && op->wait_ms > 0) {
+      if (!waits) waits = std::make_shared<std::vector<std::pair<size_t, Op>>>();
+      waits->emplace_back(i, *op);
+    }
     ops.push_back(std::move(*op));
   }
   // `frame` rides along in the callbacks: the ops' string_views point into it.
@@ -108,7 +113,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
       reply(EncodeError(id, status));
       return;
     }
-    if (results.size() != n) {  // some ops were left out: merge their errors back in
+    if (decode_errors && results.size() != n) {  // ops were left out: merge their errors in
       std::vector<Result<OpResult>> merged;
       merged.reserve(n);
       size_t next = 0;
@@ -120,6 +125,10 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
         }
       }
       results = std::move(merged);
+    }
+    if (!waits) {
+      reply(EncodeApplyResponse(id, results));
+      return;
     }
     std::vector<std::pair<size_t, Op>> waiting;
     for (auto& [i, op] : *waits) {

@@ -1,5 +1,7 @@
 #include "idem/server_flags.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <charconv>
 #include <functional>
@@ -145,11 +147,28 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
 
 }  // namespace
 
+int DefaultEngineThreads(Durability durability, int usable_cpus) {
+  // In sync mode a second engine thread builds and applies the next group while the first
+  // waits for its fsync (measured: +35 % at 50 clients, one request each). In async mode there
+  // is no wait to overlap: on one CPU a second thread only adds context switches and lock
+  // hand-offs (measured: one thread +40 % at pipeline 1, +15 % at pipeline 16).
+  if (durability == Durability::kAsync && usable_cpus <= 1) return 1;
+  return 2;
+}
+
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   ServerFlags flags;
   flags.engine.durability = Durability::kSync;
   std::map<std::string, RetentionSpec> retention;
   std::map<std::string, LifecycleSpec> lifecycle;
+  bool engine_threads_given = false;
 
   // Flags that take a value; each handler parses it into `flags`.
   using Setter = std::function<Status(std::string_view)>;
@@ -173,6 +192,7 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        [&](std::string_view v) {
          Result<int> n = ParseInt<int>("--engine-threads", v, 1, 256);
          if (n.ok()) flags.server.engine_threads = *n;
+         engine_threads_given = n.ok();
          return n.status();
        }},
       {"--max-connections",
@@ -275,6 +295,9 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     flags.engine.lifecycle[ns] = policy;
   }
   flags.server.limits = flags.engine.limits;
+  if (!engine_threads_given) {
+    flags.server.engine_threads = DefaultEngineThreads(flags.engine.durability, UsableCpus());
+  }
   return flags;
 }
 
@@ -290,7 +313,8 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --durability sync|async   sync (default): acknowledge after the WAL is fsynced;
                             async: after the OS has the write (survives a process crash only)
   --io-threads N            socket threads (default 2)
-  --engine-threads N        threads applying group commits to the database (default 2)
+  --engine-threads N        threads applying group commits to the database (default 2;
+                            1 with --durability async on a single usable CPU)
   --max-connections N       more get a BUSY error and are closed (default 1024)
   --max-frame-bytes N       largest frame accepted (default 4194304)
   --idle-timeout DUR        close connections idle this long (default 5m)

@@ -1,0 +1,33 @@
+// idem-bench: a load generator for idemstored. All logic is in the idem_bench library
+// (bench_config, load_generator, histogram, key_distribution); this only wires it.
+//
+// Exit codes: 0 after a run (errors are reported, not fatal), 1 when the server cannot be
+// reached, 2 for bad flags.
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "bench_config.h"
+#include "load_generator.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  idem::Result<idem::bench::BenchConfig> config = idem::bench::ParseBenchFlags(args);
+  if (!config.ok()) {
+    std::fprintf(stderr, "idem-bench: %s\n", config.status().ToString().c_str());
+    return 2;
+  }
+  if (config->help) {
+    std::fputs(idem::bench::BenchUsage().c_str(), stdout);
+    return 0;
+  }
+  idem::Result<idem::bench::BenchReport> report = idem::bench::RunBenchmark(*config);
+  if (!report.ok()) {
+    std::fprintf(stderr, "idem-bench: %s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  const std::string out = config->json ? idem::bench::FormatJson(*config, *report)
+                                       : idem::bench::FormatText(*config, *report);
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
