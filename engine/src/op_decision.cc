@@ -5,16 +5,19 @@
 namespace idem {
 namespace {
 
+// An answer that leaves the record as it is (see Decision::returns_current).
 Decision Answer(Outcome outcome, const Record* record) {
   Decision d;
   d.result.outcome = outcome;
-  if (record != nullptr) d.result.record = *record;
+  d.returns_current = record != nullptr;
   return d;
 }
 
 // A change to the current record: copies it, bumps the version and the update time.
 Decision Change(Outcome outcome, const Record& current, int64_t now_ms) {
-  Decision d = Answer(outcome, &current);
+  Decision d;
+  d.result.outcome = outcome;
+  d.result.record = current;
   d.write = Decision::Write::kPut;
   d.result.record->version += 1;
   d.result.record->updated_ms = now_ms;

@@ -19,6 +19,10 @@ struct Decision {
   bool needs_fence = false;
   // For kPut, result.record is exactly what must be stored.
   OpResult result;
+  // The answer carries the current record unchanged (EXISTS, FOUND, IN_PROGRESS, a replay, a
+  // refusal, the removed record): result.record is left empty for the caller to fill, so it can
+  // move the record it just decoded instead of copying it (duplicates are the hot path).
+  bool returns_current = false;
 };
 
 struct DecisionInputs {

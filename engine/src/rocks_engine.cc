@@ -253,6 +253,7 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
       if (loaded) current = &*loaded;
     }
     Decision d = Decide(ops[i], current, p.inputs);
+    if (d.returns_current) d.result.record = loaded ? std::move(*loaded) : *current;
     d.result.token = std::move(p.token);
     if (d.write == Decision::Write::kPut) {
       Record& record = *d.result.record;
