@@ -193,6 +193,8 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
     DecisionInputs inputs;
     std::string key;    // the RocksDB key
     std::string token;  // IssueToken: the generated key
+    size_t stripe = 0;
+    bool may_share_key = false;  // another op of the batch hashes to the same stripe
   };
   std::vector<Prepared> prepared(ops.size());
   std::vector<size_t> stripes;
@@ -217,8 +219,24 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
     }
     prepared[i].key.reserve(1 + ops[i].ns.size() + key.size());
     AppendRecordKey(ops[i].ns, key, &prepared[i].key);
-    stripes.push_back(KeyLocks::StripeOf(prepared[i].key));
+    prepared[i].stripe = KeyLocks::StripeOf(prepared[i].key);
+    stripes.push_back(prepared[i].stripe);
     writes_possible |= ops[i].type != OpType::kGet;
+  }
+  // Ops on the same key share a stripe, so only ops whose stripe occurs twice can see each
+  // other's writes: only they go through the overlay below (a hash map, so a big group commit
+  // does not pay a map node per op).
+  std::sort(stripes.begin(), stripes.end());
+  std::vector<size_t> shared;  // stripes that occur more than once, sorted
+  for (size_t i = 1; i < stripes.size(); ++i) {
+    if (stripes[i] == stripes[i - 1] && (shared.empty() || shared.back() != stripes[i])) {
+      shared.push_back(stripes[i]);
+    }
+  }
+  if (!shared.empty()) {
+    for (Prepared& p : prepared) {
+      p.may_share_key = p.error.ok() && std::binary_search(shared.begin(), shared.end(), p.stripe);
+    }
   }
 
   // 2. Lock every stripe the batch touches (sorted: no deadlock). A batch of reads needs no lock:
@@ -229,7 +247,7 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
   // 3. Decide each op against the current record (or what an earlier op of this batch left).
   results->reserve(ops.size());
   rocksdb::WriteBatch batch;
-  std::unordered_map<std::string_view, Pending> pending;  // only used when ops.size() > 1
+  std::unordered_map<std::string_view, Pending> pending;  // for ops with may_share_key
   std::string value;
   std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -240,7 +258,7 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
     }
     std::optional<Record> loaded;
     const Record* current = nullptr;
-    auto seen = ops.size() > 1 ? pending.find(p.key) : pending.end();
+    auto seen = p.may_share_key ? pending.find(p.key) : pending.end();
     if (seen != pending.end()) {
       if (seen->second.present) current = &*(*results)[seen->second.result_index]->record;
     } else {
@@ -272,7 +290,7 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
       batch.Delete(p.key);
     }
     if (d.write != Decision::Write::kNone) {
-      if (ops.size() > 1) pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
+      if (p.may_share_key) pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
       if (!watchers_.Empty()) written.push_back(p.key);
     }
     results->push_back(std::move(d.result));
