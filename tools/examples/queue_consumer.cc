@@ -69,7 +69,7 @@ int Main(int argc, char** argv) {
   std::printf("a consumer crashes after claiming a batch; the queue redelivers it\n");
   std::vector<std::string> fresh;
   for (int i = 0; i < 8; ++i) fresh.push_back(ex.run_id + "-late-" + std::to_string(i));
-  Consumer crashing{*ex.store, committed, 300};
+  Consumer crashing{*ex.store, committed, 1'000};  // its lease: 1 s
   crashing.HandleBatch(fresh, /*crash_before_complete=*/true);
   Consumer impatient{*ex.store, committed, 5'000};
   ex.Check(impatient.HandleBatch(fresh) == 0, "redelivered at once: still in progress, not reprocessed");
