@@ -27,6 +27,10 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "idem/operation.h"
+#include "idem/status.h"
+#include "json_writer.h"
+
 #include "protocol_generated.h"
 
 namespace idem::bench {
@@ -699,21 +703,14 @@ uint64_t BenchReport::error_count() const {
   return n;
 }
 
+// Names come from the engine's tables (append-only, so they never drift); slot 0 of the error
+// counters is idem-bench's own: requests the server never answered.
 std::string_view OutcomeName(size_t outcome) {
-  static constexpr std::string_view kNames[] = {
-      "UNKNOWN",     "INSERTED",     "EXISTS",   "APPLIED",          "CONDITION_FAILED",
-      "NOT_FOUND",   "DELETED",      "FOUND",    "STARTED",          "IN_PROGRESS",
-      "COMPLETED",   "MISMATCH",     "FENCE_MISMATCH", "RELEASED",   "ISSUED",
-      "CONSUMED",    "ALREADY_CONSUMED", "ACQUIRED", "HELD",         "ALREADY",
-      "ILLEGAL"};
-  return outcome < std::size(kNames) ? kNames[outcome] : "UNKNOWN";
+  return idem::OutcomeName(static_cast<idem::Outcome>(outcome));
 }
 
 std::string_view ErrorName(size_t code) {
-  static constexpr std::string_view kNames[] = {
-      "UNANSWERED", "INVALID_ARGUMENT", "NOT_FOUND", "BUSY",     "IO_ERROR",
-      "CORRUPTION", "TIMED_OUT",        "NOT_SUPPORTED", "SHUTDOWN"};
-  return code < std::size(kNames) ? kNames[code] : "UNKNOWN";
+  return code == 0 ? "UNANSWERED" : idem::CodeName(static_cast<idem::Status::Code>(code));
 }
 
 Result<BenchReport> RunBenchmark(const BenchConfig& config) {
@@ -869,54 +866,47 @@ std::string FormatText(const BenchConfig& c, const BenchReport& r) {
 }
 
 std::string FormatJson(const BenchConfig& c, const BenchReport& r) {
-  std::string out = "{";
-  char buf[256];
-  auto num = [&](const char* key, double v, bool comma = true) {
-    std::snprintf(buf, sizeof buf, "\"%s\":%.6g%s", key, v, comma ? "," : "");
-    out += buf;
-  };
-  auto str = [&](const char* key, std::string_view v) {
-    out += "\"" + std::string(key) + "\":\"" + std::string(v) + "\",";
-  };
-  str("workload", c.workload);
-  num("dup_ratio", c.dup_ratio);
-  num("connections", c.connections);
-  num("pipeline", c.pipeline);
-  num("batch", c.batch);
-  str("distribution", DistributionName(c.distribution));
-  num("payload_bytes", static_cast<double>(c.payload_bytes));
-  num("rate", c.rate);
-  num("elapsed_s", r.elapsed_s);
-  num("requests", static_cast<double>(r.requests));
-  num("ops", static_cast<double>(r.ops));
-  num("flows", static_cast<double>(r.flows));
-  num("ops_per_s", r.ops_per_s());
-  out += "\"latency_ms\":{";
-  num("p50", r.latency.Percentile(0.5) / 1000.0);
-  num("p90", r.latency.Percentile(0.9) / 1000.0);
-  num("p99", r.latency.Percentile(0.99) / 1000.0);
-  num("p999", r.latency.Percentile(0.999) / 1000.0);
-  num("max", r.latency.max() / 1000.0);
-  num("mean", r.latency.mean() / 1000.0, false);
-  out += "},\"outcomes\":{";
-  bool first = true;
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("workload"); j.String(c.workload);
+  j.Key("dup_ratio"); j.Double(c.dup_ratio);
+  j.Key("connections"); j.Uint(c.connections);
+  j.Key("pipeline"); j.Uint(c.pipeline);
+  j.Key("batch"); j.Uint(c.batch);
+  j.Key("distribution"); j.String(DistributionName(c.distribution));
+  j.Key("payload_bytes"); j.Uint(c.payload_bytes);
+  j.Key("rate"); j.Double(c.rate);
+  j.Key("elapsed_s"); j.Double(r.elapsed_s);
+  j.Key("requests"); j.Uint(r.requests);
+  j.Key("ops"); j.Uint(r.ops);
+  j.Key("flows"); j.Uint(r.flows);
+  j.Key("ops_per_s"); j.Double(r.ops_per_s());
+  j.Key("latency_ms");
+  j.BeginObject();
+  for (const auto& [name, q] : {std::pair<const char*, double>{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99},
+                                {"p999", 0.999}}) {
+    j.Key(name); j.Double(r.latency.Percentile(q) / 1000.0);
+  }
+  j.Key("max"); j.Double(r.latency.max() / 1000.0);
+  j.Key("mean"); j.Double(r.latency.mean() / 1000.0);
+  j.EndObject();
+  j.Key("outcomes");
+  j.BeginObject();
   for (size_t i = 0; i < r.outcomes.size(); ++i) {
-    if (!r.outcomes[i]) continue;
-    out += (first ? "\"" : ",\"") + std::string(OutcomeName(i)) + "\":" + std::to_string(r.outcomes[i]);
-    first = false;
+    if (r.outcomes[i]) { j.Key(OutcomeName(i)); j.Uint(r.outcomes[i]); }
   }
-  out += "},\"errors\":{";
-  first = true;
+  j.EndObject();
+  j.Key("errors");
+  j.BeginObject();
   for (size_t i = 0; i < r.errors.size(); ++i) {
-    if (!r.errors[i]) continue;
-    out += (first ? "\"" : ",\"") + std::string(ErrorName(i)) + "\":" + std::to_string(r.errors[i]);
-    first = false;
+    if (r.errors[i]) { j.Key(ErrorName(i)); j.Uint(r.errors[i]); }
   }
-  out += "},";
+  j.EndObject();
   const double per_op = r.ops ? 1e6 / r.ops : 0;
-  num("client_cpu_us_per_op", r.client_cpu_s * per_op, r.server_cpu_s >= 0);
-  if (r.server_cpu_s >= 0) num("server_cpu_us_per_op", r.server_cpu_s * per_op, false);
-  return out + "}\n";
+  j.Key("client_cpu_us_per_op"); j.Double(r.client_cpu_s * per_op);
+  if (r.server_cpu_s >= 0) { j.Key("server_cpu_us_per_op"); j.Double(r.server_cpu_s * per_op); }
+  j.EndObject();
+  return j.Take() + "\n";
 }
 
 }  // namespace idem::bench
