@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -24,11 +25,13 @@ class KeyLocks {
     return std::hash<std::string_view>{}(rocks_key) & (kStripes - 1);
   }
 
-  // Holds a set of stripes for its lifetime.
+  // Holds a set of stripes for its lifetime. `sorted_stripes` must be in ascending order (the
+  // caller sorts them anyway, to find ops that share a stripe); duplicates are fine.
   class Guard {
    public:
-    Guard(KeyLocks* locks, std::vector<size_t> stripes) : locks_(locks), stripes_(std::move(stripes)) {
-      std::sort(stripes_.begin(), stripes_.end());
+    Guard(KeyLocks* locks, std::vector<size_t> sorted_stripes)
+        : locks_(locks), stripes_(std::move(sorted_stripes)) {
+      assert(std::is_sorted(stripes_.begin(), stripes_.end()));
       stripes_.erase(std::unique(stripes_.begin(), stripes_.end()), stripes_.end());
       for (size_t s : stripes_) locks_->stripes_[s].mu.lock();
     }

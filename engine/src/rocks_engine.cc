@@ -239,8 +239,8 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
     }
   }
 
-  // 2. Lock every stripe the batch touches (sorted: no deadlock). A batch of reads needs no lock:
-  // a RocksDB Get sees either all of a committed write batch or none of it.
+  // 2. Lock every stripe the batch touches (ascending, as sorted above: no deadlock). A batch of
+  // reads needs no lock: a RocksDB Get sees either all of a committed write batch or none of it.
   std::optional<KeyLocks::Guard> guard;
   if (writes_possible) guard.emplace(&locks_, std::move(stripes));
 

@@ -13,6 +13,7 @@
 
 #include "idem/client.h"
 #include "idem/engine.h"
+#include "support/outcome_name.h"
 #include "support/temp_dir.h"
 #include "test_server.h"
 
@@ -59,10 +60,6 @@ class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
   Store& store() { return *store_; }
   int64_t now() const { return clock_->NowMillis(); }
 
-  // "INSERTED", "EXISTS", ... or the error's code name ("INVALID_ARGUMENT").
-  static std::string Name(const Result<OpResult>& r) {
-    return r.ok() ? std::string(OutcomeName(r->outcome)) : std::string(CodeName(r.status().code()));
-  }
   std::string Insert(std::string_view key, std::string_view status = "PENDING",
                      std::string_view fingerprint = {}, int64_t ttl_ms = kDefaultTtl) {
     return Name(store().Insert("pay", key, status, "body", fingerprint, ttl_ms));

@@ -9,15 +9,11 @@
 #include <string>
 
 #include "idem/engine.h"
+#include "support/outcome_name.h"
 #include "support/temp_dir.h"
 
 namespace idem::testing {
 
-// "INSERTED", "CONDITION_FAILED", ... or the error code name ("INVALID_ARGUMENT").
-inline std::string Name(const Result<OpResult>& r) {
-  if (!r.ok()) return std::string(CodeName(r.status().code()));
-  return std::string(OutcomeName(r->outcome));
-}
 
 class EngineTest : public ::testing::Test {
  protected:
