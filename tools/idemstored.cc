@@ -13,6 +13,9 @@
 #include "idem/server.h"
 #include "idem/server_flags.h"
 
+#ifndef IDEM_ALLOCATOR
+#define IDEM_ALLOCATOR "libc"
+#endif
 #ifndef IDEM_VERSION
 #define IDEM_VERSION "dev"
 #endif
@@ -52,11 +55,11 @@ int main(int argc, char** argv) {
   // Tests read the real port from this line: keep "listening on HOST:PORT" stable.
   std::fprintf(stderr,
                "idemstored %s: listening on %s data=%s durability=%s io_threads=%d "
-               "engine_threads=%d max_connections=%zu idle_timeout=%s\n",
+               "engine_threads=%d max_connections=%zu idle_timeout=%s malloc=%s\n",
                IDEM_VERSION, (*server)->address().c_str(), flags->data_dir.c_str(), durability,
                server_options.io_threads, server_options.engine_threads,
                server_options.max_connections,
-               idem::FormatDurationMs(server_options.idle_timeout_ms).c_str());
+               idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), IDEM_ALLOCATOR);
 
   (*server)->Wait();
   (*server)->Stop();  // drains connections and the commit queue

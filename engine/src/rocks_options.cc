@@ -16,8 +16,12 @@ rocksdb::Options MakeRocksOptions(const EngineOptions& opts) {
   o.write_buffer_size = opts.write_buffer_bytes;
   o.max_write_buffer_number = 3;
   o.level_compaction_dynamic_level_bytes = true;
+  // LZ4 at every level, the last one included: every new key is rewritten by compaction
+  // several times on its way down, and with ZSTD at the bottom that compression was ~10 % of
+  // the server's CPU under a stream of inserts (measured: +15 % inserts/s at pipeline 16 with
+  // LZ4, same disk bytes per million records on the benchmark's records).
   o.compression = rocksdb::kLZ4Compression;
-  o.bottommost_compression = rocksdb::kZSTD;
+  o.bottommost_compression = rocksdb::kLZ4Compression;
   o.keep_log_file_num = 4;
   // Most inserts look up a key that does not exist yet. A whole-key bloom filter on the memtable
   // answers those misses without walking the skiplist (measured: Get miss 4.8 -> 1.0 us here).

@@ -4,11 +4,12 @@
 
 namespace idem {
 
-CommitQueue::CommitQueue(Store* store, size_t max_batch_ops, int engine_threads)
+CommitQueue::CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer)
     : store_(store),
       engine_(dynamic_cast<Engine*>(store)),
       max_batch_ops_(max_batch_ops),
-      inline_(engine_threads == 0) {
+      on_loop_(engine_threads == 0),
+      defer_(std::move(defer)) {
   for (int i = 0; i < engine_threads; ++i) threads_.emplace_back([this] { EngineLoop(); });
 }
 
@@ -28,23 +29,26 @@ void CommitQueue::Submit(std::vector<Op> ops, Done done) {
     done(Status::Shutdown("server is stopping"), {});
     return;
   }
-  if (inline_) {
-    ++applies_;
-    ++requests_;
+  queue_.push_back(Item{std::move(ops), std::move(done), nullptr});
+  if (!on_loop_) {
     lock.unlock();
-    std::vector<Result<OpResult>> results;
-    Status s = ApplyBatch(ops, &results);
-    done(std::move(s), std::move(results));
+    cv_.notify_one();
     return;
   }
-  queue_.push_back(Item{std::move(ops), std::move(done), nullptr});
+  const bool schedule = !flush_scheduled_;
+  flush_scheduled_ = true;
   lock.unlock();
-  cv_.notify_one();
+  if (!schedule) return;
+  if (defer_) {
+    defer_([this] { FlushOnLoop(); });
+  } else {
+    FlushOnLoop();
+  }
 }
 
 void CommitQueue::Run(std::function<void(bool stopped)> task) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_ || inline_) {
+  if (stopping_ || on_loop_) {
     bool stopped = stopping_;
     lock.unlock();
     task(stopped);
@@ -58,10 +62,11 @@ void CommitQueue::Run(std::function<void(bool stopped)> task) {
 void CommitQueue::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ && threads_.empty()) return;
+    if (stopping_ && threads_.empty() && queue_.empty()) return;
     stopping_ = true;
   }
   cv_.notify_all();
+  if (on_loop_) FlushOnLoop();  // the loop may be stopped before its scheduled flush runs
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -91,16 +96,7 @@ void CommitQueue::EngineLoop() {
       task = std::move(queue_.front().task);
       queue_.pop_front();
     } else {
-      // Take every request queued, in order, while the batch stays within max_batch_ops.
-      size_t op_count = 0;
-      while (!queue_.empty() && !queue_.front().task &&
-             (batch.empty() || op_count + queue_.front().ops.size() <= max_batch_ops_)) {
-        op_count += queue_.front().ops.size();
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-      ++applies_;
-      requests_ += batch.size();
+      TakeBatch(batch);
     }
     const bool more = !queue_.empty();
     lock.unlock();
@@ -113,6 +109,37 @@ void CommitQueue::EngineLoop() {
       batch.clear();
     }
   }
+}
+
+void CommitQueue::FlushOnLoop() {
+  std::vector<Item> batch;
+  std::vector<Op> ops;
+  std::vector<Result<OpResult>> results;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) {
+        flush_scheduled_ = false;
+        return;
+      }
+      TakeBatch(batch);
+    }
+    Commit(batch, ops, results);
+    batch.clear();
+  }
+}
+
+void CommitQueue::TakeBatch(std::vector<Item>& batch) {
+  // Every request queued, in order, while the batch stays within max_batch_ops.
+  size_t op_count = 0;
+  while (!queue_.empty() && !queue_.front().task &&
+         (batch.empty() || op_count + queue_.front().ops.size() <= max_batch_ops_)) {
+    op_count += queue_.front().ops.size();
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  ++applies_;
+  requests_ += batch.size();
 }
 
 Status CommitQueue::ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {

@@ -18,9 +18,15 @@
 // its whole batch; the request handler then waits for it with a BeginWaiter.
 //
 // Threads: Submit/Run are called from any thread (the server's I/O threads). `done` callbacks
-// and tasks run on an engine thread, never while holding the queue's lock. With
-// engine_threads == 0 nothing is queued: Submit applies on the calling thread (for tests that
-// drive the request handler without threads).
+// and tasks run on an engine thread, never while holding the queue's lock.
+//
+// With engine_threads == 0 there are no engine threads: the event loop is the engine thread
+// (Redis's model). The first Submit after a flush asks `defer` to run a flush later on the
+// loop, after the handlers already ready (the other connections' reads of the same loop turn);
+// the flush applies everything submitted meanwhile as one Store::Apply and runs the `done`
+// callbacks inline. No thread hand-off, no lock hand-off, and the batch still spans
+// connections. Run() tasks run at once on the caller. Without `defer` each Submit flushes at
+// once (tests that drive the request handler without a loop).
 #pragma once
 
 #include <condition_variable>
@@ -42,7 +48,10 @@ class CommitQueue {
  public:
   using Done = std::function<void(Status status, std::vector<Result<OpResult>> results)>;
 
-  CommitQueue(Store* store, size_t max_batch_ops, int engine_threads);
+  // Runs `flush` later on the event loop that calls Submit (e.g. asio::post onto it).
+  using Defer = std::function<void(std::function<void()> flush)>;
+
+  CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer = nullptr);
   ~CommitQueue();  // Stop()
   CommitQueue(const CommitQueue&) = delete;
   CommitQueue& operator=(const CommitQueue&) = delete;
@@ -71,6 +80,10 @@ class CommitQueue {
   };
 
   void EngineLoop();
+  // engine_threads == 0: applies everything queued, in batches of at most max_batch_ops ops.
+  void FlushOnLoop();
+  // Moves the queued requests at the front, up to max_batch_ops ops, into `batch`. Requires mu_.
+  void TakeBatch(std::vector<Item>& batch);
   // Applies `batch` (requests only) as one Store::Apply and completes each request.
   Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results);
   void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
@@ -86,8 +99,10 @@ class CommitQueue {
   bool stopping_ = false;    // guarded by mu_
   uint64_t applies_ = 0;     // guarded by mu_
   uint64_t requests_ = 0;    // guarded by mu_
+  bool flush_scheduled_ = false;  // guarded by mu_; loop mode: a FlushOnLoop is coming
   std::vector<std::thread> threads_;
-  bool inline_ = false;  // engine_threads == 0
+  const bool on_loop_;  // engine_threads == 0
+  const Defer defer_;
 };
 
 }  // namespace idem

@@ -99,8 +99,9 @@ void Connection::ProcessBuffered() {
     ++in_engine_;
     auto self = shared_from_this();
     Status status = handler_->Handle(parser_.TakeFrame(), &session_, [self](FrameBytes frame) {
-      // May run on an engine thread: hop onto this connection's strand.
-      asio::post(self->socket_.get_executor(), [self, frame = std::move(frame)]() mutable {
+      // May run on an engine thread: hop onto this connection's strand (inline when already
+      // there, as when the event loop applies the batch itself).
+      asio::dispatch(self->socket_.get_executor(), [self, frame = std::move(frame)]() mutable {
         self->OnReply(std::move(frame));
       });
     });
@@ -118,7 +119,15 @@ void Connection::OnReply(FrameBytes frame) {
   --in_engine_;
   if (closed_) return;
   outbox_.push_back(Outgoing{std::move(frame), true});
-  DoWrite();
+  // The other replies of the same batch are on their way: write once they are all queued (one
+  // syscall for a pipelined client's whole batch instead of one for the first reply and one
+  // for the rest).
+  if (write_scheduled_ || writing_active_) return;
+  write_scheduled_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->write_scheduled_ = false;
+    self->DoWrite();
+  });
 }
 
 void Connection::Send(FrameBytes frame) {

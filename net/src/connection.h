@@ -104,6 +104,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool reading_ = false;
   bool writing_active_ = false;
+  bool write_scheduled_ = false;  // a DoWrite is posted
   bool peer_eof_ = false;     // the peer shut down its sending side
   bool close_after_ = false;  // after an error: write what is pending, then close
   bool lingering_ = false;    // close_after_ and all written: discarding input until EOF

@@ -38,7 +38,8 @@ class ServerImpl final : public Server {
  public:
   ServerImpl(Store* store, ServerOptions options)
       : options_(std::move(options)),
-        queue_(store, options_.limits.max_batch_ops, options_.engine_threads),
+        queue_(store, options_.limits.max_batch_ops, options_.engine_threads,
+               [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); }),
         waiter_(MakeWaiter(store)),
         handler_(store, &queue_, waiter_.get(), MakeInfo(options_)),
         acceptor_(io_),
@@ -128,7 +129,7 @@ Status ServerImpl::Listen() {
     return Status::InvalidArgument("refusing to listen on non-loopback address " + options_.host +
                                    " without allow_remote (--allow-remote)");
   }
-  if (options_.io_threads < 1 || options_.engine_threads < 1 || options_.max_connections < 1 ||
+  if (options_.io_threads < 1 || options_.engine_threads < 0 || options_.max_connections < 1 ||
       options_.max_frame_bytes < 1024 || options_.idle_timeout_ms <= 0 ||
       options_.max_inflight_per_connection < 1) {
     return Status::InvalidArgument("server options out of range");
@@ -165,11 +166,15 @@ void ServerImpl::StartThreads() {
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
 }
 
-// Runs on an I/O thread. Each connection gets its own strand, so its handlers never run
-// concurrently while different connections proceed in parallel.
+// Runs on an I/O thread. With several I/O threads each connection gets its own strand, so its
+// handlers never run concurrently while different connections proceed in parallel. With one,
+// the thread is the strand, and a reply produced on it is handled inline (asio::dispatch)
+// instead of being queued once more.
 void ServerImpl::DoAccept() {
-  acceptor_.async_accept(asio::make_strand(io_), [this](const boost::system::error_code& ec,
-                                                        tcp::socket socket) {
+  asio::any_io_executor executor = io_.get_executor();
+  if (options_.io_threads > 1) executor = asio::make_strand(io_);
+  acceptor_.async_accept(executor, [this](const boost::system::error_code& ec,
+                                          tcp::socket socket) {
     if (!acceptor_.is_open()) return;
     if (ec) {
       // Typically EMFILE/ENFILE: back off instead of spinning on the error.

@@ -192,5 +192,79 @@ TEST(CommitQueueTest, WithoutEngineThreadsSubmitAppliesInline) {
   EXPECT_EQ("k", got);  // already done when Submit returned
 }
 
+// engine_threads == 0 with a loop: requests submitted before the loop runs its flush (the other
+// connections' reads of the same loop turn) become one Apply, split only at max_batch_ops.
+class FakeLoop {
+ public:
+  CommitQueue::Defer Defer() {
+    return [this](std::function<void()> fn) { posted_.push_back(std::move(fn)); };
+  }
+  size_t posted() const { return posted_.size(); }
+  void RunAll() {
+    while (!posted_.empty()) {
+      std::function<void()> fn = std::move(posted_.front());
+      posted_.erase(posted_.begin());
+      fn();
+    }
+  }
+
+ private:
+  std::vector<std::function<void()>> posted_;
+};
+
+TEST(CommitQueueTest, OnTheLoopOneTurnsRequestsShareOneApply) {
+  GatedStore store;
+  store.Release();
+  FakeLoop loop;
+  CommitQueue queue(&store, 4, 0, loop.Defer());
+  Completions done;
+  queue.Submit(Gets({"a"}), done.Expect("a"));
+  queue.Submit(Gets({"b1", "b2"}), done.Expect("b"));
+  queue.Submit(Gets({"c1", "c2"}), done.Expect("c"));
+  EXPECT_TRUE(store.calls().empty());  // nothing applied before the loop gets to the flush
+  EXPECT_EQ(1u, loop.posted());        // one flush scheduled for the three requests
+  loop.RunAll();
+  auto results = done.WaitFor(3);
+  EXPECT_EQ((std::vector<size_t>{3, 2}), store.calls());  // a+b, then c (max_batch_ops 4)
+  EXPECT_EQ("b1,b2", results["b"]);
+  EXPECT_EQ("c1,c2", results["c"]);
+  // The next turn schedules a new flush.
+  queue.Submit(Gets({"d"}), done.Expect("d"));
+  EXPECT_EQ(1u, loop.posted());
+  loop.RunAll();
+  EXPECT_EQ("d", done.WaitFor(4)["d"]);
+  EXPECT_EQ(3u, queue.applies());
+}
+
+TEST(CommitQueueTest, OnTheLoopRequestsSubmittedByACallbackJoinTheFlush) {
+  GatedStore store;
+  store.Release();
+  FakeLoop loop;
+  CommitQueue queue(&store, 100, 0, loop.Defer());
+  Completions done;
+  auto again = done.Expect("again");
+  queue.Submit(Gets({"first"}), [&](Status, std::vector<Result<OpResult>>) {
+    queue.Submit(Gets({"second"}), again);  // e.g. a waiting Begin retried from a callback
+  });
+  loop.RunAll();
+  EXPECT_EQ("second", done.WaitFor(1)["again"]);
+  EXPECT_EQ((std::vector<size_t>{1, 1}), store.calls());
+}
+
+TEST(CommitQueueTest, OnTheLoopStopAppliesWhatTheLoopNeverFlushed) {
+  GatedStore store;
+  store.Release();
+  FakeLoop loop;
+  CommitQueue queue(&store, 100, 0, loop.Defer());
+  Completions done;
+  queue.Submit(Gets({"a"}), done.Expect("a"));
+  queue.Stop();  // the loop stopped before running its flush
+  EXPECT_EQ("a", done.WaitFor(1)["a"]);
+  loop.RunAll();  // a flush that runs late finds nothing to do
+  EXPECT_EQ((std::vector<size_t>{1}), store.calls());
+  queue.Submit(Gets({"late"}), done.Expect("late"));
+  EXPECT_EQ("SHUTDOWN", done.WaitFor(2)["late"]);
+}
+
 }  // namespace
 }  // namespace idem

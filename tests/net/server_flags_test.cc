@@ -125,9 +125,10 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
 }
 
 TEST(ServerFlagsTest, EngineThreadsDefaultFollowsDurabilityAndCpus) {
-  EXPECT_EQ(1, DefaultEngineThreads(Durability::kAsync, 1));
-  EXPECT_EQ(2, DefaultEngineThreads(Durability::kAsync, 2));
-  EXPECT_EQ(2, DefaultEngineThreads(Durability::kSync, 1));
+  EXPECT_EQ(0, DefaultEngineThreads(Durability::kAsync, 1));
+  EXPECT_EQ(0, DefaultEngineThreads(Durability::kAsync, 2));
+  EXPECT_EQ(1, DefaultEngineThreads(Durability::kSync, 1));
+  EXPECT_EQ(2, DefaultEngineThreads(Durability::kSync, 2));
   EXPECT_GE(UsableCpus(), 1);
   std::vector<std::string_view> args = {"--durability", "async", "--engine-threads", "3"};
   Result<ServerFlags> f = ParseServerFlags(args);

@@ -274,10 +274,12 @@ TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
 }
 
 // A Begin waiting on an attempt in progress holds no engine thread: with a single engine
-// thread, other clients' requests still go through while it waits.
-TEST_F(ServerTest, AWaitingBeginDoesNotStallOtherRequests) {
+// thread, or with the event loop applying, other clients' requests go through while it waits.
+class WaitingBeginTest : public ServerTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(WaitingBeginTest, AWaitingBeginDoesNotStallOtherRequests) {
   ServerOptions options;
-  options.engine_threads = 1;
+  options.engine_threads = GetParam();
   StartServer(options);
   auto a = server_->Connect();
   auto b = server_->Connect();
@@ -300,6 +302,8 @@ TEST_F(ServerTest, AWaitingBeginDoesNotStallOtherRequests) {
   EXPECT_EQ(Outcome::kCompleted, r->outcome);
   EXPECT_EQ("done", r->record->payload);
 }
+
+INSTANTIATE_TEST_SUITE_P(EngineThreads, WaitingBeginTest, ::testing::Values(0, 1));
 
 // Stop() does not wait out a long Begin wait: the waiter gets the current state at once.
 TEST_F(ServerTest, StopAnswersWaitingBegins) {

@@ -32,9 +32,28 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
   return options;
 }
 
-enum class Mode { kEngine, kClient };
-inline void PrintTo(Mode mode, std::ostream* os) {
-  *os << (mode == Mode::kEngine ? "Engine" : "Client");
+// kClient: the server applies on an engine thread (the sync default); kClientOnLoop: its event
+// loop applies (engine_threads = 0, the async default).
+enum class Mode { kEngine, kClient, kClientOnLoop };
+inline const char* ModeName(Mode mode) {
+  switch (mode) {
+    case Mode::kEngine: return "Engine";
+    case Mode::kClient: return "Client";
+    case Mode::kClientOnLoop: return "ClientOnLoop";
+  }
+  return "?";
+}
+inline void PrintTo(Mode mode, std::ostream* os) { *os << ModeName(mode); }
+inline std::string ModeTestName(const ::testing::TestParamInfo<Mode>& info) {
+  return ModeName(info.param);
+}
+inline auto AllModes() {
+  return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop);
+}
+inline ServerOptions ServerOptionsFor(Mode mode) {
+  ServerOptions options;
+  options.engine_threads = mode == Mode::kClientOnLoop ? 0 : 1;
+  return options;
 }
 
 class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
@@ -45,7 +64,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
       store_ = engine_.get();
     } else {
       server_ = std::make_unique<TestServer>(
-          ServerOptions{}, clock_, ConformanceEngineOptions(clock_), false);
+          ServerOptionsFor(GetParam()), clock_, ConformanceEngineOptions(clock_), false);
       auto client = server_->Connect();
       ASSERT_OK(client);
       client_ = std::move(*client);

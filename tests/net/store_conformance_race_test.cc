@@ -87,8 +87,8 @@ class RealLeaseTest : public ::testing::TestWithParam<Mode> {
       engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
       store_ = engine_.get();
     } else {
-      server_ = std::make_unique<TestServer>(ServerOptions{}, std::make_shared<ManualClock>(),
-                                             options, false);
+      server_ = std::make_unique<TestServer>(ServerOptionsFor(GetParam()),
+                                             std::make_shared<ManualClock>(), options, false);
       auto client = server_->Connect();
       ASSERT_OK(client);
       client_ = std::move(*client);
@@ -159,11 +159,7 @@ TEST_P(RealLeaseTest, AHeartbeatingHolderKeepsItsAttempt) {
   EXPECT_EQ(Outcome::kInProgress, r->outcome);  // never taken over
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, RealLeaseTest, ::testing::Values(Mode::kEngine, Mode::kClient),
-                         [](const ::testing::TestParamInfo<Mode>& param) {
-                           return param.param == Mode::kEngine ? std::string("Engine")
-                                                               : std::string("Client");
-                         });
+INSTANTIATE_TEST_SUITE_P(Modes, RealLeaseTest, AllModes(), ModeTestName);
 
 }  // namespace
 }  // namespace idem::testing

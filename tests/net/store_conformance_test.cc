@@ -214,11 +214,7 @@ TEST_P(StoreConformanceTest, StatsCountOps) {
   EXPECT_EQ("async", stats->durability);
 }
 
-INSTANTIATE_TEST_SUITE_P(EngineAndClient, StoreConformanceTest,
-                         ::testing::Values(Mode::kEngine, Mode::kClient),
-                         [](const ::testing::TestParamInfo<Mode>& param_info) {
-                           return param_info.param == Mode::kEngine ? "Engine" : "Client";
-                         });
+INSTANTIATE_TEST_SUITE_P(Modes, StoreConformanceTest, AllModes(), ModeTestName);
 
 }  // namespace
 }  // namespace idem::testing

@@ -7,9 +7,11 @@
 //   (*server)->Wait();   // until SIGINT/SIGTERM (handle_signals) or RequestStop()
 //   (*server)->Stop();   // drain, then the engine may be closed
 //
-// Threads: `io_threads` threads run the sockets (accept, read, parse, write) and never call the
-// Store; `engine_threads` threads run the Store (see commit_queue.h). Stop() and the destructor
-// must not be called from either.
+// Threads: `io_threads` threads run the event loop (accept, read, parse, write);
+// `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
+// event loop runs the Store itself: each loop turn's requests, from every connection, become
+// one Store::Apply (the fastest mode when nothing waits on fsync). Stop() and the destructor
+// must not be called from any of them.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +31,8 @@ struct ServerOptions {
   std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
   uint16_t port = 7878;            // 0: an ephemeral port (see Server::port())
   bool allow_remote = false;
-  int io_threads = 2;
-  int engine_threads = 2;
+  int io_threads = 1;
+  int engine_threads = 1;  // 0: the event loop applies (see above)
   size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
   size_t max_frame_bytes = 4u << 20;
   // A connection with no complete request and no response written for this long is closed
