@@ -66,7 +66,13 @@ class RocksEngine final : public Engine {
   }
 
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
-  Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
+  Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
+    return ApplyImpl(ops, results, /*defer_sync=*/false);
+  }
+  Status ApplyDeferSync(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
+    return ApplyImpl(ops, results, /*defer_sync=*/options_.durability == Durability::kSync);
+  }
+  Status SyncWal() override;
   WatchId Watch(std::string_view ns, std::string_view key, std::function<void()> on_change) override {
     return watchers_.Add(RecordKey(ns, key), std::move(on_change));
   }
@@ -79,6 +85,8 @@ class RocksEngine final : public Engine {
   const EngineOptions& options() const override { return options_; }
 
  private:
+  Status ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
+                   bool defer_sync);
   // Reads the live record at `rocks_key`: nullopt if absent or expired at `now_ms`.
   Result<std::optional<Record>> ReadLive(const std::string& rocks_key, int64_t now_ms);
   template <typename Policy>
@@ -98,6 +106,12 @@ class RocksEngine final : public Engine {
   const std::shared_ptr<Clock> clock_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
+  rocksdb::WriteOptions deferred_write_options_;  // sync = false
+  // ApplyDeferSync writes: begun (counted before the write, so a reader that can see one also
+  // sees the count), completed, and completed before the last successful SyncWal began.
+  std::atomic<uint64_t> deferred_begun_{0};
+  std::atomic<uint64_t> deferred_done_{0};
+  std::atomic<uint64_t> deferred_synced_{0};
   FenceAllocator fences_;
   KeyLocks locks_;
   const std::map<std::string, RetentionPolicy, std::less<>> retention_;
@@ -106,6 +120,7 @@ class RocksEngine final : public Engine {
   KeyWatchers watchers_;
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
+  std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<uint64_t> user_bytes_{0};
   const std::shared_ptr<IoAccounting> io_;
 
@@ -177,7 +192,20 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
   return in;
 }
 
-Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
+Status RocksEngine::SyncWal() {
+  const uint64_t covered = deferred_done_.load(std::memory_order_acquire);
+  rocksdb::Status s = db_->SyncWAL();
+  if (!s.ok()) return FromRocks(s);
+  wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t synced = deferred_synced_.load(std::memory_order_relaxed);
+  while (synced < covered &&
+         !deferred_synced_.compare_exchange_weak(synced, covered, std::memory_order_release)) {
+  }
+  return Status::Ok();
+}
+
+Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
+                              bool defer_sync) {
   results->clear();
   if (ops.size() > options_.limits.max_batch_ops) {
     return Status::InvalidArgument("batch has " + std::to_string(ops.size()) +
@@ -298,14 +326,29 @@ Status RocksEngine::ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpRe
 
   // 4. Commit every write of the batch as one RocksDB write, still under the stripe locks, so
   // no other operation on these keys can observe or act on the state before it is durable.
+  // (ApplyDeferSync: durable at the caller's SyncWal, which acknowledges nothing before it.)
   if (batch.Count() > 0) {
-    rocksdb::Status s = db_->Write(write_options_, &batch);
+    if (defer_sync) deferred_begun_.fetch_add(1, std::memory_order_acq_rel);
+    rocksdb::Status s = db_->Write(defer_sync ? deferred_write_options_ : write_options_, &batch);
+    if (defer_sync) deferred_done_.fetch_add(1, std::memory_order_acq_rel);
     if (!s.ok()) {
       results->clear();
       return FromRocks(s);
     }
     writes_.fetch_add(1, std::memory_order_relaxed);
+    if (!defer_sync && write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
+  }
+  // A synced batch that wrote nothing may have read a deferred write not durable yet: sync
+  // before answering. (A synced write fsyncs every WAL file, earlier writes included.) Never
+  // true unless a server uses ApplyDeferSync.
+  if (!defer_sync && write_options_.sync && batch.Count() == 0 &&
+      deferred_begun_.load(std::memory_order_acquire) >
+          deferred_synced_.load(std::memory_order_acquire)) {
+    if (Status s = SyncWal(); !s.ok()) {
+      results->clear();
+      return s;
+    }
   }
   guard.reset();  // watchers run after the keys are unlocked: they may re-read them at once
   watchers_.Fire(written);
@@ -384,6 +427,7 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.next_fence = fences_.next();
   stats.ops = ops_.load(std::memory_order_relaxed);
   stats.writes = writes_.load(std::memory_order_relaxed);
+  stats.wal_syncs = wal_syncs_.load(std::memory_order_relaxed);
   stats.user_bytes_written = user_bytes_.load(std::memory_order_relaxed);
   stats.flush_bytes_written = io_->flush_bytes_written.load(std::memory_order_relaxed);
   stats.compaction_bytes_read = io_->compaction_bytes_read.load(std::memory_order_relaxed);

@@ -9,8 +9,11 @@ CommitQueue::CommitQueue(Store* store, size_t max_batch_ops, int engine_threads,
       engine_(dynamic_cast<Engine*>(store)),
       max_batch_ops_(max_batch_ops),
       on_loop_(engine_threads == 0),
-      defer_(std::move(defer)) {
+      defer_(std::move(defer)),
+      defer_sync_(on_loop_ && defer_ && engine_ != nullptr &&
+                  engine_->options().durability == Durability::kSync) {
   for (int i = 0; i < engine_threads; ++i) threads_.emplace_back([this] { EngineLoop(); });
+  if (defer_sync_) sync_thread_ = std::thread([this] { SyncLoop(); });
 }
 
 CommitQueue::~CommitQueue() { Stop(); }
@@ -67,6 +70,15 @@ void CommitQueue::Stop() {
   }
   cv_.notify_all();
   if (on_loop_) FlushOnLoop();  // the loop may be stopped before its scheduled flush runs
+  if (sync_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sync_stopping_ = true;
+    }
+    sync_cv_.notify_all();
+    sync_thread_.join();  // after a last sync covering every batch applied
+    ReleaseSynced();      // the loop may be stopped before the one it posted runs
+  }
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -143,6 +155,7 @@ void CommitQueue::TakeBatch(std::vector<Item>& batch) {
 }
 
 Status CommitQueue::ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
+  if (defer_sync_) return engine_->ApplyDeferSync(ops, results);
   return engine_ ? engine_->ApplyNoWait(ops, results) : store_->Apply(ops, results);
 }
 
@@ -158,13 +171,70 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
                                 " results for " + std::to_string(ops.size()) + " operations");
   }
   size_t next = 0;
+  std::vector<Unsynced> unsynced;
+  if (defer_sync_) unsynced.reserve(batch.size());
   for (Item& item : batch) {
     std::vector<Result<OpResult>> mine;
     if (status.ok()) {
       mine.reserve(item.ops.size());
       for (size_t i = 0; i < item.ops.size(); ++i) mine.push_back(std::move(results[next++]));
     }
-    item.done(status, std::move(mine));
+    if (defer_sync_) {
+      unsynced.push_back(Unsynced{0, std::move(item.done), status, std::move(mine)});
+    } else {
+      item.done(status, std::move(mine));
+    }
+  }
+  if (!defer_sync_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t seq = ++applied_seq_;
+    for (Unsynced& u : unsynced) {
+      u.seq = seq;
+      unsynced_.push_back(std::move(u));
+    }
+  }
+  sync_cv_.notify_one();
+}
+
+void CommitQueue::SyncLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    sync_cv_.wait(lock, [this] { return applied_seq_ > synced_seq_ || sync_stopping_; });
+    if (applied_seq_ == synced_seq_) return;  // stopping, and every batch is covered
+    // Every batch applied so far wrote to the WAL before this point: the sync covers them.
+    const uint64_t covers = applied_seq_;
+    lock.unlock();
+    Status s = engine_->SyncWal();
+    lock.lock();
+    if (!s.ok() && sync_error_.ok()) sync_error_ = s;
+    synced_seq_ = covers;
+    if (!release_posted_) {
+      release_posted_ = true;
+      defer_([this] { ReleaseSynced(); });
+    }
+  }
+}
+
+void CommitQueue::ReleaseSynced() {
+  std::vector<Unsynced> ready;
+  Status failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_posted_ = false;
+    while (!unsynced_.empty() && unsynced_.front().seq <= synced_seq_) {
+      ready.push_back(std::move(unsynced_.front()));
+      unsynced_.pop_front();
+    }
+    failed = sync_error_;
+  }
+  for (Unsynced& u : ready) {
+    // A failed sync leaves durability unknown: say so rather than report the outcome.
+    if (!failed.ok()) {
+      u.done(Status::IOError("not confirmed durable: " + failed.ToString()), {});
+    } else {
+      u.done(std::move(u.status), std::move(u.results));
+    }
   }
 }
 

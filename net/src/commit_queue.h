@@ -27,6 +27,15 @@
 // callbacks inline. No thread hand-off, no lock hand-off, and the batch still spans
 // connections. Run() tasks run at once on the caller. Without `defer` each Submit flushes at
 // once (tests that drive the request handler without a loop).
+//
+// On the loop with an Engine under Durability::kSync the fsync leaves the loop too: batches are
+// applied with Engine::ApplyDeferSync (written to the WAL, visible, not yet fsynced) and their
+// `done` callbacks wait; a sync thread runs Engine::SyncWal whenever batches are waiting, and
+// each completed sync releases, on the loop, every batch applied before it began. So the loop
+// applies the next batches while the disk syncs the previous ones, with one fsync per sync
+// rather than per batch. Nothing is acknowledged before it is durable, and neither is anything
+// that might have read a write not yet durable: every batch, reads included, waits for a sync
+// that began after it was applied. docs/design.md has the argument.
 #pragma once
 
 #include <condition_variable>
@@ -84,10 +93,23 @@ class CommitQueue {
   void FlushOnLoop();
   // Moves the queued requests at the front, up to max_batch_ops ops, into `batch`. Requires mu_.
   void TakeBatch(std::vector<Item>& batch);
-  // Applies `batch` (requests only) as one Store::Apply and completes each request.
+  // Applies `batch` (requests only) as one Store::Apply and completes each request (or, with
+  // defer_sync_, queues its completion until a sync covers it).
   Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results);
   void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
               std::vector<Result<OpResult>>& results);
+
+  // defer_sync_: a completion waiting for the sync that makes its batch durable.
+  struct Unsynced {
+    uint64_t seq;  // the batch's number in applied_seq_
+    Done done;
+    Status status;
+    std::vector<Result<OpResult>> results;
+  };
+  // The sync thread: SyncWal while batches wait, then has the loop release them.
+  void SyncLoop();
+  // Runs the completions of every batch a finished sync covers (on the loop; at Stop, inline).
+  void ReleaseSynced();
 
   Store* const store_;
   Engine* const engine_;  // store_ if it is an Engine, else null
@@ -103,6 +125,16 @@ class CommitQueue {
   std::vector<std::thread> threads_;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;
+
+  const bool defer_sync_;  // on the loop, an Engine, Durability::kSync (see above)
+  std::thread sync_thread_;
+  std::condition_variable sync_cv_;      // a batch was applied, or stopping
+  std::deque<Unsynced> unsynced_;        // guarded by mu_; in seq order
+  uint64_t applied_seq_ = 0;             // guarded by mu_; batches applied (ApplyDeferSync)
+  uint64_t synced_seq_ = 0;              // guarded by mu_; batches a finished sync covered
+  Status sync_error_;                    // guarded by mu_; sticky: the first failed sync
+  bool release_posted_ = false;          // guarded by mu_; a ReleaseSynced is on its way
+  bool sync_stopping_ = false;           // guarded by mu_
 };
 
 }  // namespace idem

@@ -228,6 +228,7 @@ StoreStats DecodeStats(const wire::StatsResponse& in) {
   s.compactions = in.compactions();
   s.records_dropped_by_compaction = in.records_dropped_by_compaction();
   s.live_sst_bytes = in.live_sst_bytes();
+  s.wal_syncs = in.wal_syncs();
   return s;
 }
 
@@ -297,7 +298,7 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
       b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence,
       s.ops, s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
       s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
-      s.records_dropped_by_compaction, s.live_sst_bytes);
+      s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs);
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 

@@ -1,7 +1,5 @@
 #include "idem/server_flags.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <charconv>
 #include <functional>
@@ -147,29 +145,11 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
 
 }  // namespace
 
-int DefaultEngineThreads(Durability durability, int usable_cpus) {
-  // async: no engine thread; the event loop applies each turn's requests as one batch (no
-  // hand-off between threads: measured +37 % at pipeline 16 over one engine thread, on one CPU).
-  // sync: the loop must not sit in fsync while requests arrive, so an engine thread applies and
-  // syncs while the loop reads the next group (one CPU: one thread, +35 % at pipeline 1 over
-  // fsync on the loop; more CPUs: a second one overlaps two groups' fsyncs).
-  if (durability == Durability::kAsync) return 0;
-  return usable_cpus <= 1 ? 1 : 2;
-}
-
-int UsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
-
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   ServerFlags flags;
   flags.engine.durability = Durability::kSync;
   std::map<std::string, RetentionSpec> retention;
   std::map<std::string, LifecycleSpec> lifecycle;
-  bool engine_threads_given = false;
 
   // Flags that take a value; each handler parses it into `flags`.
   using Setter = std::function<Status(std::string_view)>;
@@ -193,7 +173,6 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        [&](std::string_view v) {
          Result<int> n = ParseInt<int>("--engine-threads", v, 0, 256);
          if (n.ok()) flags.server.engine_threads = *n;
-         engine_threads_given = n.ok();
          return n.status();
        }},
       {"--max-connections",
@@ -296,9 +275,6 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     flags.engine.lifecycle[ns] = policy;
   }
   flags.server.limits = flags.engine.limits;
-  if (!engine_threads_given) {
-    flags.server.engine_threads = DefaultEngineThreads(flags.engine.durability, UsableCpus());
-  }
   return flags;
 }
 
@@ -314,9 +290,9 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --durability sync|async   sync (default): acknowledge after the WAL is fsynced;
                             async: after the OS has the write (survives a process crash only)
   --io-threads N            event-loop threads: sockets, parsing (default 1)
-  --engine-threads N        threads applying group commits to the database; 0 = the event
-                            loop applies each turn's requests itself (default: 0 with
-                            --durability async; 1 with sync on one usable CPU, else 2)
+  --engine-threads N        threads applying group commits to the database (default 0: the
+                            event loop applies each turn's requests as one batch and, with
+                            --durability sync, a sync thread fsyncs while it goes on)
   --max-connections N       more get a BUSY error and are closed (default 1024)
   --max-frame-bytes N       largest frame accepted (default 4194304)
   --idle-timeout DUR        close connections idle this long (default 5m)

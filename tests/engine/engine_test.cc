@@ -192,6 +192,34 @@ TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
   EXPECT_EQ(128u, after->ops - before->ops);
 }
 
+// ApplyDeferSync (the server's group commit under Durability::kSync): written and visible at
+// once, fsynced by SyncWal; a synced Apply that only reads such a write syncs before answering.
+TEST_F(EngineTest, DeferredSyncWritesAreSyncedByTheNextSyncWalOrTheNextReader) {
+  auto syncs = [&] {
+    Result<StoreStats> stats = engine().Stats();
+    EXPECT_TRUE(stats.ok());
+    return stats.ok() ? stats->wal_syncs : 0;
+  };
+  ASSERT_EQ(Durability::kSync, engine().options().durability);
+  const uint64_t start = syncs();
+  std::vector<Op> insert = {Op::Insert("pay", "k1", "NEW")};
+  std::vector<Result<OpResult>> results;
+  ASSERT_OK(engine().ApplyDeferSync(insert, &results));
+  EXPECT_EQ("INSERTED", Name(results[0]));
+  EXPECT_EQ(start, syncs());
+  ASSERT_OK(engine().SyncWal());
+  EXPECT_EQ(start + 1, syncs());
+
+  insert = {Op::Insert("pay", "k2", "NEW")};
+  ASSERT_OK(engine().ApplyDeferSync(insert, &results));
+  EXPECT_EQ("FOUND", Get("pay", "k2"));  // read before any SyncWal: synced first
+  EXPECT_EQ(start + 2, syncs());
+  EXPECT_EQ("FOUND", Get("pay", "k2"));  // nothing deferred since
+  EXPECT_EQ(start + 2, syncs());
+  EXPECT_EQ("INSERTED", Insert("pay", "k3"));  // a synced write
+  EXPECT_EQ(start + 3, syncs());
+}
+
 TEST_F(EngineTest, ABadOpInABatchGetsItsOwnErrorAndTheOthersProceed) {
   const std::string long_key(600, 'k');  // Ops borrow their strings: keep it alive
   std::vector<Op> ops = {Op::Insert("b", "ok1", "S"), Op::Insert("b", long_key, "S"),

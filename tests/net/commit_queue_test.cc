@@ -194,21 +194,40 @@ TEST(CommitQueueTest, WithoutEngineThreadsSubmitAppliesInline) {
 
 // engine_threads == 0 with a loop: requests submitted before the loop runs its flush (the other
 // connections' reads of the same loop turn) become one Apply, split only at max_batch_ops.
+// Tasks posted from any thread (the sync thread posts too) run only when the test says.
 class FakeLoop {
  public:
   CommitQueue::Defer Defer() {
-    return [this](std::function<void()> fn) { posted_.push_back(std::move(fn)); };
+    return [this](std::function<void()> fn) {
+      std::lock_guard<std::mutex> lock(mu_);
+      posted_.push_back(std::move(fn));
+      cv_.notify_all();
+    };
   }
-  size_t posted() const { return posted_.size(); }
+  size_t posted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return posted_.size();
+  }
+  void WaitForPosted(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return posted_.size() >= n; });
+  }
   void RunAll() {
-    while (!posted_.empty()) {
-      std::function<void()> fn = std::move(posted_.front());
-      posted_.erase(posted_.begin());
+    while (true) {
+      std::function<void()> fn;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (posted_.empty()) return;
+        fn = std::move(posted_.front());
+        posted_.erase(posted_.begin());
+      }
       fn();
     }
   }
 
  private:
+  std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<std::function<void()>> posted_;
 };
 
@@ -264,6 +283,48 @@ TEST(CommitQueueTest, OnTheLoopStopAppliesWhatTheLoopNeverFlushed) {
   EXPECT_EQ((std::vector<size_t>{1}), store.calls());
   queue.Submit(Gets({"late"}), done.Expect("late"));
   EXPECT_EQ("SHUTDOWN", done.WaitFor(2)["late"]);
+}
+
+// On the loop under Durability::kSync the loop applies without fsyncing and a sync thread
+// fsyncs: no request is answered before the sync that covers its batch has finished, and one
+// sync covers every batch applied before it began.
+TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
+  testing::TempDir dir;
+  EngineOptions options;  // Durability::kSync
+  options.reclaim_interval_ms = 0;
+  auto opened = Engine::Open(dir.Sub("db"), options);
+  ASSERT_OK(opened);
+  Engine& engine = **opened;
+  FakeLoop loop;
+  CommitQueue queue(&engine, 100, 0, loop.Defer());
+  std::vector<std::string> answered;
+  auto expect = [&](std::string name) {
+    return [&, name](Status s, std::vector<Result<OpResult>> r) {
+      ASSERT_OK(s);
+      ASSERT_EQ(1u, r.size());
+      Result<StoreStats> stats = engine.Stats();
+      ASSERT_OK(stats);
+      EXPECT_GE(stats->wal_syncs, 1u) << name << " answered before any sync";
+      answered.push_back(name + ":" + std::string(OutcomeName(r[0]->outcome)));
+    };
+  };
+  queue.Submit({Op::Insert("ns", "a", "NEW")}, expect("a"));
+  loop.RunAll();  // the flush: a is applied (and visible) but not answered
+  EXPECT_TRUE(answered.empty());
+  Result<StoreStats> stats = engine.Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(1u, stats->writes);
+  // b reads a's write, maybe before it is durable: it waits for a sync too.
+  queue.Submit({Op::Insert("ns", "a", "NEW")}, expect("b"));
+  while (answered.size() < 2) {
+    loop.WaitForPosted(1);  // the sync thread finished a sync and posted the release
+    loop.RunAll();
+  }
+  EXPECT_EQ((std::vector<std::string>{"a:INSERTED", "b:EXISTS"}), answered);
+  queue.Stop();
+  stats = engine.Stats();
+  ASSERT_OK(stats);
+  EXPECT_LE(stats->wal_syncs, 2u);  // one sync per group, not per request
 }
 
 }  // namespace

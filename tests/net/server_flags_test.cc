@@ -124,20 +124,18 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
   }
 }
 
-TEST(ServerFlagsTest, EngineThreadsDefaultFollowsDurabilityAndCpus) {
-  EXPECT_EQ(0, DefaultEngineThreads(Durability::kAsync, 1));
-  EXPECT_EQ(0, DefaultEngineThreads(Durability::kAsync, 2));
-  EXPECT_EQ(1, DefaultEngineThreads(Durability::kSync, 1));
-  EXPECT_EQ(2, DefaultEngineThreads(Durability::kSync, 2));
-  EXPECT_GE(UsableCpus(), 1);
-  std::vector<std::string_view> args = {"--durability", "async", "--engine-threads", "3"};
+TEST(ServerFlagsTest, EngineThreadsDefaultToTheEventLoop) {
+  std::vector<std::string_view> args = {"--durability", "sync"};
   Result<ServerFlags> f = ParseServerFlags(args);
   ASSERT_TRUE(f.ok());
-  EXPECT_EQ(3, f->server.engine_threads);  // an explicit count always wins
-  args = {"--durability", "async"};
+  EXPECT_EQ(0, f->server.engine_threads);
+  EXPECT_EQ(1, f->server.io_threads);
+  args = {"--engine-threads", "3"};
   f = ParseServerFlags(args);
   ASSERT_TRUE(f.ok());
-  EXPECT_EQ(DefaultEngineThreads(Durability::kAsync, UsableCpus()), f->server.engine_threads);
+  EXPECT_EQ(3, f->server.engine_threads);
+  args = {"--engine-threads", "-1"};
+  EXPECT_FALSE(ParseServerFlags(args).ok());
 }
 
 }  // namespace

@@ -32,14 +32,16 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
   return options;
 }
 
-// kClient: the server applies on an engine thread (the sync default); kClientOnLoop: its event
-// loop applies (engine_threads = 0, the async default).
-enum class Mode { kEngine, kClient, kClientOnLoop };
+// kClient: the server applies on an engine thread (engine_threads = 1); kClientOnLoop: its event
+// loop applies (engine_threads = 0, the default); kClientOnLoopSync: the same under
+// Durability::kSync, where a sync thread fsyncs and answers wait for it.
+enum class Mode { kEngine, kClient, kClientOnLoop, kClientOnLoopSync };
 inline const char* ModeName(Mode mode) {
   switch (mode) {
     case Mode::kEngine: return "Engine";
     case Mode::kClient: return "Client";
     case Mode::kClientOnLoop: return "ClientOnLoop";
+    case Mode::kClientOnLoopSync: return "ClientOnLoopSync";
   }
   return "?";
 }
@@ -48,11 +50,12 @@ inline std::string ModeTestName(const ::testing::TestParamInfo<Mode>& info) {
   return ModeName(info.param);
 }
 inline auto AllModes() {
-  return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop);
+  return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop,
+                           Mode::kClientOnLoopSync);
 }
 inline ServerOptions ServerOptionsFor(Mode mode) {
   ServerOptions options;
-  options.engine_threads = mode == Mode::kClientOnLoop ? 0 : 1;
+  options.engine_threads = mode == Mode::kClient ? 1 : 0;
   return options;
 }
 
@@ -63,8 +66,9 @@ class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
       engine_ = std::move(*Engine::Open(dir_.Sub("db"), ConformanceEngineOptions(clock_)));
       store_ = engine_.get();
     } else {
-      server_ = std::make_unique<TestServer>(
-          ServerOptionsFor(GetParam()), clock_, ConformanceEngineOptions(clock_), false);
+      EngineOptions options = ConformanceEngineOptions(clock_);
+      if (GetParam() == Mode::kClientOnLoopSync) options.durability = Durability::kSync;
+      server_ = std::make_unique<TestServer>(ServerOptionsFor(GetParam()), clock_, options, false);
       auto client = server_->Connect();
       ASSERT_OK(client);
       client_ = std::move(*client);

@@ -83,6 +83,7 @@ class RealLeaseTest : public ::testing::TestWithParam<Mode> {
   void SetUp() override {
     EngineOptions options = TestEngineOptions(nullptr);
     options.clock = SystemClock::Default();
+    if (GetParam() == Mode::kClientOnLoopSync) options.durability = Durability::kSync;
     if (GetParam() == Mode::kEngine) {
       engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
       store_ = engine_.get();

@@ -211,7 +211,7 @@ TEST_P(StoreConformanceTest, StatsCountOps) {
   EXPECT_EQ(2u, stats->ops);
   EXPECT_EQ(1u, stats->writes);
   EXPECT_GT(stats->next_fence, 0u);
-  EXPECT_EQ("async", stats->durability);
+  EXPECT_EQ(GetParam() == Mode::kClientOnLoopSync ? "sync" : "async", stats->durability);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, StoreConformanceTest, AllModes(), ModeTestName);

@@ -39,6 +39,17 @@ class Engine : public Store {
   // per waiter by combining it with Watch.
   virtual Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
 
+  // Group commit with the fsync off the applying thread, for servers under Durability::kSync:
+  // ApplyDeferSync is ApplyNoWait whose writes reach the WAL (the OS) but are not fsynced; they
+  // are visible to later operations at once. SyncWal() fsyncs every write that completed before
+  // it was called. The caller must not acknowledge anything applied this way, or anything
+  // applied after it (it may have read such a write), before a SyncWal() that began after it
+  // returned. Apply and ApplyNoWait keep their contract regardless: when they may have read a
+  // write not yet synced, they sync before returning. Under kAsync both are plain ApplyNoWait.
+  virtual Status ApplyDeferSync(std::span<const Op> ops,
+                                std::vector<Result<OpResult>>* results) = 0;
+  virtual Status SyncWal() = 0;
+
   // Calls `on_change` once, on the committing thread and after the commit, when a write to
   // (ns, key) is next committed; or never, if Unwatch comes first. It must not block or call
   // into the engine. Register BEFORE reading the state you wait on, so no change is missed.

@@ -32,6 +32,9 @@ struct StoreStats {
   uint64_t compactions = 0;
   uint64_t records_dropped_by_compaction = 0;  // expired (and overwritten/deleted) versions removed
   uint64_t live_sst_bytes = 0;  // table files the current version references
+  // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
+  // group commit groups. 0 under Durability::kAsync.
+  uint64_t wal_syncs = 0;
   std::string durability;   // "sync" or "async"
 };
 

@@ -10,8 +10,9 @@
 // Threads: `io_threads` threads run the event loop (accept, read, parse, write);
 // `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
 // event loop runs the Store itself: each loop turn's requests, from every connection, become
-// one Store::Apply (the fastest mode when nothing waits on fsync). Stop() and the destructor
-// must not be called from any of them.
+// one Store::Apply, and under Durability::kSync a sync thread fsyncs while the loop goes on
+// (commit_queue.h). Measured faster than engine threads in both durabilities
+// (docs/performance.md). Stop() and the destructor must not be called from any of them.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +33,7 @@ struct ServerOptions {
   uint16_t port = 7878;            // 0: an ephemeral port (see Server::port())
   bool allow_remote = false;
   int io_threads = 1;
-  int engine_threads = 1;  // 0: the event loop applies (see above)
+  int engine_threads = 0;  // 0: the event loop applies (see above)
   size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
   size_t max_frame_bytes = 4u << 20;
   // A connection with no complete request and no response written for this long is closed

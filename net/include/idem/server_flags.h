@@ -23,11 +23,6 @@ struct ServerFlags {
 // InvalidArgument names the offending flag. server.limits is set to engine.limits.
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args);
 
-// The engine threads used without --engine-threads, for the CPUs the process may run on
-// (its affinity mask: `taskset -c 0 idemstored` has one).
-int DefaultEngineThreads(Durability durability, int usable_cpus);
-int UsableCpus();
-
 // The --help text.
 std::string ServerFlagsUsage();
 
