@@ -71,7 +71,8 @@ class CommitQueue {
   void Submit(std::vector<Op> ops, Done done);
 
   // Runs `task` on an engine thread (in queue order): any other Store call, e.g. Stats, so that
-  // no I/O thread ever blocks on the database. After Stop(): runs it inline with `stopped`=true.
+  // no I/O thread ever blocks on the database. With engine_threads == 0 it runs at once on the
+  // caller (the loop). After Stop(): runs it inline with `stopped`=true.
   void Run(std::function<void(bool stopped)> task);
 
   // Applies everything already queued, then joins the engine threads. Idempotent.

@@ -165,7 +165,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
 }
 
 void RequestHandler::HandleStats(uint64_t id, Reply reply) {
-  // Stats reads RocksDB properties and lists WAL files: engine-thread work.
+  // Stats reads RocksDB properties and lists WAL files: engine-thread work (or the loop's).
   queue_->Run([this, id, reply = std::move(reply)](bool stopped) {
     if (stopped) {
       reply(EncodeError(id, Status::Shutdown("server is stopping")));

@@ -1,11 +1,13 @@
-// The server: an acceptor, the I/O threads, the engine threads (CommitQueue) and the set of live
+// The server: an acceptor, the event-loop (I/O) threads, the commit queue and the set of live
 // connections, wired together as in Asio's HTTP server example.
 //
 // Threads:
-//  - io_threads threads run io_; they accept, read, parse, write and run timers. They never call
-//    the Store, so a slow fsync cannot stall accepting or other connections.
-//  - engine_threads threads run in the CommitQueue; they call Store::Apply/Stats and post the
-//    responses back to each connection's strand.
+//  - io_threads threads run io_: accept, read, parse, write, timers. With engine_threads == 0
+//    (the default) they also apply: each loop turn's requests become one Store::Apply, run by a
+//    handler posted behind that turn's reads (commit_queue.h); under Durability::kSync the
+//    queue's sync thread does the fsyncs, so the loop never waits for the disk.
+//  - With engine_threads > 0, that many threads in the CommitQueue call Store::Apply/Stats and
+//    post the responses back to each connection's strand; the I/O threads never touch the Store.
 //  - The thread that calls Wait()/Stop() (idemstored's main thread) only waits and coordinates.
 #include <condition_variable>
 #include <csignal>
