@@ -124,6 +124,7 @@ void CommitQueue::EngineLoop() {
 }
 
 void CommitQueue::FlushOnLoop() {
+  std::lock_guard<std::mutex> flushing(flush_mu_);
   std::vector<Item> batch;
   std::vector<Op> ops;
   std::vector<Result<OpResult>> results;

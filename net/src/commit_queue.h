@@ -123,6 +123,9 @@ class CommitQueue {
   uint64_t applies_ = 0;     // guarded by mu_
   uint64_t requests_ = 0;    // guarded by mu_
   bool flush_scheduled_ = false;  // guarded by mu_; loop mode: a FlushOnLoop is coming
+  // Held for a whole FlushOnLoop: one flush at a time, so Stop's flush also waits for a flush
+  // in progress on the loop, and no batch is applied after Stop's last sync.
+  std::mutex flush_mu_;
   std::vector<std::thread> threads_;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;
