@@ -4,6 +4,7 @@
 //   BM_Insert_New        vs BM_RawRocksDB_GetPut  (Get miss + Put of a new key)
 //   BM_Insert_Duplicate  vs BM_RawRocksDB_Get     (Get hit)
 //   BM_Apply_Insert/N    per item vs BM_Insert_New
+//   BM_Apply_CompareAndSet/N per item vs BM_CompareAndSet
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
 #include <benchmark/benchmark.h>
@@ -221,6 +222,32 @@ void BM_Apply_Insert(benchmark::State& state) {
                                                       benchmark::Counter::kInvert);
 }
 
+// A group commit of N completions on random existing keys (what the server applies for N
+// clients' compare-and-sets in one loop turn). Per item, comparable with BM_CompareAndSet.
+void BM_Apply_CompareAndSet(benchmark::State& state) {
+  Engine& engine = *F().engine;
+  const size_t batch = static_cast<size_t>(state.range(0));
+  std::vector<std::string> keys(batch);
+  std::vector<Op> ops(batch);
+  std::vector<Result<OpResult>> results;
+  Condition when{{"DONE", "SUCCEEDED"}, {}, {}};
+  Update set{"SUCCEEDED", kPayload, {}};
+  uint64_t i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (size_t j = 0; j < batch; ++j) {
+      keys[j] = KeyOf((i += 104729) % kHotSet);
+      ops[j] = Op::CompareAndSet(kNs, keys[j], when, set);
+    }
+    state.ResumeTiming();
+    if (!engine.Apply(ops, &results).ok()) state.SkipWithError("apply failed");
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.counters["per_item"] = benchmark::Counter(static_cast<double>(state.iterations() * batch),
+                                                  benchmark::Counter::kIsRate |
+                                                      benchmark::Counter::kInvert);
+}
+
 void Threads(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(2)->Threads(8)->UseRealTime(); }
 
 BENCHMARK(BM_RawRocksDB_GetPut)->Apply(Threads);
@@ -230,6 +257,7 @@ BENCHMARK(BM_Insert_Duplicate)->Apply(Threads);
 BENCHMARK(BM_CompareAndSet)->Apply(Threads);
 BENCHMARK(BM_Get_Hit)->Apply(Threads);
 BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();
 
 }  // namespace
 }  // namespace idem
