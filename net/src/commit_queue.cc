@@ -210,10 +210,11 @@ void CommitQueue::SyncLoop() {
     lock.lock();
     if (!s.ok() && sync_error_.ok()) sync_error_ = s;
     synced_seq_ = covers;
-    if (!release_posted_) {
-      release_posted_ = true;
-      defer_([this] { ReleaseSynced(); });
-    }
+    if (release_posted_) continue;  // the loop has not run the last one yet: it takes these too
+    release_posted_ = true;
+    lock.unlock();
+    defer_([this] { ReleaseSynced(); });
+    lock.lock();
   }
 }
 
