@@ -67,10 +67,13 @@ class RocksEngine final : public Engine {
 
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
   Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
-    return ApplyImpl(ops, results, /*defer_sync=*/false);
+    return ApplyImpl(ops, results, /*defer_sync=*/false, nullptr);
   }
-  Status ApplyDeferSync(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
-    return ApplyImpl(ops, results, /*defer_sync=*/options_.durability == Durability::kSync);
+  Status ApplyDeferSync(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
+                        bool* needs_sync) override {
+    *needs_sync = false;
+    return ApplyImpl(ops, results, /*defer_sync=*/options_.durability == Durability::kSync,
+                     needs_sync);
   }
   Status SyncWal() override;
   WatchId Watch(std::string_view ns, std::string_view key, std::function<void()> on_change) override {
@@ -85,8 +88,9 @@ class RocksEngine final : public Engine {
   const EngineOptions& options() const override { return options_; }
 
  private:
+  // needs_sync (with defer_sync): set when the batch wrote, or may have read an unsynced write.
   Status ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
-                   bool defer_sync);
+                   bool defer_sync, bool* needs_sync);
   // Reads the live record at `rocks_key`: nullopt if absent or expired at `now_ms`.
   Result<std::optional<Record>> ReadLive(const std::string& rocks_key, int64_t now_ms);
   template <typename Policy>
@@ -205,7 +209,7 @@ Status RocksEngine::SyncWal() {
 }
 
 Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
-                              bool defer_sync) {
+                              bool defer_sync, bool* needs_sync) {
   results->clear();
   if (ops.size() > options_.limits.max_batch_ops) {
     return Status::InvalidArgument("batch has " + std::to_string(ops.size()) +
@@ -339,12 +343,15 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     if (!defer_sync && write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
   }
+  // A deferred batch needs its caller's sync if it wrote, or if it may have read a deferred
+  // write not synced yet (every such write began before this point).
+  const bool unsynced_visible = deferred_begun_.load(std::memory_order_acquire) >
+                                deferred_synced_.load(std::memory_order_acquire);
+  if (defer_sync) *needs_sync = batch.Count() > 0 || unsynced_visible;
   // A synced batch that wrote nothing may have read a deferred write not durable yet: sync
   // before answering. (A synced write fsyncs every WAL file, earlier writes included.) Never
   // true unless a server uses ApplyDeferSync.
-  if (!defer_sync && write_options_.sync && batch.Count() == 0 &&
-      deferred_begun_.load(std::memory_order_acquire) >
-          deferred_synced_.load(std::memory_order_acquire)) {
+  if (!defer_sync && write_options_.sync && batch.Count() == 0 && unsynced_visible) {
     if (Status s = SyncWal(); !s.ok()) {
       results->clear();
       return s;

@@ -155,8 +155,10 @@ void CommitQueue::TakeBatch(std::vector<Item>& batch) {
   requests_ += batch.size();
 }
 
-Status CommitQueue::ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results) {
-  if (defer_sync_) return engine_->ApplyDeferSync(ops, results);
+Status CommitQueue::ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
+                               bool* needs_sync) {
+  *needs_sync = false;
+  if (defer_sync_) return engine_->ApplyDeferSync(ops, results, needs_sync);
   return engine_ ? engine_->ApplyNoWait(ops, results) : store_->Apply(ops, results);
 }
 
@@ -166,27 +168,31 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
   for (Item& item : batch) {
     for (Op& op : item.ops) ops.push_back(std::move(op));
   }
-  Status status = ApplyBatch(ops, &results);
+  // A batch that wrote nothing and saw nothing unsynced is answered at once, even in defer_sync_
+  // mode (a duplicate on an idle server costs no fsync); a failed Apply may have read, so waits.
+  bool needs_sync = false;
+  Status status = ApplyBatch(ops, &results, &needs_sync);
+  const bool hold = defer_sync_ && (needs_sync || !status.ok());
   if (status.ok() && results.size() != ops.size()) {
     status = Status::Corruption("store returned " + std::to_string(results.size()) +
                                 " results for " + std::to_string(ops.size()) + " operations");
   }
   size_t next = 0;
   std::vector<Unsynced> unsynced;
-  if (defer_sync_) unsynced.reserve(batch.size());
+  if (hold) unsynced.reserve(batch.size());
   for (Item& item : batch) {
     std::vector<Result<OpResult>> mine;
     if (status.ok()) {
       mine.reserve(item.ops.size());
       for (size_t i = 0; i < item.ops.size(); ++i) mine.push_back(std::move(results[next++]));
     }
-    if (defer_sync_) {
+    if (hold) {
       unsynced.push_back(Unsynced{0, std::move(item.done), status, std::move(mine)});
     } else {
       item.done(status, std::move(mine));
     }
   }
-  if (!defer_sync_) return;
+  if (!hold) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t seq = ++applied_seq_;

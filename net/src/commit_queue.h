@@ -34,8 +34,9 @@
 // each completed sync releases, on the loop, every batch applied before it began. So the loop
 // applies the next batches while the disk syncs the previous ones, with one fsync per sync
 // rather than per batch. Nothing is acknowledged before it is durable, and neither is anything
-// that might have read a write not yet durable: every batch, reads included, waits for a sync
-// that began after it was applied. docs/design.md has the argument.
+// that might have read a write not yet durable: every batch that wrote, or may have read a write
+// not yet synced, waits for a sync that began after it was applied (a batch that did neither is
+// answered at once). docs/design.md has the argument.
 #pragma once
 
 #include <condition_variable>
@@ -96,7 +97,8 @@ class CommitQueue {
   void TakeBatch(std::vector<Item>& batch);
   // Applies `batch` (requests only) as one Store::Apply and completes each request (or, with
   // defer_sync_, queues its completion until a sync covers it).
-  Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results);
+  Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
+                    bool* needs_sync);
   void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
               std::vector<Result<OpResult>>& results);
 

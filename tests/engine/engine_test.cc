@@ -204,14 +204,24 @@ TEST_F(EngineTest, DeferredSyncWritesAreSyncedByTheNextSyncWalOrTheNextReader) {
   const uint64_t start = syncs();
   std::vector<Op> insert = {Op::Insert("pay", "k1", "NEW")};
   std::vector<Result<OpResult>> results;
-  ASSERT_OK(engine().ApplyDeferSync(insert, &results));
+  bool needs_sync = false;
+  ASSERT_OK(engine().ApplyDeferSync(insert, &results, &needs_sync));
   EXPECT_EQ("INSERTED", Name(results[0]));
+  EXPECT_TRUE(needs_sync);  // it wrote
   EXPECT_EQ(start, syncs());
+  // A duplicate before the sync read an unsynced write: it must wait for the sync too.
+  ASSERT_OK(engine().ApplyDeferSync(insert, &results, &needs_sync));
+  EXPECT_EQ("EXISTS", Name(results[0]));
+  EXPECT_TRUE(needs_sync);
   ASSERT_OK(engine().SyncWal());
   EXPECT_EQ(start + 1, syncs());
+  // After it, a duplicate wrote nothing and saw only durable data: no sync needed.
+  ASSERT_OK(engine().ApplyDeferSync(insert, &results, &needs_sync));
+  EXPECT_EQ("EXISTS", Name(results[0]));
+  EXPECT_FALSE(needs_sync);
 
   insert = {Op::Insert("pay", "k2", "NEW")};
-  ASSERT_OK(engine().ApplyDeferSync(insert, &results));
+  ASSERT_OK(engine().ApplyDeferSync(insert, &results, &needs_sync));
   EXPECT_EQ("FOUND", Get("pay", "k2"));  // read before any SyncWal: synced first
   EXPECT_EQ(start + 2, syncs());
   EXPECT_EQ("FOUND", Get("pay", "k2"));  // nothing deferred since

@@ -46,8 +46,11 @@ class Engine : public Store {
   // applied after it (it may have read such a write), before a SyncWal() that began after it
   // returned. Apply and ApplyNoWait keep their contract regardless: when they may have read a
   // write not yet synced, they sync before returning. Under kAsync both are plain ApplyNoWait.
-  virtual Status ApplyDeferSync(std::span<const Op> ops,
-                                std::vector<Result<OpResult>>* results) = 0;
+  // *needs_sync says whether this batch must wait for a SyncWal at all: false when it wrote
+  // nothing and every deferred write it could have read was already synced (a duplicate or a
+  // Get on an idle server), so its results may be acknowledged at once.
+  virtual Status ApplyDeferSync(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
+                                bool* needs_sync) = 0;
   virtual Status SyncWal() = 0;
 
   // Calls `on_change` once, on the committing thread and after the commit, when a write to
