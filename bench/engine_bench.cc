@@ -200,7 +200,10 @@ void BM_CompareAndSet(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_Apply_Insert(benchmark::State& state) {
+// Times one Apply of state.range(0) ops per iteration (make_op builds op j and owns its key in
+// *key, outside the timing) and reports the time per item.
+template <typename MakeOp>
+void TimeApplyBatches(benchmark::State& state, MakeOp make_op) {
   Engine& engine = *F().engine;
   const size_t batch = static_cast<size_t>(state.range(0));
   std::vector<std::string> keys(batch);
@@ -208,44 +211,34 @@ void BM_Apply_Insert(benchmark::State& state) {
   std::vector<Result<OpResult>> results;
   for (auto _ : state) {
     state.PauseTiming();
-    for (size_t j = 0; j < batch; ++j) {
-      keys[j] = KeyOf(F().next_new_key.fetch_add(1));
-      ops[j] = Op::Insert(kNs, keys[j], "PENDING", kPayload);
-    }
+    for (size_t j = 0; j < batch; ++j) ops[j] = make_op(&keys[j]);
     state.ResumeTiming();
     if (!engine.Apply(ops, &results).ok()) state.SkipWithError("apply failed");
   }
   state.SetItemsProcessed(state.iterations() * batch);
-  // Time per inserted item, comparable with BM_Insert_New's time per iteration.
   state.counters["per_item"] = benchmark::Counter(static_cast<double>(state.iterations() * batch),
                                                   benchmark::Counter::kIsRate |
                                                       benchmark::Counter::kInvert);
 }
 
+// A group commit of N new keys. Per item, comparable with BM_Insert_New.
+void BM_Apply_Insert(benchmark::State& state) {
+  TimeApplyBatches(state, [](std::string* key) {
+    *key = KeyOf(F().next_new_key.fetch_add(1));
+    return Op::Insert(kNs, *key, "PENDING", kPayload);
+  });
+}
+
 // A group commit of N completions on random existing keys (what the server applies for N
 // clients' compare-and-sets in one loop turn). Per item, comparable with BM_CompareAndSet.
 void BM_Apply_CompareAndSet(benchmark::State& state) {
-  Engine& engine = *F().engine;
-  const size_t batch = static_cast<size_t>(state.range(0));
-  std::vector<std::string> keys(batch);
-  std::vector<Op> ops(batch);
-  std::vector<Result<OpResult>> results;
-  Condition when{{"DONE", "SUCCEEDED"}, {}, {}};
-  Update set{"SUCCEEDED", kPayload, {}};
+  const Condition when{{"DONE", "SUCCEEDED"}, {}, {}};
+  const Update set{"SUCCEEDED", kPayload, {}};
   uint64_t i = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    for (size_t j = 0; j < batch; ++j) {
-      keys[j] = KeyOf((i += 104729) % kHotSet);
-      ops[j] = Op::CompareAndSet(kNs, keys[j], when, set);
-    }
-    state.ResumeTiming();
-    if (!engine.Apply(ops, &results).ok()) state.SkipWithError("apply failed");
-  }
-  state.SetItemsProcessed(state.iterations() * batch);
-  state.counters["per_item"] = benchmark::Counter(static_cast<double>(state.iterations() * batch),
-                                                  benchmark::Counter::kIsRate |
-                                                      benchmark::Counter::kInvert);
+  TimeApplyBatches(state, [&](std::string* key) {
+    *key = KeyOf((i += 104729) % kHotSet);
+    return Op::CompareAndSet(kNs, *key, when, set);
+  });
 }
 
 void Threads(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(2)->Threads(8)->UseRealTime(); }
