@@ -125,9 +125,6 @@ void CommitQueue::EngineLoop() {
 
 void CommitQueue::FlushOnLoop() {
   std::lock_guard<std::mutex> flushing(flush_mu_);
-  std::vector<Item> batch;
-  std::vector<Op> ops;
-  std::vector<Result<OpResult>> results;
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -135,10 +132,10 @@ void CommitQueue::FlushOnLoop() {
         flush_scheduled_ = false;
         return;
       }
-      TakeBatch(batch);
+      TakeBatch(flush_batch_);
     }
-    Commit(batch, ops, results);
-    batch.clear();
+    Commit(flush_batch_, flush_ops_, flush_results_);
+    flush_batch_.clear();
   }
 }
 

@@ -128,6 +128,11 @@ class CommitQueue {
   // Held for a whole FlushOnLoop: one flush at a time, so Stop's flush also waits for a flush
   // in progress on the loop, and no batch is applied after Stop's last sync.
   std::mutex flush_mu_;
+  // FlushOnLoop's working vectors, guarded by flush_mu_: kept across flushes so that a loop turn
+  // does not allocate them again.
+  std::vector<Item> flush_batch_;
+  std::vector<Op> flush_ops_;
+  std::vector<Result<OpResult>> flush_results_;
   std::vector<std::thread> threads_;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;
