@@ -61,8 +61,8 @@ fb::Offset<fb::Vector<uint8_t>> Bytes(fb::FlatBufferBuilder& b, std::string_view
   return b.CreateVector(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
-FrameBytes Finish(fb::FlatBufferBuilder& b, uint64_t id, wire::Body type, fb::Offset<void> body,
-                  fb::Offset<wire::Error> error = 0) {
+fb::Offset<wire::Frame> MakeFrame(fb::FlatBufferBuilder& b, uint64_t id, wire::Body type,
+                                  fb::Offset<void> body, fb::Offset<wire::Error> error = 0) {
   wire::FrameBuilder frame(b);
   frame.add_id(id);
   if (!body.IsNull()) {
@@ -70,7 +70,21 @@ FrameBytes Finish(fb::FlatBufferBuilder& b, uint64_t id, wire::Body type, fb::Of
     frame.add_body(body);
   }
   if (!error.IsNull()) frame.add_error(error);
-  return FinishFrame(b, frame.Finish());
+  return frame.Finish();
+}
+
+FrameBytes Finish(fb::FlatBufferBuilder& b, uint64_t id, wire::Body type, fb::Offset<void> body,
+                  fb::Offset<wire::Error> error = 0) {
+  return FinishFrame(b, MakeFrame(b, id, type, body, error));
+}
+
+// Finish, then the 4-byte length in front. The length goes in front only after Finish: the body
+// thus stays a plain FlatBuffer, aligned relative to its own first byte, which is what a
+// receiver verifies once it has copied the body into a buffer of its own. (FinishSizePrefixed
+// would align the prefix instead, leaving 8-byte fields misaligned relative to the body.)
+void FinishWithLength(fb::FlatBufferBuilder& b, fb::Offset<wire::Frame> root) {
+  b.Finish(root);
+  b.PushElement(static_cast<uint32_t>(b.GetSize()));
 }
 
 fb::Offset<wire::Error> MakeError(fb::FlatBufferBuilder& b, const Status& status) {
@@ -130,12 +144,7 @@ fb::Offset<wire::OpResult> MakeOpResult(fb::FlatBufferBuilder& b, const Result<O
 }  // namespace
 
 FrameBytes FinishFrame(flatbuffers::FlatBufferBuilder& b, flatbuffers::Offset<wire::Frame> root) {
-  b.Finish(root);
-  // The length goes in front only now, after Finish. The body thus stays a plain FlatBuffer,
-  // aligned relative to its own first byte, which is what a receiver verifies once it has
-  // copied the body into a buffer of its own. (FinishSizePrefixed would align the prefix
-  // instead, leaving 8-byte fields misaligned relative to the body.)
-  b.PushElement(static_cast<uint32_t>(b.GetSize()));
+  FinishWithLength(b, root);
   return b.Release();
 }
 
@@ -269,13 +278,27 @@ FrameBytes EncodeHelloReply(uint64_t id, const ServerInfo& info) {
   return Finish(b, id, wire::Body::HelloReply, reply.Union());
 }
 
-FrameBytes EncodeApplyRequest(uint64_t id, std::span<const Op> ops) {
-  fb::FlatBufferBuilder b(256);
+namespace {
+fb::Offset<wire::Frame> MakeApplyRequest(fb::FlatBufferBuilder& b, uint64_t id,
+                                         std::span<const Op> ops) {
   std::vector<fb::Offset<wire::Op>> offsets;
   offsets.reserve(ops.size());
   for (const Op& op : ops) offsets.push_back(MakeOp(b, op));
   auto request = wire::CreateApplyRequest(b, b.CreateVector(offsets));
-  return Finish(b, id, wire::Body::ApplyRequest, request.Union());
+  return MakeFrame(b, id, wire::Body::ApplyRequest, request.Union());
+}
+}  // namespace
+
+FrameBytes EncodeApplyRequest(uint64_t id, std::span<const Op> ops) {
+  fb::FlatBufferBuilder b(256);
+  return FinishFrame(b, MakeApplyRequest(b, id, ops));
+}
+
+void AppendApplyRequest(flatbuffers::FlatBufferBuilder& b, uint64_t id, std::span<const Op> ops,
+                        std::string* out) {
+  b.Clear();
+  FinishWithLength(b, MakeApplyRequest(b, id, ops));
+  out->append(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
 
 FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> results) {

@@ -48,6 +48,10 @@ FrameBytes FinishFrame(flatbuffers::FlatBufferBuilder& b, flatbuffers::Offset<wi
 FrameBytes EncodeHello(uint64_t id, std::string_view client_name);
 FrameBytes EncodeHelloReply(uint64_t id, const ServerInfo& info);
 FrameBytes EncodeApplyRequest(uint64_t id, std::span<const Op> ops);
+// The same frame, built in `b` (cleared first; a sender reuses one builder for every request)
+// and appended to `out`.
+void AppendApplyRequest(flatbuffers::FlatBufferBuilder& b, uint64_t id, std::span<const Op> ops,
+                        std::string* out);
 FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> results);
 FrameBytes EncodeStatsRequest(uint64_t id);
 FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& stats);

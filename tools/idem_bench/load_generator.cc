@@ -30,6 +30,7 @@
 #include "idem/operation.h"
 #include "idem/status.h"
 #include "json_writer.h"
+#include "protocol_codec.h"
 
 #include "protocol_generated.h"
 
@@ -72,137 +73,81 @@ double ProcessCpuSeconds(int pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// Builds request frames into a connection's output buffer. One per worker; never shrinks.
+// Builds request frames into a connection's output buffer. One per worker; never shrinks. The
+// ops are idem::Ops encoded by the protocol codec (one reused builder), like the client's.
 class Encoder {
  public:
   Encoder(const BenchConfig& config, std::string key_prefix)
       : config_(config), prefix_(std::move(key_prefix)) {}
 
-  std::string_view Key(uint64_t index) {
+  void Append(std::string* out, uint64_t id, OpKind kind, std::span<const uint64_t> keys,
+              std::span<const uint64_t> fences) {
+    // Every op of the request borrows its key and payload from here until it is encoded.
+    keys_.resize(keys.size());
+    payloads_.resize(keys.size());
+    const bool has_payload =
+        kind == OpKind::kInsert || kind == OpKind::kPreload || kind == OpKind::kComplete ||
+        kind == OpKind::kCas;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      WriteKey(keys[i], &keys_[i]);
+      if (has_payload) WritePayload(keys[i], &payloads_[i]);
+    }
+    ops_.clear();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ops_.push_back(MakeOp(kind, keys_[i], payloads_[i], i < fences.size() ? fences[i] : 0));
+    }
+    AppendApplyRequest(b_, id, ops_, out);
+  }
+
+  static std::string Hello() {
+    FrameBytes frame = EncodeHello(1, "idem-bench");
+    return std::string(reinterpret_cast<const char*>(frame.data()), frame.size());
+  }
+
+ private:
+  void WriteKey(uint64_t index, std::string* out) const {
     char buf[24];
     std::snprintf(buf, sizeof buf, ":%016" PRIx64, index);
-    key_.assign(prefix_).append(buf);
-    return key_;
+    out->assign(prefix_).append(buf);
   }
 
   // A response-like payload that names its key, so it is not one constant repeated (which
   // RocksDB's block compression would make unrealistically cheap to store).
-  std::string_view Payload(uint64_t index) {
-    payload_.clear();
+  void WritePayload(uint64_t index, std::string* out) const {
+    out->clear();
     char buf[96];
     std::snprintf(buf, sizeof buf, "{\"ref\":\"%016" PRIx64 "\",\"code\":201,\"txn\":\"%016" PRIx64
                   "\",\"body\":\"", index, static_cast<uint64_t>(index * 0x9e3779b97f4a7c15ULL));
-    while (payload_.size() < config_.payload_bytes) payload_.append(buf);
-    payload_.resize(config_.payload_bytes);
-    return payload_;
+    while (out->size() < config_.payload_bytes) out->append(buf);
+    out->resize(config_.payload_bytes);
   }
 
-  void Append(std::string* out, uint64_t id, OpKind kind, std::span<const uint64_t> keys,
-              std::span<const uint64_t> fences) {
-    b_.Clear();
-    ops_.clear();
-    for (size_t i = 0; i < keys.size(); ++i) ops_.push_back(MakeOp(kind, keys[i], fences, i));
-    auto request = wire::CreateApplyRequest(b_, b_.CreateVector(ops_));
-    wire::FrameBuilder frame(b_);
-    frame.add_id(id);
-    frame.add_body_type(wire::Body::ApplyRequest);
-    frame.add_body(request.Union());
-    b_.Finish(frame.Finish());
-    const uint32_t n = b_.GetSize();
-    const char prefix[4] = {static_cast<char>(n), static_cast<char>(n >> 8),
-                            static_cast<char>(n >> 16), static_cast<char>(n >> 24)};
-    out->append(prefix, 4);
-    out->append(reinterpret_cast<const char*>(b_.GetBufferPointer()), n);
-  }
-
-  static std::string Hello() {
-    fb::FlatBufferBuilder b(128);
-    auto hello = wire::CreateHello(b, 1, b.CreateString("idem-bench"));
-    auto frame = wire::CreateFrame(b, 1, wire::Body::Hello, hello.Union());
-    b.Finish(frame);
-    const uint32_t n = b.GetSize();
-    std::string out(4, '\0');
-    for (int i = 0; i < 4; ++i) out[i] = static_cast<char>(n >> (8 * i));
-    out.append(reinterpret_cast<const char*>(b.GetBufferPointer()), n);
-    return out;
-  }
-
- private:
-  fb::Offset<fb::Vector<uint8_t>> Bytes(std::string_view s) {
-    return b_.CreateVector(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-  }
-
-  fb::Offset<wire::Op> MakeOp(OpKind kind, uint64_t index, std::span<const uint64_t> fences,
-                              size_t i) {
-    auto ns = b_.CreateSharedString(config_.ns);
-    auto key = Bytes(Key(index));
+  Op MakeOp(OpKind kind, std::string_view key, std::string_view payload, uint64_t fence) const {
     switch (kind) {
       case OpKind::kInsert:
-      case OpKind::kPreload: {
-        auto status = b_.CreateSharedString("PROCESSING");
-        auto payload = Bytes(Payload(index));
-        wire::OpBuilder op(b_);
-        op.add_type(wire::OpType::Insert);
-        op.add_ns(ns);
-        op.add_key(key);
-        op.add_status(status);
-        op.add_payload(payload);
-        op.add_ttl_ms(config_.ttl_ms);
-        return op.Finish();
-      }
+      case OpKind::kPreload:
+        return Op::Insert(config_.ns, key, "PROCESSING", payload, {}, config_.ttl_ms);
       case OpKind::kBegin: {
-        auto owner = b_.CreateSharedString("idem-bench");
-        wire::OpBuilder op(b_);
-        op.add_type(wire::OpType::Begin);
-        op.add_ns(ns);
-        op.add_key(key);
-        op.add_owner(owner);
-        op.add_ttl_ms(config_.ttl_ms);
-        return op.Finish();
+        Op op = Op::Begin(config_.ns, key, {}, 0, 0, "idem-bench");
+        op.ttl_ms = config_.ttl_ms;
+        return op;
       }
-      case OpKind::kComplete: {
-        auto payload = Bytes(Payload(index));
-        wire::OptionalUint64 fence(i < fences.size() ? fences[i] : 0);
-        auto condition = wire::CreateCondition(b_, 0, nullptr, &fence);
-        wire::OpBuilder op(b_);
-        op.add_type(wire::OpType::Complete);
-        op.add_ns(ns);
-        op.add_key(key);
-        op.add_payload(payload);
-        op.add_condition(condition);
-        op.add_ttl_ms(config_.ttl_ms);
-        return op.Finish();
-      }
-      case OpKind::kCas: {
-        auto processing = b_.CreateSharedString("PROCESSING");
-        auto status_in = b_.CreateVector(&processing, 1);
-        auto condition = wire::CreateCondition(b_, status_in);
-        auto succeeded = b_.CreateSharedString("SUCCEEDED");
-        auto payload = Bytes(Payload(index));
-        auto update = wire::CreateUpdate(b_, succeeded, payload);
-        wire::OpBuilder op(b_);
-        op.add_type(wire::OpType::CompareAndSet);
-        op.add_ns(ns);
-        op.add_key(key);
-        op.add_condition(condition);
-        op.add_update(update);
-        return op.Finish();
-      }
+      case OpKind::kComplete:
+        return Op::Complete(config_.ns, key, fence, payload, config_.ttl_ms);
+      case OpKind::kCas:
+        return Op::CompareAndSet(config_.ns, key, Condition{{"PROCESSING"}, {}, {}},
+                                 Update{"SUCCEEDED", payload, {}});
       case OpKind::kGet:
         break;
     }
-    wire::OpBuilder op(b_);
-    op.add_type(wire::OpType::Get);
-    op.add_ns(ns);
-    op.add_key(key);
-    return op.Finish();
+    return Op::Get(config_.ns, key);
   }
 
   const BenchConfig& config_;
   const std::string prefix_;
   fb::FlatBufferBuilder b_{1024};
-  std::vector<fb::Offset<wire::Op>> ops_;
-  std::string key_, payload_;
+  std::vector<std::string> keys_, payloads_;
+  std::vector<Op> ops_;
 };
 
 // Reads one whole frame with a blocking socket (the handshake only).
