@@ -33,6 +33,7 @@ TEST(BenchFlags, Defaults) {
   EXPECT_EQ(0.0, c->rate);
   EXPECT_TRUE(c->progress);
   EXPECT_FALSE(c->json);
+  EXPECT_FALSE(c->sequential_keys);  // keys scattered like UUIDs unless asked
 }
 
 TEST(BenchFlags, BothFlagForms) {
@@ -65,6 +66,8 @@ TEST(BenchFlags, Workloads) {
   ASSERT_EQ(3u, mix->mix.size());
   EXPECT_EQ(OpKind::kGet, mix->mix[1].kind);
   EXPECT_EQ(30u, mix->mix[1].weight);
+  EXPECT_TRUE(Parse({"--key-order", "sequential"})->sequential_keys);
+  EXPECT_FALSE(Parse({"--key-order=random"})->sequential_keys);
 }
 
 TEST(BenchFlags, RejectsBadInputNamingTheFlag) {
@@ -83,6 +86,7 @@ TEST(BenchFlags, RejectsBadInputNamingTheFlag) {
   EXPECT_NE("ok", Error({"--json=yes"}));
   EXPECT_NE("ok", Error({"-c", "2", "--threads", "3"}));
   EXPECT_NE("ok", Error({"positional"}));
+  EXPECT_EQ("--key-order: must be random or sequential", Error({"--key-order", "sorted"}));
 }
 
 TEST(BenchFlags, Help) {

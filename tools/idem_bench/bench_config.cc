@@ -157,6 +157,14 @@ Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args) {
       Result<Distribution> d = ParseDistribution(value);
       if (!d.ok()) return Bad(name, d.status().message());
       c.distribution = *d;
+    } else if (name == "key-order") {
+      if (value == "random") {
+        c.sequential_keys = false;
+      } else if (value == "sequential") {
+        c.sequential_keys = true;
+      } else {
+        return Bad(name, "must be random or sequential");
+      }
     } else if (name == "zipf-theta") {
       s = ParseDouble(name, value, 0.01, 0.999, &c.zipf_theta);
     } else if (name == "payload") {
@@ -221,6 +229,8 @@ std::string BenchUsage() {
   --preload-only          only that (e.g. to load a store before measuring its size)
   --distribution D        uniform | zipfian, for cas/get/mix keys (uniform)
   --zipf-theta T          Zipfian skew (0.99)
+  --key-order O           random | sequential: how key numbers are spelled; random (default)
+                          scatters them like UUIDs, sequential keeps them ascending
   --payload BYTES         payload size (100)
   --ttl D                 record TTL (24h)
   --rate R                open loop at R requests/s in total; latency counts from the

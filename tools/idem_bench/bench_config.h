@@ -47,6 +47,11 @@ struct BenchConfig {
   bool preload = false;             // insert keys [0, keys) with status PROCESSING first
   bool preload_only = false;        // preload, then exit without a measurement
   Distribution distribution = Distribution::kUniform;
+  // Real idempotency keys (UUIDs, hashes) arrive in no order. kRandom spells key number i as a
+  // fixed permutation of i, so new keys are still new but land anywhere in the key space, as the
+  // peers' benchmarks draw theirs; kSequential spells i itself (ascending keys, which an LSM tree
+  // and a B-tree both store far more cheaply).
+  bool sequential_keys = false;
   double zipf_theta = 0.99;
   size_t payload_bytes = 100;
   int64_t ttl_ms = 24LL * 3600 * 1000;

@@ -75,6 +75,14 @@ double ProcessCpuSeconds(int pid) {
 
 // Builds request frames into a connection's output buffer. One per worker; never shrinks. The
 // ops are idem::Ops encoded by the protocol codec (one reused builder), like the client's.
+// A bijection of the 64-bit integers (SplitMix64's finalizer: each step is invertible), so distinct
+// key numbers stay distinct keys while consecutive numbers land far apart.
+uint64_t Scatter(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 class Encoder {
  public:
   Encoder(const BenchConfig& config, std::string key_prefix)
@@ -107,7 +115,7 @@ class Encoder {
  private:
   void WriteKey(uint64_t index, std::string* out) const {
     char buf[24];
-    std::snprintf(buf, sizeof buf, ":%016" PRIx64, index);
+    std::snprintf(buf, sizeof buf, ":%016" PRIx64, config_.sequential_keys ? index : Scatter(index));
     out->assign(prefix_).append(buf);
   }
 
@@ -772,12 +780,13 @@ std::string FormatText(const BenchConfig& c, const BenchReport& r) {
   std::string out;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "idem-bench: workload %s%s, %d connections x pipeline %d, batch %d, %s keys, "
+                "idem-bench: workload %s%s, %d connections x pipeline %d, batch %d, %s %s keys, "
                 "payload %zu B, %s\n",
                 c.workload.c_str(),
                 c.dup_ratio > 0 ? (" (dup " + std::to_string(static_cast<int>(c.dup_ratio * 100 + 0.5)) + "%)").c_str() : "",
                 c.connections, c.pipeline, c.batch,
-                std::string(DistributionName(c.distribution)).c_str(), c.payload_bytes,
+                std::string(DistributionName(c.distribution)).c_str(),
+                c.sequential_keys ? "sequential" : "random", c.payload_bytes,
                 c.rate > 0 ? ("open loop at " + std::to_string(static_cast<uint64_t>(c.rate)) + " req/s").c_str()
                            : "closed loop");
   out += buf;
@@ -819,6 +828,7 @@ std::string FormatJson(const BenchConfig& c, const BenchReport& r) {
   j.Key("pipeline"); j.Uint(c.pipeline);
   j.Key("batch"); j.Uint(c.batch);
   j.Key("distribution"); j.String(DistributionName(c.distribution));
+  j.Key("key_order"); j.String(c.sequential_keys ? "sequential" : "random");
   j.Key("payload_bytes"); j.Uint(c.payload_bytes);
   j.Key("rate"); j.Double(c.rate);
   j.Key("elapsed_s"); j.Double(r.elapsed_s);
