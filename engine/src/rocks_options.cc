@@ -1,6 +1,7 @@
 #include "rocks_options.h"
 
 #include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 
@@ -41,6 +42,17 @@ rocksdb::Options MakeRocksOptions(const EngineOptions& opts) {
   o.compaction_filter_factory = std::make_shared<ExpiryCompactionFilterFactory>(opts.clock);
   o.table_properties_collector_factories.push_back(std::make_shared<ExpiryStatsCollectorFactory>());
   return o;
+}
+
+Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts) {
+  rocksdb::Options base = MakeRocksOptions(opts);
+  if (opts.rocksdb_options.empty()) return base;
+  rocksdb::ConfigOptions config;
+  config.ignore_unknown_options = false;
+  rocksdb::Options tuned;
+  rocksdb::Status s = rocksdb::GetOptionsFromString(config, base, opts.rocksdb_options, &tuned);
+  if (!s.ok()) return Status::InvalidArgument("rocksdb_options: " + s.ToString());
+  return tuned;
 }
 
 }  // namespace idem

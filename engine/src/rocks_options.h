@@ -5,10 +5,15 @@
 #include <rocksdb/options.h>
 
 #include "idem/options.h"
+#include "idem/result.h"
 
 namespace idem {
 
 // `opts.clock` must be set: the compaction filter reads it.
 rocksdb::Options MakeRocksOptions(const EngineOptions& opts);
+
+// MakeRocksOptions with `opts.rocksdb_options` applied over it; InvalidArgument names what
+// RocksDB could not parse.
+Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts);
 
 }  // namespace idem

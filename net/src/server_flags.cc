@@ -216,6 +216,23 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          return ms.status();
        }},
       {"--lifecycle", [&](std::string_view v) { return ParseLifecycle(v, &lifecycle); }},
+      {"--block-cache-mb",
+       [&](std::string_view v) {
+         Result<size_t> mb = ParseInt<size_t>("--block-cache-mb", v, 1, 1 << 20);
+         if (mb.ok()) flags.engine.block_cache_bytes = *mb << 20;
+         return mb.status();
+       }},
+      {"--rocksdb-options",
+       [&](std::string_view v) {
+         flags.engine.rocksdb_options = std::string(v);
+         return Status::Ok();
+       }},
+      {"--memtable-mb",
+       [&](std::string_view v) {
+         Result<size_t> mb = ParseInt<size_t>("--memtable-mb", v, 1, 1 << 14);
+         if (mb.ok()) flags.engine.write_buffer_bytes = *mb << 20;
+         return mb.status();
+       }},
       {"--state-graph",
        [&](std::string_view v) {
          size_t eq = v.find('=');
@@ -308,6 +325,11 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             (retention of completed attempts; default: the TTL policy),
                             remember-failures (Abort keeps a FAILED record that Begin
                             replays; default: release the key), max-response=BYTES
+  --block-cache-mb N        RocksDB block cache: caps the memory that reads use (default 256)
+  --memtable-mb N           size of one memtable; up to 3 exist at once (default 64)
+  --rocksdb-options "NAME=VALUE;..."
+                            RocksDB options over idemstore's own (RocksDB's option-string
+                            form; e.g. "level0_file_num_compaction_trigger=8")
   --state-graph NS=A>B>C[,A>D]
                             the statuses Transition may move a namespace's records
                             between (repeatable; namespaces without one allow any)

@@ -1,6 +1,10 @@
 // Every outcome of every engine operation, batches, limits, corruption and reopen.
 #include <rocksdb/db.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "key_codec.h"
 #include "support/engine_fixture.h"
 
@@ -190,6 +194,65 @@ TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
   ASSERT_OK(after);
   EXPECT_EQ(1u, after->writes - before->writes);
   EXPECT_EQ(128u, after->ops - before->ops);
+}
+
+// A batch's writes reach RocksDB in key order (cheaper memtable inserts); each key must still
+// end with its last write, in memory and after the WAL is replayed.
+TEST_F(EngineTest, ABatchWritingKeysOutOfOrderLeavesEachKeysLastWrite) {
+  ASSERT_EQ("INSERTED", Insert("b", "m", "OLD"));
+  std::vector<Op> ops = {
+      Op::Insert("b", "z", "Z1"),
+      Op::Insert("b", "a", "A1"),
+      Op::Delete("b", "m"),
+      Op::CompareAndSet("b", "a", {{"A1"}, {}, {}}, {"A2", {}, {}}),
+      Op::Insert("b", "m", "M2"),
+      Op::Delete("b", "z"),
+      Op::CompareAndSet("b", "a", {{"A2"}, {}, {}}, {"A3", {}, {}}),
+      Op::Insert("b", "c", "C1"),
+  };
+  std::vector<Result<OpResult>> results;
+  ASSERT_TRUE(engine().Apply(ops, &results).ok());
+  std::vector<std::string> names;
+  for (const auto& r : results) names.push_back(Name(r));
+  EXPECT_EQ((std::vector<std::string>{"INSERTED", "INSERTED", "DELETED", "APPLIED", "INSERTED",
+                                      "DELETED", "APPLIED", "INSERTED"}),
+            names);
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "before reopen" : "after reopen");
+    EXPECT_EQ("A3", GetRecord("b", "a").status);
+    EXPECT_EQ(3u, GetRecord("b", "a").version);
+    EXPECT_EQ("C1", GetRecord("b", "c").status);
+    EXPECT_EQ("M2", GetRecord("b", "m").status);
+    EXPECT_EQ("NOT_FOUND", Get("b", "z"));
+    Reopen();
+  }
+}
+
+// Operators tune RocksDB through EngineOptions::rocksdb_options; a typo must fail the open, not
+// be ignored.
+TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
+  engine_.reset();
+  EngineOptions tuned = options_;
+  tuned.rocksdb_options = "level0_file_num_compaction_trigger=7;max_write_buffer_number=5";
+  auto opened = Engine::Open(dir_.Sub("tuned"), tuned);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_EQ("INSERTED", Name((*opened)->Insert("b", "k", "S")));
+  opened->reset();
+  bool found = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.Sub("tuned"))) {
+    if (!entry.path().filename().string().starts_with("OPTIONS-")) continue;
+    std::ifstream in(entry.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    found |= text.find("level0_file_num_compaction_trigger=7") != std::string::npos &&
+             text.find("max_write_buffer_number=5") != std::string::npos &&
+             text.find("ExpiryCompactionFilterFactory") != std::string::npos;  // ours kept
+  }
+  EXPECT_TRUE(found);
+  for (std::string bad : {"no_such_option=1", "level0_file_num_compaction_trigger=many", "junk"}) {
+    tuned.rocksdb_options = bad;
+    auto r = Engine::Open(dir_.Sub("bad"), tuned);
+    EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
+  }
 }
 
 // ApplyDeferSync (the server's group commit under Durability::kSync): written and visible at

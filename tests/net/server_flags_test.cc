@@ -28,7 +28,9 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--engine-threads=4", "--max-connections", "10",
                                  "--max-frame-bytes", "65536", "--idle-timeout", "500ms",
                                  "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
-                                 "payments=7d,max=30d", "--retention", "locks=10s,forever"});
+                                 "payments=7d,max=30d", "--retention", "locks=10s,forever",
+                                 "--block-cache-mb", "32", "--memtable-mb=16", "--rocksdb-options",
+                                 "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
   EXPECT_EQ("0.0.0.0", f->server.host);
   EXPECT_EQ(0, f->server.port);
@@ -50,6 +52,9 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(10'000, locks.default_ttl_ms);
   EXPECT_EQ(2 * 86'400'000, locks.max_ttl_ms);  // --max-ttl, wherever it appears
   EXPECT_TRUE(locks.allow_forever);
+  EXPECT_EQ(32u << 20, f->engine.block_cache_bytes);
+  EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
+  EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 
 TEST(ServerFlagsTest, LifecycleFlags) {
@@ -116,6 +121,9 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--retention", "nosep"}, "--retention"},
            {{"--retention", "a=1h,sometimes"}, "--retention"},
            {{"--retention", "a=1h,max=x"}, "--retention"},
+           {{"--block-cache-mb", "0"}, "--block-cache-mb"},
+           {{"--memtable-mb", "lots"}, "--memtable-mb"},
+           {{"--rocksdb-options"}, "--rocksdb-options"},
        }) {
     Result<ServerFlags> f = Parse(c.args);
     ASSERT_FALSE(f.ok()) << c.args[0];

@@ -86,6 +86,10 @@ struct EngineOptions {
   size_t block_cache_bytes = 256u << 20;
   size_t write_buffer_bytes = 64u << 20;
   int background_jobs = 2;
+  // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
+  // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and
+  // experiments. An unknown name or a bad value fails Open with InvalidArgument.
+  std::string rocksdb_options;
 };
 
 }  // namespace idem
