@@ -3,7 +3,7 @@
 // ratios from one run:
 //   BM_Insert_New        vs BM_RawRocksDB_GetPut  (Get miss + Put of a new key)
 //   BM_Insert_Duplicate  vs BM_RawRocksDB_Get     (Get hit)
-//   BM_Apply_Insert/N    per item vs BM_Insert_New
+//   BM_Apply_Insert/N    per item vs BM_Insert_New (BM_Apply_InsertRandom: keys in no order)
 //   BM_Apply_CompareAndSet/N per item vs BM_CompareAndSet
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
@@ -229,6 +229,16 @@ void BM_Apply_Insert(benchmark::State& state) {
   });
 }
 
+// The same with keys in no order (UUID-like), as real idempotency keys arrive: every insert
+// lands somewhere else in the memtable.
+void BM_Apply_InsertRandom(benchmark::State& state) {
+  TimeApplyBatches(state, [](std::string* key) {
+    uint64_t x = F().next_new_key.fetch_add(1) * 0x9e3779b97f4a7c15ULL;  // odd: a bijection
+    *key = KeyOf(x ^ (x >> 29));
+    return Op::Insert(kNs, *key, "PENDING", kPayload);
+  });
+}
+
 // A group commit of N completions on random existing keys (what the server applies for N
 // clients' compare-and-sets in one loop turn). Per item, comparable with BM_CompareAndSet.
 void BM_Apply_CompareAndSet(benchmark::State& state) {
@@ -250,6 +260,7 @@ BENCHMARK(BM_Insert_Duplicate)->Apply(Threads);
 BENCHMARK(BM_CompareAndSet)->Apply(Threads);
 BENCHMARK(BM_Get_Hit)->Apply(Threads);
 BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Apply_InsertRandom)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();
 
 }  // namespace

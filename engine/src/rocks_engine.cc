@@ -278,17 +278,9 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
 
   // 3. Decide each op against the current record (or what an earlier op of this batch left).
   results->reserve(ops.size());
+  rocksdb::WriteBatch batch;
   std::unordered_map<std::string_view, Pending> pending;  // for ops with may_share_key
-  // The batch's writes, appended to the WriteBatch in key order at the end: the memtable's
-  // skiplist keeps a finger at the last insert, so ascending inserts share most of their walk,
-  // while one-per-op order sends each random key (UUIDs) from the top of a ~300k-entry list.
-  struct Write {
-    std::string_view key;
-    size_t value_offset = 0, value_size = 0;
-    bool is_delete = false;
-  };
-  std::vector<Write> writes;
-  std::string values;  // every Put's encoded record, back to back
+  std::string value;
   std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
   for (size_t i = 0; i < ops.size(); ++i) {
     Prepared& p = prepared[i];
@@ -323,11 +315,11 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
         }
         record.fence = *fence;
       }
-      const size_t offset = values.size();
-      EncodeRecord(record, &values);
-      writes.push_back(Write{p.key, offset, values.size() - offset, false});
+      value.clear();
+      EncodeRecord(record, &value);
+      batch.Put(p.key, value);
     } else if (d.write == Decision::Write::kDelete) {
-      writes.push_back(Write{p.key, 0, 0, true});
+      batch.Delete(p.key);
     }
     if (d.write != Decision::Write::kNone) {
       if (p.may_share_key) pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
@@ -339,17 +331,6 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // 4. Commit every write of the batch as one RocksDB write, still under the stripe locks, so
   // no other operation on these keys can observe or act on the state before it is durable.
   // (ApplyDeferSync: durable at the caller's SyncWal, which acknowledges nothing before it.)
-  // Stable: two writes of one key keep their order, so the later one still wins.
-  std::stable_sort(writes.begin(), writes.end(),
-                   [](const Write& a, const Write& b) { return a.key < b.key; });
-  rocksdb::WriteBatch batch(/*reserved_bytes=*/values.size() + writes.size() * 64);
-  for (const Write& w : writes) {
-    if (w.is_delete) {
-      batch.Delete(w.key);
-    } else {
-      batch.Put(w.key, rocksdb::Slice(values.data() + w.value_offset, w.value_size));
-    }
-  }
   if (batch.Count() > 0) {
     if (defer_sync) deferred_begun_.fetch_add(1, std::memory_order_acq_rel);
     rocksdb::Status s = db_->Write(defer_sync ? deferred_write_options_ : write_options_, &batch);

@@ -196,8 +196,8 @@ TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
   EXPECT_EQ(128u, after->ops - before->ops);
 }
 
-// A batch's writes reach RocksDB in key order (cheaper memtable inserts); each key must still
-// end with its last write, in memory and after the WAL is replayed.
+// A batch writing several keys, some more than once and out of key order, leaves each key with
+// its last write, in memory and after the WAL is replayed.
 TEST_F(EngineTest, ABatchWritingKeysOutOfOrderLeavesEachKeysLastWrite) {
   ASSERT_EQ("INSERTED", Insert("b", "m", "OLD"));
   std::vector<Op> ops = {
