@@ -27,6 +27,13 @@ Result<Int> ParseInt(std::string_view flag, std::string_view text, Int min, Int 
   return value;
 }
 
+// A size given in MiB, in [1, max_mib], stored in bytes.
+Status ParseMiB(std::string_view flag, std::string_view text, size_t max_mib, size_t* bytes) {
+  Result<size_t> mib = ParseInt<size_t>(flag, text, 1, max_mib);
+  if (mib.ok()) *bytes = *mib << 20;
+  return mib.status();
+}
+
 Result<int64_t> ParseDuration(std::string_view flag, std::string_view text) {
   Result<int64_t> ms = ParseDurationMs(text);
   if (!ms.ok()) return Bad(flag, ms.status().message());
@@ -218,20 +225,16 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
       {"--lifecycle", [&](std::string_view v) { return ParseLifecycle(v, &lifecycle); }},
       {"--block-cache-mb",
        [&](std::string_view v) {
-         Result<size_t> mb = ParseInt<size_t>("--block-cache-mb", v, 1, 1 << 20);
-         if (mb.ok()) flags.engine.block_cache_bytes = *mb << 20;
-         return mb.status();
+         return ParseMiB("--block-cache-mb", v, 1 << 20, &flags.engine.block_cache_bytes);
+       }},
+      {"--memtable-mb",
+       [&](std::string_view v) {
+         return ParseMiB("--memtable-mb", v, 1 << 14, &flags.engine.write_buffer_bytes);
        }},
       {"--rocksdb-options",
        [&](std::string_view v) {
          flags.engine.rocksdb_options = std::string(v);
          return Status::Ok();
-       }},
-      {"--memtable-mb",
-       [&](std::string_view v) {
-         Result<size_t> mb = ParseInt<size_t>("--memtable-mb", v, 1, 1 << 14);
-         if (mb.ok()) flags.engine.write_buffer_bytes = *mb << 20;
-         return mb.status();
        }},
       {"--state-graph",
        [&](std::string_view v) {
