@@ -442,6 +442,9 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.compactions = io_->compactions.load(std::memory_order_relaxed);
   stats.records_dropped_by_compaction = io_->records_dropped.load(std::memory_order_relaxed);
   if (db_->GetIntProperty("rocksdb.live-sst-files-size", &v)) stats.live_sst_bytes = v;
+  if (db_->GetIntProperty("rocksdb.block-cache-usage", &v)) stats.block_cache_bytes = v;
+  if (db_->GetIntProperty("rocksdb.block-cache-capacity", &v)) stats.block_cache_capacity_bytes = v;
+  if (db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &v)) stats.table_readers_bytes = v;
   stats.durability = options_.durability == Durability::kSync ? "sync" : "async";
   return stats;
 }

@@ -238,6 +238,9 @@ StoreStats DecodeStats(const wire::StatsResponse& in) {
   s.records_dropped_by_compaction = in.records_dropped_by_compaction();
   s.live_sst_bytes = in.live_sst_bytes();
   s.wal_syncs = in.wal_syncs();
+  s.block_cache_bytes = in.block_cache_bytes();
+  s.block_cache_capacity_bytes = in.block_cache_capacity_bytes();
+  s.table_readers_bytes = in.table_readers_bytes();
   return s;
 }
 
@@ -321,7 +324,8 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
       b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence,
       s.ops, s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
       s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
-      s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs);
+      s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
+      s.block_cache_capacity_bytes, s.table_readers_bytes);
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 

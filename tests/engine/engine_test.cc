@@ -436,6 +436,9 @@ TEST_F(EngineTest, StatsReportFenceAndCounts) {
   EXPECT_EQ("sync", s->durability);
   EXPECT_GE(s->next_fence, 2u);
   EXPECT_EQ(1u, s->ops);
+  EXPECT_EQ(options_.block_cache_bytes, s->block_cache_capacity_bytes);
+  EXPECT_LE(s->block_cache_bytes, s->block_cache_capacity_bytes);
+  EXPECT_GT(s->memtable_bytes, 0u);
 }
 
 }  // namespace

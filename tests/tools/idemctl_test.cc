@@ -171,6 +171,7 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   std::tie(code, out) = RunIdemctl(data + " --json stats");
   EXPECT_EQ(0, code);
   EXPECT_NE(std::string::npos, out.find("\"next_fence\"")) << out;
+  EXPECT_NE(std::string::npos, out.find("\"block_cache_capacity_bytes\":")) << out;
 }
 
 }  // namespace

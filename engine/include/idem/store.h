@@ -35,6 +35,11 @@ struct StoreStats {
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
+  // Memory RocksDB holds besides memtable_bytes; a server's resident memory is about these plus
+  // the allocator's slack (docs/performance.md). All bounded by configuration.
+  uint64_t block_cache_bytes = 0;           // in use, never above...
+  uint64_t block_cache_capacity_bytes = 0;  // ...this (EngineOptions::block_cache_bytes)
+  uint64_t table_readers_bytes = 0;         // table-file metadata kept outside the block cache
   std::string durability;   // "sync" or "async"
 };
 
