@@ -47,10 +47,11 @@ struct BenchConfig {
   bool preload = false;             // insert keys [0, keys) with status PROCESSING first
   bool preload_only = false;        // preload, then exit without a measurement
   Distribution distribution = Distribution::kUniform;
-  // Real idempotency keys (UUIDs, hashes) arrive in no order. kRandom spells key number i as a
-  // fixed permutation of i, so new keys are still new but land anywhere in the key space, as the
-  // peers' benchmarks draw theirs; kSequential spells i itself (ascending keys, which an LSM tree
-  // and a B-tree both store far more cheaply).
+  // Real idempotency keys (UUIDs, hashes) arrive in no order. By default (--key-order random)
+  // key number i is spelled as a fixed permutation of i, so new keys are still new but land
+  // anywhere in the key space, as the peers' benchmarks draw theirs; true (--key-order
+  // sequential) spells i itself: ascending keys, which LSM trees and B-trees store far more
+  // cheaply.
   bool sequential_keys = false;
   double zipf_theta = 0.99;
   size_t payload_bytes = 100;

@@ -73,8 +73,6 @@ double ProcessCpuSeconds(int pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// Builds request frames into a connection's output buffer. One per worker; never shrinks. The
-// ops are idem::Ops encoded by the protocol codec (one reused builder), like the client's.
 // A bijection of the 64-bit integers (SplitMix64's finalizer: each step is invertible), so distinct
 // key numbers stay distinct keys while consecutive numbers land far apart.
 uint64_t Scatter(uint64_t x) {
@@ -83,6 +81,8 @@ uint64_t Scatter(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Builds request frames into a connection's output buffer. One per worker; never shrinks. The
+// ops are idem::Ops encoded by the protocol codec (one reused builder), like the client's.
 class Encoder {
  public:
   Encoder(const BenchConfig& config, std::string key_prefix)
