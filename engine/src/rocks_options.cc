@@ -52,6 +52,11 @@ Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts) {
   rocksdb::Options tuned;
   rocksdb::Status s = rocksdb::GetOptionsFromString(config, base, opts.rocksdb_options, &tuned);
   if (!s.ok()) return Status::InvalidArgument("rocksdb_options: " + s.ToString());
+  // Expiry reclaim and its statistics are part of the engine's contract, not tuning: whatever
+  // the string says, compaction runs our filter and table files get our statistics.
+  tuned.compaction_filter = nullptr;
+  tuned.compaction_filter_factory = base.compaction_filter_factory;
+  tuned.table_properties_collector_factories = base.table_properties_collector_factories;
   return tuned;
 }
 

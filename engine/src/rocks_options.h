@@ -12,8 +12,9 @@ namespace idem {
 // `opts.clock` must be set: the compaction filter reads it.
 rocksdb::Options MakeRocksOptions(const EngineOptions& opts);
 
-// MakeRocksOptions with `opts.rocksdb_options` applied over it; InvalidArgument names what
-// RocksDB could not parse.
+// MakeRocksOptions with `opts.rocksdb_options` applied over it, except the compaction filter and
+// the table-properties collectors, which stay the engine's; InvalidArgument names what RocksDB
+// could not parse.
 Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts);
 
 }  // namespace idem

@@ -64,6 +64,21 @@ TEST_F(EngineTest, ExpiredRecordsStayAbsentAcrossReopen) {
   EXPECT_EQ("NOT_FOUND", Get("x", "k"));
 }
 
+// EngineOptions::rocksdb_options tunes RocksDB; it must not switch expiry reclaim off.
+TEST_F(EngineTest, RocksDbOptionsCannotReplaceTheExpiryCompactionFilter) {
+  engine_.reset();
+  options_.rocksdb_options = "compaction_filter_factory=nullptr";
+  Open();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ("INSERTED", Insert("x", "short" + std::to_string(i), "S", "", "", 1000));
+  }
+  ASSERT_EQ("INSERTED", Insert("x", "long", "S", "", "", 10 * kHour));
+  clock_->Advance(1000);
+  ASSERT_TRUE(engine().CompactAll().ok());
+  engine_.reset();
+  EXPECT_EQ(1u, RawRecordCount(dir_.Sub("db")));  // only "long" is left
+}
+
 TEST_F(EngineTest, CompactionPhysicallyRemovesOnlyExpiredRecords) {
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ("INSERTED", Insert("x", "short" + std::to_string(i), "S", "", "", 1000));

@@ -67,7 +67,7 @@ TEST(BenchFlags, Workloads) {
   EXPECT_EQ(OpKind::kGet, mix->mix[1].kind);
   EXPECT_EQ(30u, mix->mix[1].weight);
   EXPECT_TRUE(Parse({"--key-order", "sequential"})->sequential_keys);
-  EXPECT_FALSE(Parse({"--key-order=random"})->sequential_keys);
+  EXPECT_FALSE(Parse({"--key-order", "sequential", "--key-order=random"})->sequential_keys);
 }
 
 TEST(BenchFlags, RejectsBadInputNamingTheFlag) {

@@ -88,7 +88,8 @@ struct EngineOptions {
   int background_jobs = 2;
   // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
   // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and
-  // experiments. An unknown name or a bad value fails Open with InvalidArgument.
+  // experiments. An unknown name or a bad value fails Open with InvalidArgument. The expiry
+  // compaction filter and the expiry statistics cannot be replaced this way.
   std::string rocksdb_options;
 };
 

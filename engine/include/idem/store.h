@@ -36,10 +36,12 @@ struct StoreStats {
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
   // Memory RocksDB holds besides memtable_bytes; a server's resident memory is about these plus
-  // the allocator's slack (docs/performance.md). All bounded by configuration.
-  uint64_t block_cache_bytes = 0;           // in use, never above...
-  uint64_t block_cache_capacity_bytes = 0;  // ...this (EngineOptions::block_cache_bytes)
-  uint64_t table_readers_bytes = 0;         // table-file metadata kept outside the block cache
+  // the allocator's slack (docs/performance.md).
+  uint64_t block_cache_bytes = 0;           // in use; about...
+  uint64_t block_cache_capacity_bytes = 0;  // ...this at most (EngineOptions::block_cache_bytes;
+                                            // the cache is not strict: pinned blocks may exceed it)
+  uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
+                                            // with the number of table files
   std::string durability;   // "sync" or "async"
 };
 
