@@ -16,6 +16,17 @@
 #ifndef IDEM_ALLOCATOR
 #define IDEM_ALLOCATOR "libc"
 #endif
+#ifdef IDEM_WITH_JEMALLOC
+// jemalloc reads this at start-up (MALLOC_CONF in the environment still overrides it): freed
+// pages go back to the OS within about a second, purged by jemalloc's own background thread,
+// instead of staying resident for 10 s. After a burst of flushes and compactions the server's
+// resident memory then shows what it uses (10M records, 2 s after loading: 375 -> 337 MiB).
+extern "C" {
+extern const char* malloc_conf;
+const char* malloc_conf =
+    "background_thread:true,max_background_threads:1,dirty_decay_ms:1000,muzzy_decay_ms:0";
+}
+#endif
 #ifndef IDEM_VERSION
 #define IDEM_VERSION "dev"
 #endif
