@@ -550,15 +550,16 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   if (!options.create_if_missing && !std::filesystem::exists(dir + "/CURRENT")) {
     return Status::NotFound("no idemstore database in " + dir + " (and create_if_missing is off)");
   }
+  // Options first: a bad option string must not leave an empty directory behind.
+  Result<rocksdb::Options> tuned = MakeTunedRocksOptions(options);
+  if (!tuned.ok()) return tuned.status();
+  rocksdb::Options rocks_options = std::move(*tuned);
   if (options.create_if_missing) {
     std::error_code ec;  // RocksDB creates only the last path component
     std::filesystem::create_directories(dir, ec);
     if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
   }
   rocksdb::DB* raw = nullptr;
-  Result<rocksdb::Options> tuned = MakeTunedRocksOptions(options);
-  if (!tuned.ok()) return tuned.status();
-  rocksdb::Options rocks_options = std::move(*tuned);
   auto io = std::make_shared<IoAccounting>();
   rocks_options.listeners.push_back(io);
   rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);

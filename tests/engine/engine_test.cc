@@ -252,6 +252,7 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
     tuned.rocksdb_options = bad;
     auto r = Engine::Open(dir_.Sub("bad"), tuned);
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
+    EXPECT_FALSE(std::filesystem::exists(dir_.Sub("bad"))) << bad << ": left a directory behind";
   }
 }
 
