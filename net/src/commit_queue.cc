@@ -174,9 +174,14 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
     status = Status::Corruption("store returned " + std::to_string(results.size()) +
                                 " results for " + std::to_string(ops.size()) + " operations");
   }
+  // Held batches go straight into unsynced_, numbered under the lock the sync thread reads.
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  uint64_t seq = 0;
+  if (hold) {
+    lock.lock();
+    seq = ++applied_seq_;
+  }
   size_t next = 0;
-  std::vector<Unsynced> unsynced;
-  if (hold) unsynced.reserve(batch.size());
   for (Item& item : batch) {
     std::vector<Result<OpResult>> mine;
     if (status.ok()) {
@@ -184,20 +189,13 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
       for (size_t i = 0; i < item.ops.size(); ++i) mine.push_back(std::move(results[next++]));
     }
     if (hold) {
-      unsynced.push_back(Unsynced{0, std::move(item.done), status, std::move(mine)});
+      unsynced_.push_back(Unsynced{seq, std::move(item.done), status, std::move(mine)});
     } else {
       item.done(status, std::move(mine));
     }
   }
   if (!hold) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const uint64_t seq = ++applied_seq_;
-    for (Unsynced& u : unsynced) {
-      u.seq = seq;
-      unsynced_.push_back(std::move(u));
-    }
-  }
+  lock.unlock();
   sync_cv_.notify_one();
 }
 

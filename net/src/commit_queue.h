@@ -95,10 +95,11 @@ class CommitQueue {
   void FlushOnLoop();
   // Moves the queued requests at the front, up to max_batch_ops ops, into `batch`. Requires mu_.
   void TakeBatch(std::vector<Item>& batch);
-  // Applies `batch` (requests only) as one Store::Apply and completes each request (or, with
-  // defer_sync_, queues its completion until a sync covers it).
+  // Applies the ops of a batch as one Store::Apply (ApplyDeferSync under defer_sync_).
   Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
                     bool* needs_sync);
+  // Applies `batch` and completes each request (or, with defer_sync_, queues its completion
+  // until a sync covers it).
   void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
               std::vector<Result<OpResult>>& results);
 
