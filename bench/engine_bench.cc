@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -55,6 +56,11 @@ struct Fixture {
     options.durability = Durability::kAsync;
     options.reclaim_interval_ms = 0;
     options.clock = SystemClock::Default();
+    // IDEM_MICROBENCH_MEMTABLE=skiplist measures RocksDB's default memtable (both sides).
+    const char* memtable = std::getenv("IDEM_MICROBENCH_MEMTABLE");
+    if (memtable != nullptr && std::string(memtable) == "skiplist") {
+      options.memtable = EngineOptions::Memtable::kSkipList;
+    }
     std::filesystem::create_directories(dir);
     auto opened = Engine::Open(dir + "/engine", options);
     if (!opened.ok()) Die("engine open: " + opened.status().ToString());

@@ -231,6 +231,17 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        [&](std::string_view v) {
          return ParseMiB("--memtable-mb", v, 1 << 14, &flags.engine.write_buffer_bytes);
        }},
+      {"--memtable",
+       [&](std::string_view v) {
+         if (v == "hash") {
+           flags.engine.memtable = EngineOptions::Memtable::kHash;
+         } else if (v == "skiplist") {
+           flags.engine.memtable = EngineOptions::Memtable::kSkipList;
+         } else {
+           return Bad("--memtable", "must be hash or skiplist");
+         }
+         return Status::Ok();
+       }},
       {"--rocksdb-options",
        [&](std::string_view v) {
          flags.engine.rocksdb_options = std::string(v);
@@ -330,6 +341,9 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             replays; default: release the key), max-response=BYTES
   --block-cache-mb N        RocksDB block cache: caps the memory that reads use (default 256)
   --memtable-mb N           size of one memtable; up to 3 exist at once (default 64)
+  --memtable hash|skiplist  how a memtable indexes its records: hash (default; O(1) insert and
+                            lookup of keys in any order, sorted when flushed) or RocksDB's
+                            skiplist
   --rocksdb-options "NAME=VALUE;..."
                             RocksDB options over idemstore's own (RocksDB's option-string
                             form; e.g. "level0_file_num_compaction_trigger=8")

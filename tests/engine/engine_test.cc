@@ -248,11 +248,37 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
              text.find("ExpiryCompactionFilterFactory") != std::string::npos;  // ours kept
   }
   EXPECT_TRUE(found);
-  for (std::string bad : {"no_such_option=1", "level0_file_num_compaction_trigger=many", "junk"}) {
+  for (std::string bad : {"no_such_option=1", "level0_file_num_compaction_trigger=many", "junk",
+                          // the memtable and the key order are the engine's (hash_memtable.h)
+                          "memtable_factory=skip_list", "prefix_extractor=capped:4",
+                          "comparator=rocksdb.ReverseBytewiseComparator"}) {
     tuned.rocksdb_options = bad;
     auto r = Engine::Open(dir_.Sub("bad"), tuned);
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
     EXPECT_FALSE(std::filesystem::exists(dir_.Sub("bad"))) << bad << ": left a directory behind";
+  }
+}
+
+// RocksDB's skiplist memtable stays selectable, and both memtables keep the same records across
+// a reopen that replays the log and across a flush.
+TEST_F(EngineTest, BothMemtablesKeepRecordsAcrossReopenAndFlush) {
+  engine_.reset();
+  for (auto kind : {EngineOptions::Memtable::kSkipList, EngineOptions::Memtable::kHash}) {
+    EngineOptions o = options_;
+    o.memtable = kind;
+    const std::string dir = dir_.Sub(kind == EngineOptions::Memtable::kHash ? "hash" : "skip");
+    {
+      auto opened = Engine::Open(dir, o);
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      for (int i = 0; i < 100; ++i) ASSERT_EQ("INSERTED", Name((*opened)->Insert("b", std::to_string(i * 7919), "S")));
+    }
+    auto reopened = Engine::Open(dir, o);  // the records come back from the log
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    Engine& e = **reopened;
+    for (int i = 0; i < 100; ++i) EXPECT_EQ("EXISTS", Name(e.Insert("b", std::to_string(i * 7919), "S")));
+    ASSERT_OK(e.Flush());
+    for (int i = 0; i < 100; ++i) EXPECT_EQ("FOUND", Name(e.Get("b", std::to_string(i * 7919))));
+    EXPECT_EQ("NOT_FOUND", Name(e.Get("b", "7918")));
   }
 }
 

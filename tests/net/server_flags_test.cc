@@ -18,6 +18,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ(7878, f->server.port);
   EXPECT_EQ("./data", f->data_dir);
   EXPECT_EQ(Durability::kSync, f->engine.durability);
+  EXPECT_EQ(EngineOptions::Memtable::kHash, f->engine.memtable);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
 }
@@ -29,7 +30,8 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--max-frame-bytes", "65536", "--idle-timeout", "500ms",
                                  "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
                                  "payments=7d,max=30d", "--retention", "locks=10s,forever",
-                                 "--block-cache-mb", "32", "--memtable-mb=16", "--rocksdb-options",
+                                 "--block-cache-mb", "32", "--memtable-mb=16", "--memtable", "skiplist",
+                                 "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
   EXPECT_EQ("0.0.0.0", f->server.host);
@@ -54,6 +56,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_TRUE(locks.allow_forever);
   EXPECT_EQ(32u << 20, f->engine.block_cache_bytes);
   EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
+  EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 
@@ -123,6 +126,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--retention", "a=1h,max=x"}, "--retention"},
            {{"--block-cache-mb", "0"}, "--block-cache-mb"},
            {{"--memtable-mb", "lots"}, "--memtable-mb"},
+           {{"--memtable", "btree"}, "--memtable"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
        }) {
     Result<ServerFlags> f = Parse(c.args);

@@ -82,6 +82,12 @@ struct EngineOptions {
   int64_t reclaim_interval_ms = 60'000;
   double reclaim_min_expired_fraction = 0.5;
 
+  // How the memtable indexes its entries. kHash (a hash table, sorted only when flushed) makes
+  // a random key's insert and lookup O(1); kSkipList is RocksDB's default, ordered at all times.
+  // The engine only ever reads single keys, so kHash loses nothing it uses (docs/design.md).
+  enum class Memtable { kHash, kSkipList };
+  Memtable memtable = Memtable::kHash;
+
   // RocksDB sizing.
   size_t block_cache_bytes = 256u << 20;
   size_t write_buffer_bytes = 64u << 20;
@@ -89,7 +95,8 @@ struct EngineOptions {
   // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
   // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and
   // experiments. An unknown name or a bad value fails Open with InvalidArgument. The expiry
-  // compaction filter and the expiry statistics cannot be replaced this way.
+  // compaction filter and the expiry statistics cannot be replaced this way, and the memtable is
+  // chosen with `memtable` (a memtable_factory, prefix_extractor or comparator here is refused).
   std::string rocksdb_options;
 };
 

@@ -1,0 +1,341 @@
+#include "hash_memtable.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include <rocksdb/slice.h>
+
+namespace idem {
+namespace {
+
+// ---- The entry format RocksDB hands a memtable rep (frozen; see MemTableRep::KeyComparator):
+//   varint32 internal_key_length | user_key | 8-byte tag (sequence << 8 | type) | varint32 | value
+
+const char* DecodeVarint32(const char* p, uint32_t* value) {
+  uint32_t result = 0;
+  for (int shift = 0; shift <= 28; shift += 7) {
+    uint32_t byte = static_cast<uint8_t>(*p++);
+    result |= (byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  *value = result;
+  return p;
+}
+
+uint64_t LoadLittleEndian64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;  // the engine builds for little-endian hosts only (x86-64, arm64)
+}
+
+struct EntryView {
+  rocksdb::Slice user_key;
+  uint64_t tag;  // sequence << 8 | type: newer entries of a key have larger tags
+};
+
+EntryView ViewEntry(const char* entry) {
+  uint32_t internal_length;
+  const char* internal_key = DecodeVarint32(entry, &internal_length);
+  return {rocksdb::Slice(internal_key, internal_length - 8),
+          LoadLittleEndian64(internal_key + internal_length - 8)};
+}
+
+// RocksDB passes Get a LookupKey, whose accessors are inline in an internal header. Its first
+// member points at the memtable-format key (varint32 length, user key, tag), as it has in every
+// RocksDB and LevelDB release; the engine is built against one pinned RocksDB version, and every
+// engine test reads through this path, so a layout change fails the test suite, not production.
+const char* MemtableKeyOf(const rocksdb::LookupKey& lookup) {
+  const char* start;
+  std::memcpy(&start, static_cast<const void*>(&lookup), sizeof start);
+  return start;
+}
+
+// 64-bit hash of a byte string: 8-byte words folded with multiply-rotate, then a strong
+// finalizer so the top bits (the bucket index) depend on every input byte.
+uint64_t HashBytes(const char* p, size_t n) {
+  constexpr uint64_t kMul = 0x9ddfea08eb382d69ULL;
+  uint64_t h = 0x243f6a8885a308d3ULL ^ (n * kMul);
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h = (h << 31) | (h >> 33);
+    p += 8;
+    n -= 8;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);
+  h = (h ^ tail) * kMul;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// A chain node: the link, then the entry RocksDB writes. Published once, never modified.
+struct Node {
+  std::atomic<Node*> next;
+  char* entry() { return reinterpret_cast<char*>(this + 1); }
+};
+
+// ---- Sorting a snapshot into internal-key order.
+//
+// Comparing two entries through RocksDB's comparator dereferences both (a cache miss each) and
+// decodes them; a memtable holds a few hundred thousand. So entries are first ordered by 8-byte
+// big-endian chunks of their user keys, held next to the pointer (cache-friendly), going one chunk
+// deeper only inside runs that tie; runs still tied after kRadixBytes, or whose keys have ended,
+// are finished with the real comparator (which also orders a key's versions newest first).
+// Valid for the bytewise user comparator only: a zero-padded chunk that compares lower belongs to
+// a key that compares lower, and equal chunks decide nothing.
+struct SortItem {
+  uint64_t chunk;
+  const char* entry;
+};
+
+constexpr size_t kRadixBytes = 32;
+
+uint64_t ChunkAt(const rocksdb::Slice& key, size_t offset) {
+  uint64_t chunk = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    uint8_t byte = offset + i < key.size() ? static_cast<uint8_t>(key[offset + i]) : 0;
+    chunk = (chunk << 8) | byte;
+  }
+  return chunk;
+}
+
+void SortByInternalKey(SortItem* first, SortItem* last, size_t offset,
+                       const rocksdb::MemTableRep::KeyComparator& compare) {
+  if (last - first < 2) return;
+  bool any_key_continues = false;
+  for (SortItem* it = first; it != last; ++it) {
+    rocksdb::Slice key = ViewEntry(it->entry).user_key;
+    it->chunk = ChunkAt(key, offset);
+    any_key_continues |= key.size() > offset + 8;
+  }
+  std::sort(first, last, [](const SortItem& a, const SortItem& b) { return a.chunk < b.chunk; });
+  for (SortItem* run = first; run != last;) {
+    SortItem* end = run + 1;
+    while (end != last && end->chunk == run->chunk) ++end;
+    if (end - run > 1) {
+      if (any_key_continues && offset + 8 < kRadixBytes) {
+        SortByInternalKey(run, end, offset + 8, compare);
+      } else {
+        std::sort(run, end, [&compare](const SortItem& a, const SortItem& b) {
+          return compare(a.entry, b.entry) < 0;
+        });
+      }
+    }
+    run = end;
+  }
+}
+
+// An iterator over a sorted snapshot of entries.
+class SortedIterator final : public rocksdb::MemTableRep::Iterator {
+ public:
+  SortedIterator(std::vector<const char*> entries,
+                 const rocksdb::MemTableRep::KeyComparator& compare)
+      : entries_(std::move(entries)), compare_(compare), index_(entries_.size()) {}
+
+  bool Valid() const override { return index_ < entries_.size(); }
+  const char* key() const override { return entries_[index_]; }
+  void Next() override { ++index_; }
+  void Prev() override { index_ = index_ == 0 ? entries_.size() : index_ - 1; }
+  void Seek(const rocksdb::Slice& internal_key, const char* /*memtable_key*/) override {
+    index_ = FirstNotBefore(internal_key);
+  }
+  void SeekForPrev(const rocksdb::Slice& internal_key, const char* /*memtable_key*/) override {
+    size_t after = FirstNotBefore(internal_key);
+    if (after < entries_.size() && compare_(entries_[after], internal_key) == 0) {
+      index_ = after;
+    } else {
+      index_ = after == 0 ? entries_.size() : after - 1;
+    }
+  }
+  void SeekToFirst() override { index_ = 0; }
+  void SeekToLast() override { index_ = entries_.empty() ? 0 : entries_.size() - 1; }
+
+ private:
+  size_t FirstNotBefore(const rocksdb::Slice& internal_key) const {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), internal_key,
+                               [this](const char* entry, const rocksdb::Slice& target) {
+                                 return compare_(entry, target) < 0;
+                               });
+    return static_cast<size_t>(it - entries_.begin());
+  }
+
+  std::vector<const char*> entries_;
+  const rocksdb::MemTableRep::KeyComparator& compare_;
+  size_t index_;  // entries_.size() when not positioned
+};
+
+class HashMemTableRep final : public rocksdb::MemTableRep {
+ public:
+  HashMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator,
+                  size_t bucket_count)
+      : MemTableRep(allocator), compare_(compare), shift_(64 - Log2(bucket_count)) {
+    buckets_ = static_cast<std::atomic<Node*>*>(
+        AllocateAligned(bucket_count * sizeof(std::atomic<Node*>), alignof(std::atomic<Node*>)));
+    for (size_t i = 0; i < bucket_count; ++i) new (&buckets_[i]) std::atomic<Node*>(nullptr);
+    bucket_count_ = bucket_count;
+  }
+
+  rocksdb::KeyHandle Allocate(const size_t len, char** buf) override {
+    Node* node = new (AllocateAligned(sizeof(Node) + len, alignof(Node))) Node{{nullptr}};
+    *buf = node->entry();
+    return node;
+  }
+
+  // Single writer (RocksDB serializes non-concurrent memtable inserts); readers may be walking
+  // the same chain, which is why the node is linked before it is published.
+  void Insert(rocksdb::KeyHandle handle) override {
+    Node* node = static_cast<Node*>(handle);
+    std::atomic<Node*>& bucket = BucketFor(ViewEntry(node->entry()).user_key);
+    node->next.store(bucket.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    bucket.store(node, std::memory_order_release);
+    entry_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  bool Contains(const char* memtable_key) const override {
+    EntryView target = ViewEntry(memtable_key);
+    for (Node* n = BucketFor(target.user_key).load(std::memory_order_acquire); n != nullptr;
+         n = n->next.load(std::memory_order_acquire)) {
+      EntryView e = ViewEntry(n->entry());
+      if (e.tag == target.tag && e.user_key == target.user_key) return true;
+    }
+    return false;
+  }
+
+  void Get(const rocksdb::LookupKey& lookup, void* callback_args,
+           bool (*callback)(void* arg, const char* entry)) override {
+    EntryView target = ViewEntry(MemtableKeyOf(lookup));
+    // The lookup's tag is its snapshot sequence with the largest type, so an entry is visible
+    // exactly when its tag is not larger. Chains hold newest first (inserts prepend and
+    // sequence numbers grow), but the order is checked rather than assumed.
+    constexpr size_t kInline = 8;
+    const char* inline_matches[kInline];
+    std::vector<const char*> more_matches;
+    size_t count = 0;
+    bool newest_first = true;
+    uint64_t previous_tag = UINT64_MAX;
+    for (Node* n = BucketFor(target.user_key).load(std::memory_order_acquire); n != nullptr;
+         n = n->next.load(std::memory_order_acquire)) {
+      EntryView e = ViewEntry(n->entry());
+      if (e.tag > target.tag || e.user_key != target.user_key) continue;
+      newest_first &= e.tag < previous_tag;
+      previous_tag = e.tag;
+      if (count < kInline) {
+        inline_matches[count] = n->entry();
+      } else {
+        if (more_matches.empty()) more_matches.assign(inline_matches, inline_matches + kInline);
+        more_matches.push_back(n->entry());
+      }
+      ++count;
+    }
+    const char** matches = count <= kInline ? inline_matches : more_matches.data();
+    if (!newest_first) {
+      std::sort(matches, matches + count, [](const char* a, const char* b) {
+        return ViewEntry(a).tag > ViewEntry(b).tag;
+      });
+    }
+    for (size_t i = 0; i < count && callback(callback_args, matches[i]); ++i) {
+    }
+  }
+
+  Iterator* GetIterator(rocksdb::Arena* arena) override {
+    std::vector<const char*> entries = SortedSnapshot();
+    if (arena == nullptr) return new SortedIterator(std::move(entries), compare_);
+    // The caller destroys an arena iterator in place and never frees it. Arena's interface is
+    // internal to RocksDB, and this memtable's own allocator must not grow once the memtable is
+    // immutable (RocksDB accounts its size when it is queued for flush), so the object's bytes
+    // come from the heap, owned here and released with the memtable: one per iterator, and the
+    // engine creates one per memtable, the flush's.
+    std::lock_guard<std::mutex> lock(iterator_memory_mu_);
+    iterator_memory_.push_back(std::make_unique<IteratorMemory>());
+    return new (iterator_memory_.back().get()) SortedIterator(std::move(entries), compare_);
+  }
+
+  // A prefix iterator may return keys outside the prefix; the whole sorted snapshot qualifies.
+  Iterator* GetDynamicPrefixIterator(rocksdb::Arena* arena) override { return GetIterator(arena); }
+
+  // The bucket array and the nodes live in the allocator, which RocksDB already counts.
+  size_t ApproximateMemoryUsage() override { return 0; }
+
+ private:
+  static int Log2(size_t power_of_two) {
+    int bits = 0;
+    while ((size_t{1} << bits) < power_of_two) ++bits;
+    return bits;
+  }
+
+  std::atomic<Node*>& BucketFor(const rocksdb::Slice& user_key) const {
+    return buckets_[HashBytes(user_key.data(), user_key.size()) >> shift_];
+  }
+
+  // RocksDB's allocator hands out unaligned bytes through the base class's Allocate (its
+  // aligned variant is not public); over-allocate and align by hand.
+  void* AllocateAligned(size_t bytes, size_t alignment) {
+    char* raw;
+    MemTableRep::Allocate(bytes + alignment - 1, &raw);
+    auto address = reinterpret_cast<uintptr_t>(raw);
+    return reinterpret_cast<void*>((address + alignment - 1) & ~(uintptr_t{alignment} - 1));
+  }
+
+  std::vector<const char*> SortedSnapshot() const {
+    std::vector<SortItem> items;
+    items.reserve(entry_count_.load(std::memory_order_relaxed));
+    for (size_t b = 0; b < bucket_count_; ++b) {
+      for (Node* n = buckets_[b].load(std::memory_order_acquire); n != nullptr;
+           n = n->next.load(std::memory_order_acquire)) {
+        items.push_back({0, n->entry()});
+      }
+    }
+    SortByInternalKey(items.data(), items.data() + items.size(), 0, compare_);
+    std::vector<const char*> entries;
+    entries.reserve(items.size());
+    for (const SortItem& item : items) entries.push_back(item.entry);
+    return entries;
+  }
+
+  struct alignas(SortedIterator) IteratorMemory {
+    unsigned char bytes[sizeof(SortedIterator)];
+  };
+
+  const KeyComparator& compare_;
+  const int shift_;
+  std::atomic<Node*>* buckets_;
+  size_t bucket_count_;
+  std::atomic<size_t> entry_count_{0};
+  std::mutex iterator_memory_mu_;
+  std::vector<std::unique_ptr<IteratorMemory>> iterator_memory_;  // guarded by iterator_memory_mu_
+};
+
+size_t RoundUpToPowerOfTwo(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+HashMemTableRepFactory::HashMemTableRepFactory(size_t bucket_count)
+    : bucket_count_(RoundUpToPowerOfTwo(std::max<size_t>(bucket_count, 2))) {}
+
+rocksdb::MemTableRep* HashMemTableRepFactory::CreateMemTableRep(
+    const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
+    const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
+  return new HashMemTableRep(compare, allocator, bucket_count_);
+}
+
+size_t HashMemTableBucketsFor(size_t write_buffer_bytes) {
+  return RoundUpToPowerOfTwo(std::clamp<size_t>(write_buffer_bytes / 128, 1024, size_t{1} << 24));
+}
+
+}  // namespace idem
