@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <unordered_set>
 #include <vector>
 
 #include <rocksdb/slice.h>
@@ -47,13 +50,21 @@ EntryView ViewEntry(const char* entry) {
 }
 
 // RocksDB passes Get a LookupKey, whose accessors are inline in an internal header. Its first
-// member points at the memtable-format key (varint32 length, user key, tag), as it has in every
-// RocksDB and LevelDB release; the engine is built against one pinned RocksDB version, and every
-// engine test reads through this path, so a layout change fails the test suite, not production.
+// three members point at the memtable-format key (varint32 length, user key, tag), at the user
+// key and past the tag — so in RocksDB 7.8.3, which the engine is built against, and in upstream
+// RocksDB and LevelDB before it (forks differ). The layout is checked on every use: a RocksDB
+// whose LookupKey differs stops the process with this message instead of reading garbage.
 const char* MemtableKeyOf(const rocksdb::LookupKey& lookup) {
-  const char* start;
-  std::memcpy(&start, static_cast<const void*>(&lookup), sizeof start);
-  return start;
+  const char* members[3];  // start_, kstart_, end_
+  std::memcpy(members, static_cast<const void*>(&lookup), sizeof members);
+  uint32_t internal_length;
+  const char* internal_key = DecodeVarint32(members[0], &internal_length);
+  if (internal_key != members[1] || internal_key + internal_length != members[2]) {
+    std::fprintf(stderr, "idemstore: rocksdb::LookupKey's layout is not the one the hash memtable "
+                         "was written for; run with --memtable skiplist\n");
+    std::abort();
+  }
+  return members[0];
 }
 
 // 64-bit hash of a byte string: 8-byte words folded with multiply-rotate, then a strong
@@ -260,6 +271,21 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
     std::lock_guard<std::mutex> lock(iterator_memory_mu_);
     iterator_memory_.push_back(std::make_unique<IteratorMemory>());
     return new (iterator_memory_.back().get()) SortedIterator(std::move(entries), compare_);
+  }
+
+  // RocksDB's in-memory purge (experimental_mempurge_threshold) estimates a memtable's live
+  // payload from a sample. Buckets are in hash order, so every k-th entry is a fair sample.
+  void UniqueRandomSample(const uint64_t num_entries, const uint64_t target_sample_size,
+                          std::unordered_set<const char*>* entries) override {
+    entries->clear();
+    const uint64_t stride = std::max<uint64_t>(1, num_entries / std::max<uint64_t>(1, target_sample_size));
+    uint64_t seen = 0;
+    for (size_t b = 0; b < bucket_count_ && entries->size() < target_sample_size; ++b) {
+      for (Node* n = buckets_[b].load(std::memory_order_acquire); n != nullptr;
+           n = n->next.load(std::memory_order_acquire)) {
+        if (seen++ % stride == 0) entries->insert(n->entry());
+      }
+    }
   }
 
   // A prefix iterator may return keys outside the prefix; the whole sorted snapshot qualifies.

@@ -16,9 +16,12 @@
 //    first, as RocksDB's skiplist does.
 //  - GetIterator: a snapshot of the entries present when it is called, in internal-key order,
 //    sorted at that moment (O(n log n)); fine for flush, slow for an iterator over a live
-//    memtable. The ordering shortcut assumes RocksDB's bytewise user comparator; the engine refuses
-//    a different comparator and a prefix extractor (whose prefix iterators this rep does not
-//    provide) when this memtable is selected.
+//    memtable, and a tailing iterator does not see later writes to the live memtable. The
+//    ordering shortcut assumes RocksDB's bytewise user comparator, which the engine never
+//    changes (rocksdb_options may not set a comparator).
+//  - Options whose memtable access would become a whole-memtable sort per write
+//    (inplace_update_support, max_successive_merges) are refused by the engine with this
+//    memtable; so is turning concurrent memtable writes back on.
 #pragma once
 
 #include <cstddef>

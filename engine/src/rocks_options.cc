@@ -70,15 +70,22 @@ Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts) {
   rocksdb::Options tuned;
   rocksdb::Status s = rocksdb::GetOptionsFromString(config, base, opts.rocksdb_options, &tuned);
   if (!s.ok()) return Status::InvalidArgument("rocksdb_options: " + s.ToString());
-  // The memtable is the engine's choice (EngineOptions::memtable), and the hash memtable orders
-  // entries assuming bytewise keys and offers no prefix iteration: refuse what would break that.
+  // The memtable is the engine's choice (EngineOptions::memtable), and records are ordered
+  // bytewise (the hash memtable's flush sort relies on it): refuse what would change either,
+  // and what would make the hash memtable sort itself on every write.
   if (tuned.memtable_factory != base.memtable_factory) {
     return Status::InvalidArgument(
         "rocksdb_options: memtable_factory is chosen by the engine's memtable option (--memtable)");
   }
-  if (tuned.prefix_extractor != nullptr || tuned.comparator != rocksdb::BytewiseComparator()) {
+  if (tuned.comparator != rocksdb::BytewiseComparator()) {
+    return Status::InvalidArgument("rocksdb_options: the comparator cannot be changed");
+  }
+  if (opts.memtable == EngineOptions::Memtable::kHash &&
+      (tuned.allow_concurrent_memtable_write || tuned.inplace_update_support ||
+       tuned.max_successive_merges > 0)) {
     return Status::InvalidArgument(
-        "rocksdb_options: prefix_extractor and comparator cannot be changed");
+        "rocksdb_options: allow_concurrent_memtable_write, inplace_update_support and "
+        "max_successive_merges need --memtable skiplist");
   }
   UseMemtable(opts.memtable, &tuned);  // sized for the write_buffer_size the string may have set
   // Expiry reclaim and its statistics are part of the engine's contract, not tuning: whatever

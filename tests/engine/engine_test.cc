@@ -250,8 +250,11 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
   EXPECT_TRUE(found);
   for (std::string bad : {"no_such_option=1", "level0_file_num_compaction_trigger=many", "junk",
                           // the memtable and the key order are the engine's (hash_memtable.h)
-                          "memtable_factory=skip_list", "prefix_extractor=capped:4",
-                          "comparator=rocksdb.ReverseBytewiseComparator"}) {
+                          "memtable_factory=skip_list",
+                          "comparator=rocksdb.ReverseBytewiseComparator",
+                          // each would turn the hash memtable's writes into sorts or races
+                          "allow_concurrent_memtable_write=true", "inplace_update_support=true",
+                          "max_successive_merges=2"}) {
     tuned.rocksdb_options = bad;
     auto r = Engine::Open(dir_.Sub("bad"), tuned);
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();

@@ -95,8 +95,9 @@ struct EngineOptions {
   // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
   // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and
   // experiments. An unknown name or a bad value fails Open with InvalidArgument. The expiry
-  // compaction filter and the expiry statistics cannot be replaced this way, and the memtable is
-  // chosen with `memtable` (a memtable_factory, prefix_extractor or comparator here is refused).
+  // compaction filter and the expiry statistics cannot be replaced this way; the memtable is
+  // chosen with `memtable`, and a memtable_factory or comparator here is refused (so are the
+  // options the hash memtable cannot serve: see engine/src/hash_memtable.h).
   std::string rocksdb_options;
 };
 
