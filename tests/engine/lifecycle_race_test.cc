@@ -3,11 +3,14 @@
 
 #include "support/concurrency.h"
 #include "support/engine_fixture.h"
+#include "support/lock_contention.h"
 
 namespace idem {
 namespace {
 
+using testing::ContendForOneLock;
 using testing::EngineTest;
+using testing::LockContention;
 
 constexpr int kCallers = 16;
 
@@ -71,30 +74,9 @@ TEST_F(LifecycleRaceTest, ExactlyOneSuccessfulTokenConsume) {
 }
 
 TEST_F(LifecycleRaceTest, AtMostOneLockHolderAtAnyMoment) {
-  std::atomic<int> holders{0};
-  std::atomic<int> max_holders{0};
-  std::atomic<int> acquisitions{0};
-  RunCallers([&](int t) {
-    const std::string owner = "worker-" + std::to_string(t);
-    for (int n = 0; n < 200; ++n) {
-      auto r = engine().Execute(Op::Lock("locks", "the-lock", owner));
-      ASSERT_TRUE(r.ok());
-      if (r->outcome != Outcome::kAcquired) {
-        EXPECT_EQ(Outcome::kHeld, r->outcome);
-        continue;
-      }
-      int now = ++holders;
-      int seen = max_holders.load();
-      while (now > seen && !max_holders.compare_exchange_weak(seen, now)) {
-      }
-      acquisitions++;
-      --holders;  // leave the critical section before releasing the lock
-      ASSERT_EQ(Outcome::kReleased,
-                engine().Execute(Op::Unlock("locks", "the-lock", r->record->fence))->outcome);
-    }
-  });
-  EXPECT_EQ(1, max_holders.load());
-  EXPECT_GT(acquisitions.load(), kCallers);  // the lock really changed hands
+  LockContention contention = ContendForOneLock(engine(), kCallers, /*holds_per_caller=*/5);
+  EXPECT_EQ(1, contention.max_holders);
+  EXPECT_EQ(5 * kCallers, contention.acquisitions);  // the lock really changed hands
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "store_conformance.h"
 #include "support/concurrency.h"
+#include "support/lock_contention.h"
 
 namespace idem::testing {
 namespace {
@@ -56,25 +57,9 @@ TEST_P(StoreConformanceTest, SixteenCallersConsumeATokenExactlyOnce) {
 }
 
 TEST_P(StoreConformanceTest, SixteenCallersNeverHoldALockTogether) {
-  std::atomic<int> holders{0}, max_holders{0}, acquisitions{0};
-  RunCallers([&](int t) {
-    const std::string owner = "w" + std::to_string(t);
-    for (int n = 0; n < 30; ++n) {
-      Result<OpResult> r = store().Execute(Op::Lock("locks", "L", owner));
-      ASSERT_TRUE(r.ok());
-      if (r->outcome != Outcome::kAcquired) continue;
-      int now = ++holders;
-      int seen = max_holders.load();
-      while (now > seen && !max_holders.compare_exchange_weak(seen, now)) {
-      }
-      ++acquisitions;
-      --holders;
-      ASSERT_EQ(Outcome::kReleased,
-                store().Execute(Op::Unlock("locks", "L", r->record->fence))->outcome);
-    }
-  });
-  EXPECT_EQ(1, max_holders.load());
-  EXPECT_GT(acquisitions.load(), kCallers);
+  LockContention contention = ContendForOneLock(store(), kCallers, /*holds_per_caller=*/2);
+  EXPECT_EQ(1, contention.max_holders);
+  EXPECT_EQ(2 * kCallers, contention.acquisitions);  // the lock really changed hands
 }
 
 // Real time: the system clock and leases of a few hundred milliseconds.
