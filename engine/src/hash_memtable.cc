@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,10 +10,13 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include <rocksdb/slice.h>
+
+#include "coding.h"
 
 namespace idem {
 namespace {
@@ -31,12 +35,6 @@ const char* DecodeVarint32(const char* p, uint32_t* value) {
   return p;
 }
 
-uint64_t LoadLittleEndian64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;  // the engine builds for little-endian hosts only (x86-64, arm64)
-}
-
 struct EntryView {
   rocksdb::Slice user_key;
   uint64_t tag;  // sequence << 8 | type: newer entries of a key have larger tags
@@ -46,7 +44,7 @@ EntryView ViewEntry(const char* entry) {
   uint32_t internal_length;
   const char* internal_key = DecodeVarint32(entry, &internal_length);
   return {rocksdb::Slice(internal_key, internal_length - 8),
-          LoadLittleEndian64(internal_key + internal_length - 8)};
+          coding::DecodeFixed64(internal_key + internal_length - 8)};
 }
 
 // RocksDB passes Get a LookupKey, whose accessors are inline in an internal header. Its first
@@ -60,35 +58,12 @@ const char* MemtableKeyOf(const rocksdb::LookupKey& lookup) {
   uint32_t internal_length;
   const char* internal_key = DecodeVarint32(members[0], &internal_length);
   if (internal_key != members[1] || internal_key + internal_length != members[2]) {
-    std::fprintf(stderr, "idemstore: rocksdb::LookupKey's layout is not the one the hash memtable "
-                         "was written for; run with --memtable skiplist\n");
+    std::fprintf(stderr,
+                 "idemstore: rocksdb::LookupKey's layout is not the one the hash memtable "
+                 "was written for; run with --memtable skiplist\n");
     std::abort();
   }
   return members[0];
-}
-
-// 64-bit hash of a byte string: 8-byte words folded with multiply-rotate, then a strong
-// finalizer so the top bits (the bucket index) depend on every input byte.
-uint64_t HashBytes(const char* p, size_t n) {
-  constexpr uint64_t kMul = 0x9ddfea08eb382d69ULL;
-  uint64_t h = 0x243f6a8885a308d3ULL ^ (n * kMul);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * kMul;
-    h = (h << 31) | (h >> 33);
-    p += 8;
-    n -= 8;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  h = (h ^ tail) * kMul;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
 }
 
 // A chain node: the link, then the entry RocksDB writes. Published once, never modified.
@@ -189,13 +164,11 @@ class SortedIterator final : public rocksdb::MemTableRep::Iterator {
 
 class HashMemTableRep final : public rocksdb::MemTableRep {
  public:
-  HashMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator,
-                  size_t bucket_count)
-      : MemTableRep(allocator), compare_(compare), shift_(64 - Log2(bucket_count)) {
+  HashMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator, size_t bucket_count)
+      : MemTableRep(allocator), compare_(compare), bucket_count_(bucket_count) {
     buckets_ = static_cast<std::atomic<Node*>*>(
         AllocateAligned(bucket_count * sizeof(std::atomic<Node*>), alignof(std::atomic<Node*>)));
     for (size_t i = 0; i < bucket_count; ++i) new (&buckets_[i]) std::atomic<Node*>(nullptr);
-    bucket_count_ = bucket_count;
   }
 
   rocksdb::KeyHandle Allocate(const size_t len, char** buf) override {
@@ -278,7 +251,8 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
   void UniqueRandomSample(const uint64_t num_entries, const uint64_t target_sample_size,
                           std::unordered_set<const char*>* entries) override {
     entries->clear();
-    const uint64_t stride = std::max<uint64_t>(1, num_entries / std::max<uint64_t>(1, target_sample_size));
+    const uint64_t stride =
+        std::max<uint64_t>(1, num_entries / std::max<uint64_t>(1, target_sample_size));
     uint64_t seen = 0;
     for (size_t b = 0; b < bucket_count_ && entries->size() < target_sample_size; ++b) {
       for (Node* n = buckets_[b].load(std::memory_order_acquire); n != nullptr;
@@ -295,14 +269,10 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
   size_t ApproximateMemoryUsage() override { return 0; }
 
  private:
-  static int Log2(size_t power_of_two) {
-    int bits = 0;
-    while ((size_t{1} << bits) < power_of_two) ++bits;
-    return bits;
-  }
-
+  // The same string hash as the engine's lock stripes (key_locks.h).
   std::atomic<Node*>& BucketFor(const rocksdb::Slice& user_key) const {
-    return buckets_[HashBytes(user_key.data(), user_key.size()) >> shift_];
+    const std::string_view key(user_key.data(), user_key.size());
+    return buckets_[std::hash<std::string_view>{}(key) & (bucket_count_ - 1)];
   }
 
   // RocksDB's allocator hands out unaligned bytes through the base class's Allocate (its
@@ -335,24 +305,17 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
   };
 
   const KeyComparator& compare_;
-  const int shift_;
+  const size_t bucket_count_;  // a power of two
   std::atomic<Node*>* buckets_;
-  size_t bucket_count_;
   std::atomic<size_t> entry_count_{0};
   std::mutex iterator_memory_mu_;
   std::vector<std::unique_ptr<IteratorMemory>> iterator_memory_;  // guarded by iterator_memory_mu_
 };
 
-size_t RoundUpToPowerOfTwo(size_t n) {
-  size_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
 }  // namespace
 
 HashMemTableRepFactory::HashMemTableRepFactory(size_t bucket_count)
-    : bucket_count_(RoundUpToPowerOfTwo(std::max<size_t>(bucket_count, 2))) {}
+    : bucket_count_(std::bit_ceil(std::max<size_t>(bucket_count, 2))) {}
 
 rocksdb::MemTableRep* HashMemTableRepFactory::CreateMemTableRep(
     const rocksdb::MemTableRep::KeyComparator& compare, rocksdb::Allocator* allocator,
@@ -361,7 +324,7 @@ rocksdb::MemTableRep* HashMemTableRepFactory::CreateMemTableRep(
 }
 
 size_t HashMemTableBucketsFor(size_t write_buffer_bytes) {
-  return RoundUpToPowerOfTwo(std::clamp<size_t>(write_buffer_bytes / 128, 1024, size_t{1} << 24));
+  return std::bit_ceil(std::clamp<size_t>(write_buffer_bytes / 128, 1024, size_t{1} << 24));
 }
 
 }  // namespace idem

@@ -233,13 +233,9 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        }},
       {"--memtable",
        [&](std::string_view v) {
-         if (v == "hash") {
-           flags.engine.memtable = EngineOptions::Memtable::kHash;
-         } else if (v == "skiplist") {
-           flags.engine.memtable = EngineOptions::Memtable::kSkipList;
-         } else {
-           return Bad("--memtable", "must be hash or skiplist");
-         }
+         if (v == "hash") flags.engine.memtable = EngineOptions::Memtable::kHash;
+         else if (v == "skiplist") flags.engine.memtable = EngineOptions::Memtable::kSkipList;
+         else return Bad("--memtable", "expected hash or skiplist");
          return Status::Ok();
        }},
       {"--rocksdb-options",

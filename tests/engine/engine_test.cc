@@ -273,12 +273,16 @@ TEST_F(EngineTest, BothMemtablesKeepRecordsAcrossReopenAndFlush) {
     {
       auto opened = Engine::Open(dir, o);
       ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-      for (int i = 0; i < 100; ++i) ASSERT_EQ("INSERTED", Name((*opened)->Insert("b", std::to_string(i * 7919), "S")));
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ("INSERTED", Name((*opened)->Insert("b", std::to_string(i * 7919), "S")));
+      }
     }
     auto reopened = Engine::Open(dir, o);  // the records come back from the log
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
     Engine& e = **reopened;
-    for (int i = 0; i < 100; ++i) EXPECT_EQ("EXISTS", Name(e.Insert("b", std::to_string(i * 7919), "S")));
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_EQ("EXISTS", Name(e.Insert("b", std::to_string(i * 7919), "S")));
+    }
     ASSERT_OK(e.Flush());
     for (int i = 0; i < 100; ++i) EXPECT_EQ("FOUND", Name(e.Get("b", std::to_string(i * 7919))));
     EXPECT_EQ("NOT_FOUND", Name(e.Get("b", "7918")));
