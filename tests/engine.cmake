@@ -2,6 +2,7 @@ idem_add_test(record_codec_test engine/record_codec_test.cc LIBS idem_engine_int
 idem_add_test(validation_test engine/validation_test.cc LIBS idem_engine_internal)
 idem_add_test(engine_test engine/engine_test.cc LIBS idem_engine_internal)
 idem_add_test(hash_memtable_test engine/hash_memtable_test.cc LIBS idem_engine_internal)
+idem_add_test(batch_apply_test engine/batch_apply_test.cc LIBS idem_engine)
 idem_add_test(engine_expiry_test engine/engine_expiry_test.cc LIBS idem_engine_internal)
 idem_add_test(engine_race_test engine/engine_race_test.cc LIBS idem_engine)
 idem_add_test(engine_crash_test engine/engine_crash_test.cc LIBS idem_engine)
