@@ -97,11 +97,19 @@ uint64_t ChunkAt(const rocksdb::Slice& key, size_t offset) {
   return chunk;
 }
 
+// Entries sit in the allocator in arrival order, and a memtable is far larger than the CPU's
+// caches: reading them in any sorted or hashed order misses on nearly every one. Asking for the
+// entry a few places ahead overlaps those misses instead of taking them one after another.
+constexpr ptrdiff_t kPrefetchAhead = 16;
+
+void PrefetchEntry(const char* entry) { __builtin_prefetch(entry); }
+
 void SortByInternalKey(SortItem* first, SortItem* last, size_t offset,
                        const rocksdb::MemTableRep::KeyComparator& compare) {
   if (last - first < 2) return;
   bool any_key_continues = false;
   for (SortItem* it = first; it != last; ++it) {
+    if (last - it > kPrefetchAhead) PrefetchEntry(it[kPrefetchAhead].entry + offset);
     rocksdb::Slice key = ViewEntry(it->entry).user_key;
     it->chunk = ChunkAt(key, offset);
     any_key_continues |= key.size() > offset + 8;
@@ -132,7 +140,12 @@ class SortedIterator final : public rocksdb::MemTableRep::Iterator {
 
   bool Valid() const override { return index_ < entries_.size(); }
   const char* key() const override { return entries_[index_]; }
-  void Next() override { ++index_; }
+  void Next() override {
+    ++index_;
+    if (index_ + kIteratorPrefetchAhead < entries_.size()) {
+      PrefetchEntry(entries_[index_ + kIteratorPrefetchAhead]);
+    }
+  }
   void Prev() override { index_ = index_ == 0 ? entries_.size() : index_ - 1; }
   void Seek(const rocksdb::Slice& internal_key, const char* /*memtable_key*/) override {
     index_ = FirstNotBefore(internal_key);
@@ -156,6 +169,9 @@ class SortedIterator final : public rocksdb::MemTableRep::Iterator {
                                });
     return static_cast<size_t>(it - entries_.begin());
   }
+
+  // A flush does more per entry than the sort does, so fewer steps ahead suffice.
+  static constexpr size_t kIteratorPrefetchAhead = 4;
 
   std::vector<const char*> entries_;
   const rocksdb::MemTableRep::KeyComparator& compare_;
@@ -288,6 +304,11 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
     std::vector<SortItem> items;
     items.reserve(entry_count_.load(std::memory_order_relaxed));
     for (size_t b = 0; b < bucket_count_; ++b) {
+      if (b + kPrefetchAhead < bucket_count_) {
+        // A hint only: the node is read below through an acquire load, as ever.
+        Node* ahead = buckets_[b + kPrefetchAhead].load(std::memory_order_relaxed);
+        if (ahead != nullptr) PrefetchEntry(reinterpret_cast<const char*>(ahead));
+      }
       for (Node* n = buckets_[b].load(std::memory_order_acquire); n != nullptr;
            n = n->next.load(std::memory_order_acquire)) {
         items.push_back({0, n->entry()});
