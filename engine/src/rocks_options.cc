@@ -87,6 +87,15 @@ Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts) {
         "rocksdb_options: allow_concurrent_memtable_write, inplace_update_support and "
         "max_successive_merges need --memtable skiplist");
   }
+  // RocksDB would silently keep WAL recycling off under every recovery mode but
+  // kSkipAnyCorruptedRecords (db_impl_open.cc, SanitizeOptions): refuse it rather than let the
+  // option look applied.
+  if (tuned.recycle_log_file_num > 0 &&
+      tuned.wal_recovery_mode != rocksdb::WALRecoveryMode::kSkipAnyCorruptedRecords) {
+    return Status::InvalidArgument(
+        "rocksdb_options: recycle_log_file_num has no effect: RocksDB turns WAL recycling off "
+        "under this wal_recovery_mode (the engine's is kPointInTimeRecovery)");
+  }
   UseMemtable(opts.memtable, &tuned);  // sized for the write_buffer_size the string may have set
   // Expiry reclaim and its statistics are part of the engine's contract, not tuning: whatever
   // the string says, compaction runs our filter and table files get our statistics.

@@ -254,7 +254,9 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
                           "comparator=rocksdb.ReverseBytewiseComparator",
                           // each would turn the hash memtable's writes into sorts or races
                           "allow_concurrent_memtable_write=true", "inplace_update_support=true",
-                          "max_successive_merges=2"}) {
+                          "max_successive_merges=2",
+                          // RocksDB would drop it without a word under point-in-time recovery
+                          "recycle_log_file_num=4"}) {
     tuned.rocksdb_options = bad;
     auto r = Engine::Open(dir_.Sub("bad"), tuned);
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
