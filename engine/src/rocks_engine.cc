@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/write_batch.h>
 
 #include "expiry_stats.h"
@@ -587,6 +588,13 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
     std::error_code ec;  // RocksDB creates only the last path component
     std::filesystem::create_directories(dir, ec);
     if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
+  }
+  if (options.background_priority == EngineOptions::BackgroundPriority::kLow) {
+    for (auto pool : {rocksdb::Env::Priority::HIGH, rocksdb::Env::Priority::LOW}) {
+      rocksdb::Status lowered = rocks_options.env->LowerThreadPoolCPUPriority(
+          pool, rocksdb::CpuPriority::kLow);
+      if (!lowered.ok()) return FromRocks(lowered);
+    }
   }
   rocksdb::DB* raw = nullptr;
   auto io = std::make_shared<IoAccounting>();

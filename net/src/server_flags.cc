@@ -238,6 +238,14 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          else return Bad("--memtable", "expected hash or skiplist");
          return Status::Ok();
        }},
+      {"--background-priority",
+       [&](std::string_view v) {
+         using Priority = EngineOptions::BackgroundPriority;
+         if (v == "normal") flags.engine.background_priority = Priority::kNormal;
+         else if (v == "low") flags.engine.background_priority = Priority::kLow;
+         else return Bad("--background-priority", "expected normal or low");
+         return Status::Ok();
+       }},
       {"--rocksdb-options",
        [&](std::string_view v) {
          flags.engine.rocksdb_options = std::string(v);
@@ -340,6 +348,10 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --memtable hash|skiplist  how a memtable indexes its records: hash (default; O(1) insert and
                             lookup of keys in any order, sorted when flushed) or RocksDB's
                             skiplist
+  --background-priority normal|low
+                            CPU priority of RocksDB's flush and compaction threads: low
+                            (nice 19) keeps them from delaying requests on a shared CPU, but
+                            stalls writes at sustained saturation (default normal)
   --rocksdb-options "NAME=VALUE;..."
                             RocksDB options over idemstore's own (RocksDB's option-string
                             form; e.g. "level0_file_num_compaction_trigger=8")

@@ -1,6 +1,9 @@
 // Every outcome of every engine operation, batches, limits, corruption and reopen.
 #include <rocksdb/db.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -262,6 +265,29 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
     EXPECT_FALSE(std::filesystem::exists(dir_.Sub("bad"))) << bad << ": left a directory behind";
   }
+}
+
+// RocksDB's pool threads lower their own priority when they next take a job: after a flush,
+// the flush thread runs at nice 19 (Linux).
+TEST_F(EngineTest, LowBackgroundPriorityNicesTheFlushThread) {
+  engine_.reset();
+  options_.background_priority = EngineOptions::BackgroundPriority::kLow;
+  Open();
+  ASSERT_EQ("INSERTED", Insert("b", "k"));
+  ASSERT_TRUE(engine().Flush().ok());
+  std::vector<int> flush_thread_nice;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "rocksdb:high") continue;
+    errno = 0;
+    const int nice = getpriority(PRIO_PROCESS, std::stoi(task.path().filename().string()));
+    if (errno == 0) flush_thread_nice.push_back(nice);
+  }
+  ASSERT_FALSE(flush_thread_nice.empty());
+  EXPECT_NE(flush_thread_nice.end(),
+            std::find(flush_thread_nice.begin(), flush_thread_nice.end(), 19));
 }
 
 // RocksDB's skiplist memtable stays selectable, and both memtables keep the same records across
