@@ -63,14 +63,19 @@ int main(int argc, char** argv) {
 
   const char* durability =
       flags->engine.durability == idem::Durability::kSync ? "sync" : "async";
+  const char* background =
+      flags->engine.background_priority == idem::EngineOptions::BackgroundPriority::kLow
+          ? "low"
+          : "normal";
   // Tests read the real port from this line: keep "listening on HOST:PORT" stable.
   std::fprintf(stderr,
                "idemstored %s: listening on %s data=%s durability=%s io_threads=%d "
-               "engine_threads=%d max_connections=%zu idle_timeout=%s malloc=%s\n",
+               "engine_threads=%d max_connections=%zu idle_timeout=%s background=%s malloc=%s\n",
                IDEM_VERSION, (*server)->address().c_str(), flags->data_dir.c_str(), durability,
                server_options.io_threads, server_options.engine_threads,
                server_options.max_connections,
-               idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), IDEM_ALLOCATOR);
+               idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), background,
+               IDEM_ALLOCATOR);
 
   (*server)->Wait();
   (*server)->Stop();  // drains connections and the commit queue

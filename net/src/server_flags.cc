@@ -155,6 +155,9 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   ServerFlags flags;
   flags.engine.durability = Durability::kSync;
+  // The server owns its process, so it may lower RocksDB's (process-wide) thread pools; a program
+  // embedding the engine keeps EngineOptions' default, normal. Trade-off: EngineOptions.
+  flags.engine.background_priority = EngineOptions::BackgroundPriority::kLow;
   std::map<std::string, RetentionSpec> retention;
   std::map<std::string, LifecycleSpec> lifecycle;
 
@@ -350,8 +353,9 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             skiplist
   --background-priority normal|low
                             CPU priority of RocksDB's flush and compaction threads: low
-                            (nice 19) keeps them from delaying requests on a shared CPU, but
-                            stalls writes at sustained saturation (default normal)
+                            (default; nice 19) keeps them from delaying requests on a shared
+                            CPU, but writes stall now and then under sustained overload;
+                            normal shares the CPU evenly
   --rocksdb-options "NAME=VALUE;..."
                             RocksDB options over idemstore's own (RocksDB's option-string
                             form; e.g. "level0_file_num_compaction_trigger=8")

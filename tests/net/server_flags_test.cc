@@ -19,7 +19,8 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ("./data", f->data_dir);
   EXPECT_EQ(Durability::kSync, f->engine.durability);
   EXPECT_EQ(EngineOptions::Memtable::kHash, f->engine.memtable);
-  EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
+  EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
+  EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, EngineOptions().background_priority);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
 }
@@ -32,7 +33,7 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
                                  "payments=7d,max=30d", "--retention", "locks=10s,forever",
                                  "--block-cache-mb", "32", "--memtable-mb=16", "--memtable", "skiplist",
-                                 "--background-priority", "low", "--rocksdb-options",
+                                 "--background-priority", "normal", "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
   EXPECT_EQ("0.0.0.0", f->server.host);
@@ -58,7 +59,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(32u << 20, f->engine.block_cache_bytes);
   EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
   EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
-  EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
+  EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 

@@ -92,9 +92,10 @@ struct EngineOptions {
   // preempt them at once, which matters when they share one CPU: there, completions at pipeline
   // 1 kept a p99 of 1.0 ms instead of 4.8, and ran 13 % faster. The price is at sustained
   // saturation: background work then waits until writes stall, and the slowest 0.1 % of requests
-  // waited up to 0.65 s instead of ~20 ms (docs/performance.md). Process-wide and one-way:
+  // waited 0.25–0.29 s instead of ~20 ms (docs/performance.md). Process-wide and one-way:
   // RocksDB's default thread pools serve every database in the process, and an unprivileged
-  // thread cannot raise its priority again.
+  // thread cannot raise its priority again — so the library leaves them alone by default, and
+  // idemstored, which owns its process, runs with kLow.
   enum class BackgroundPriority { kNormal, kLow };
   BackgroundPriority background_priority = BackgroundPriority::kNormal;
 
