@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "idem/duration.h"
@@ -25,6 +27,18 @@ Result<Int> ParseInt(std::string_view flag, std::string_view text, Int min, Int 
                          std::to_string(max) + "], got \"" + std::string(text) + "\"");
   }
   return value;
+}
+
+// One of two named values: `text` must be `first.name` or `second.name`.
+template <typename T>
+Status ParseChoice(std::string_view flag, std::string_view text,
+                   std::pair<std::string_view, T> first, std::pair<std::string_view, T> second,
+                   T* out) {
+  if (text == first.first) *out = first.second;
+  else if (text == second.first) *out = second.second;
+  else return Bad(flag, "expected " + std::string(first.first) + " or " +
+                            std::string(second.first));
+  return Status::Ok();
 }
 
 // A size given in MiB, in [1, max_mib], stored in bytes.
@@ -168,10 +182,8 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
       {"--data", [&](std::string_view v) { flags.data_dir = std::string(v); return Status::Ok(); }},
       {"--durability",
        [&](std::string_view v) {
-         if (v == "sync") flags.engine.durability = Durability::kSync;
-         else if (v == "async") flags.engine.durability = Durability::kAsync;
-         else return Bad("--durability", "expected sync or async");
-         return Status::Ok();
+         return ParseChoice("--durability", v, {"sync", Durability::kSync},
+                            {"async", Durability::kAsync}, &flags.engine.durability);
        }},
       {"--io-threads",
        [&](std::string_view v) {
@@ -236,18 +248,15 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        }},
       {"--memtable",
        [&](std::string_view v) {
-         if (v == "hash") flags.engine.memtable = EngineOptions::Memtable::kHash;
-         else if (v == "skiplist") flags.engine.memtable = EngineOptions::Memtable::kSkipList;
-         else return Bad("--memtable", "expected hash or skiplist");
-         return Status::Ok();
+         using Memtable = EngineOptions::Memtable;
+         return ParseChoice("--memtable", v, {"hash", Memtable::kHash},
+                            {"skiplist", Memtable::kSkipList}, &flags.engine.memtable);
        }},
       {"--background-priority",
        [&](std::string_view v) {
          using Priority = EngineOptions::BackgroundPriority;
-         if (v == "normal") flags.engine.background_priority = Priority::kNormal;
-         else if (v == "low") flags.engine.background_priority = Priority::kLow;
-         else return Bad("--background-priority", "expected normal or low");
-         return Status::Ok();
+         return ParseChoice("--background-priority", v, {"normal", Priority::kNormal},
+                            {"low", Priority::kLow}, &flags.engine.background_priority);
        }},
       {"--rocksdb-options",
        [&](std::string_view v) {

@@ -42,7 +42,8 @@ class BatchApplyTest : public EngineTest {
       case 0:
       case 1: {
         const int64_t ttls[] = {kDefaultTtl, 1000, 3000};
-        return Op::Insert(ns, key, status, "p", "", ns == "short" ? ttls[1 + Draw(2)] : ttls[Draw(3)]);
+        const int64_t ttl = ns == "short" ? ttls[1 + Draw(2)] : ttls[Draw(3)];
+        return Op::Insert(ns, key, status, "p", "", ttl);
       }
       case 2:
         return Op::Get(ns, key);
