@@ -177,11 +177,15 @@ TEST_F(HashMemtableTest, SeeksAndAReverseScanOfTheLiveMemtableMatchAModel) {
     auto at_or_after = model.lower_bound(target);
     it->Seek(target);
     ASSERT_EQ(at_or_after != model.end(), it->Valid());
-    if (it->Valid()) ASSERT_EQ(at_or_after->first, it->key().ToString());
+    if (it->Valid()) {
+      ASSERT_EQ(at_or_after->first, it->key().ToString());
+    }
     auto after = model.upper_bound(target);
     it->SeekForPrev(target);
     ASSERT_EQ(after != model.begin(), it->Valid());
-    if (it->Valid()) ASSERT_EQ(std::prev(after)->first, it->key().ToString());
+    if (it->Valid()) {
+      ASSERT_EQ(std::prev(after)->first, it->key().ToString());
+    }
   }
 }
 
