@@ -1,5 +1,7 @@
 #include "commit_queue.h"
 
+#include <pthread.h>
+
 #include <string>
 
 namespace idem {
@@ -200,6 +202,7 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
 }
 
 void CommitQueue::SyncLoop() {
+  pthread_setname_np(pthread_self(), "idem-sync");  // for top -H and perf
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     sync_cv_.wait(lock, [this] { return applied_seq_ > synced_seq_ || sync_stopping_; });

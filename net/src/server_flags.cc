@@ -258,6 +258,12 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          return ParseChoice("--background-priority", v, {"normal", Priority::kNormal},
                             {"low", Priority::kLow}, &flags.engine.background_priority);
        }},
+      {"--wal-prezero",
+       [&](std::string_view v) {
+         const uint64_t kOn = EngineOptions().wal_prezero_chunk_bytes;
+         return ParseChoice<uint64_t>("--wal-prezero", v, {"on", kOn}, {"off", 0},
+                                      &flags.engine.wal_prezero_chunk_bytes);
+       }},
       {"--rocksdb-options",
        [&](std::string_view v) {
          flags.engine.rocksdb_options = std::string(v);
@@ -365,6 +371,9 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             (default; nice 19) keeps them from delaying requests on a shared
                             CPU, but writes stall now and then under sustained overload;
                             normal shares the CPU evenly
+  --wal-prezero on|off      with --durability sync: keep zeros written ahead of the WAL's
+                            end so that each fsync overwrites instead of appending (default
+                            on: no file-system journal commit per fsync)
   --rocksdb-options "NAME=VALUE;..."
                             RocksDB options over idemstore's own (RocksDB's option-string
                             form; e.g. "level0_file_num_compaction_trigger=8")

