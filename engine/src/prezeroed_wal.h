@@ -18,8 +18,9 @@
 // Why recovery is unaffected: RocksDB's log reader skips a zero header (type kZeroType, length
 // 0) to the end of its 32 KiB block without reporting a drop, under every recovery mode — the
 // format's provision for the preallocated regions of mmap writes — so a WAL whose tail is zeros
-// reads as the same records. A record torn by a crash ends in zeros instead of end-of-file; the
-// reader reports both the same way (a corrupt tail that point-in-time recovery stops at).
+// reads as the same records. A record torn by a crash is followed by zeros instead of the end of
+// the file, so the reader may report it as corrupt rather than truncated; point-in-time recovery
+// (the engine's mode) stops at the last WAL's torn tail either way, with what came before it.
 // docs/design.md §5 has the whole argument.
 //
 // Concurrency: RocksDB syncs a WAL (SyncWAL, on the sync thread) while the write thread appends
@@ -30,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <rocksdb/file_system.h>
 

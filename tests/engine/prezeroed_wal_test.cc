@@ -34,6 +34,13 @@ size_t FirstDifference(std::string_view expected, std::string_view actual) {
   return e == expected.end() ? std::string_view::npos : static_cast<size_t>(e - expected.begin());
 }
 
+// The file holds exactly `expected`: no byte different, none more.
+void ExpectFileHolds(const std::string& path, std::string_view expected) {
+  std::string actual = ReadFile(path);
+  EXPECT_EQ(std::string::npos, FirstDifference(expected, actual)) << path;
+  EXPECT_EQ(expected.size(), actual.size()) << path;
+}
+
 bool AllZero(std::string_view bytes) {
   return bytes.find_first_not_of('\0') == std::string_view::npos;
 }
@@ -91,9 +98,7 @@ TEST(PrezeroedWalTest, DataStaysWhereAppendedZerosFollowAndCloseTrimsThem) {
   }
   EXPECT_TRUE(saw_zeros_ahead);
   ASSERT_TRUE(w.file->Close(io, nullptr).ok());
-  std::string closed = ReadFile(w.path);
-  EXPECT_EQ(std::string::npos, FirstDifference(written, closed));
-  EXPECT_EQ(written.size(), closed.size());
+  ExpectFileHolds(w.path, written);
 }
 
 TEST(PrezeroedWalTest, OtherFilesAreLeftAlone) {
@@ -104,9 +109,7 @@ TEST(PrezeroedWalTest, OtherFilesAreLeftAlone) {
   ASSERT_TRUE(w.file->Append(r, io, nullptr).ok());
   ASSERT_TRUE(w.file->Sync(io, nullptr).ok());
   ASSERT_TRUE(w.file->Sync(io, nullptr).ok());
-  std::string on_disk = ReadFile(w.path);
-  EXPECT_EQ(std::string::npos, FirstDifference(r, on_disk));
-  EXPECT_EQ(r.size(), on_disk.size());
+  ExpectFileHolds(w.path, r);
 }
 
 // RocksDB syncs a WAL on one thread while another appends to it: zeros must never land on data.
@@ -137,7 +140,7 @@ TEST(PrezeroedWalTest, SyncsConcurrentWithAppendsNeverZeroData) {
   ASSERT_GE(syncs.load(), 100);
   EXPECT_EQ(std::string::npos, FirstDifference(written, ReadFile(w.path)));
   ASSERT_TRUE(w.file->Close(io, nullptr).ok());
-  EXPECT_EQ(written.size(), ReadFile(w.path).size());
+  ExpectFileHolds(w.path, written);
 }
 
 // --- Recovery: crash images of a live sync-mode engine, whose WAL ends in zeros ---
@@ -191,6 +194,8 @@ class PrezeroedWalRecoveryTest : public ::testing::Test {
     return found;
   }
 
+  void ExpectTornLastRecordLosesOnlyItself(size_t last_size, size_t torn_bytes);
+
   TempDir dir_;
   EngineOptions options_;
 };
@@ -214,26 +219,25 @@ TEST_F(PrezeroedWalRecoveryTest, WalEndingInZerosRecoversEveryRecord) {
   EXPECT_EQ(700, CountRecovered(dir_.Sub("image"), 700, 300));
 }
 
-// A power cut in the middle of the last write: its record was only partly on disk, and zeros
-// follow it. Recovery stops at the torn record (point-in-time), with everything before it.
-TEST_F(PrezeroedWalRecoveryTest, TornLastRecordFollowedByZerosRecoversTheRecordsBefore) {
+// A power cut in the middle of the last write: the last `torn_bytes` of its record never reached
+// the disk, and zeros (written ahead) are there instead. Recovery stops at the torn record
+// (point-in-time), with every record before it.
+void PrezeroedWalRecoveryTest::ExpectTornLastRecordLosesOnlyItself(size_t last_size,
+                                                                   size_t torn_bytes) {
   const std::string db = dir_.Sub("db");
   auto engine = Engine::Open(db, options_);
   ASSERT_TRUE(engine.ok());
   InsertAll(**engine, 0, 400, 300);
-  // The last record is big enough to span two of the log's 32 KiB blocks.
-  InsertAll(**engine, 400, 1, 40'000);
+  InsertAll(**engine, 400, 1, last_size);
   CopyCrashImage(db, dir_.Sub("image"));
   const std::string wal_path = OnlyWal(dir_.Sub("image"));
   std::string wal = ReadFile(wal_path);
   size_t data_end = wal.find_last_not_of('\0') + 1;
   ASSERT_LT(data_end, wal.size());
-  // Tear it: the last 20,000 bytes of the record never reached the disk (zeros, as written
-  // ahead), so its second fragment is gone.
   {
     std::fstream f(wal_path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(data_end - 20'000));
-    std::string zeros(20'000, '\0');
+    f.seekp(static_cast<std::streamoff>(data_end - torn_bytes));
+    std::string zeros(torn_bytes, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   }
   EXPECT_EQ(400, CountRecovered(dir_.Sub("image"), 400, 300));
@@ -242,6 +246,16 @@ TEST_F(PrezeroedWalRecoveryTest, TornLastRecordFollowedByZerosRecoversTheRecords
   auto last = (*e)->Get("wal", "k400");
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(Outcome::kNotFound, last->outcome);
+}
+
+// Within one of the log's 32 KiB blocks: the record's checksum fails.
+TEST_F(PrezeroedWalRecoveryTest, TornLastRecordFollowedByZerosRecoversTheRecordsBefore) {
+  ExpectTornLastRecordLosesOnlyItself(300, 100);
+}
+
+// Across blocks: the record's second fragment is zeros (or fails its checksum).
+TEST_F(PrezeroedWalRecoveryTest, TornFragmentedLastRecordRecoversTheRecordsBefore) {
+  ExpectTornLastRecordLosesOnlyItself(40'000, 20'000);
 }
 
 TEST_F(PrezeroedWalRecoveryTest, OffMeansAPlainWal) {
