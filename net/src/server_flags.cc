@@ -169,9 +169,6 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   ServerFlags flags;
   flags.engine.durability = Durability::kSync;
-  // The server owns its process, so it may lower RocksDB's (process-wide) thread pools; a program
-  // embedding the engine keeps EngineOptions' default, normal. Trade-off: EngineOptions.
-  flags.engine.background_priority = EngineOptions::BackgroundPriority::kLow;
   std::map<std::string, RetentionSpec> retention;
   std::map<std::string, LifecycleSpec> lifecycle;
 
@@ -367,10 +364,11 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             lookup of keys in any order, sorted when flushed) or RocksDB's
                             skiplist
   --background-priority normal|low
-                            CPU priority of RocksDB's flush and compaction threads: low
-                            (default; nice 19) keeps them from delaying requests on a shared
-                            CPU, but writes stall now and then under sustained overload;
-                            normal shares the CPU evenly
+                            CPU priority of RocksDB's flush and compaction threads: normal
+                            (default) shares the CPU evenly; low (nice 19) keeps them from
+                            delaying requests, but only for a server with CPUs to itself:
+                            next to any busy process on its CPUs, flushes starve and writes
+                            stop for seconds
   --wal-prezero on|off      with --durability sync: keep zeros written ahead of the WAL's
                             end so that each fsync overwrites instead of appending (default
                             on: no file-system journal commit per fsync)

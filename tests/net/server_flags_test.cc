@@ -19,8 +19,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ("./data", f->data_dir);
   EXPECT_EQ(Durability::kSync, f->engine.durability);
   EXPECT_EQ(EngineOptions::Memtable::kHash, f->engine.memtable);
-  EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
-  EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, EngineOptions().background_priority);
+  EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
   EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
@@ -34,7 +33,7 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
                                  "payments=7d,max=30d", "--retention", "locks=10s,forever",
                                  "--block-cache-mb", "32", "--memtable-mb=16", "--memtable", "skiplist",
-                                 "--background-priority", "normal", "--wal-prezero", "off",
+                                 "--background-priority", "low", "--wal-prezero", "off",
                                  "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
@@ -61,7 +60,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(32u << 20, f->engine.block_cache_bytes);
   EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
   EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
-  EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
+  EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
   EXPECT_EQ(0u, f->engine.wal_prezero_chunk_bytes);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }

@@ -90,12 +90,14 @@ struct EngineOptions {
 
   // The CPU priority of RocksDB's flush and compaction threads. kLow (nice 19) lets requests
   // preempt them at once, which matters when they share one CPU: there, completions at pipeline
-  // 1 kept a p99 of 1.0 ms instead of 4.8, and ran 13 % faster. The price is at sustained
-  // saturation: background work then waits until writes stall, and the slowest 0.1 % of requests
-  // waited 0.25–0.29 s instead of ~20 ms (docs/performance.md). Process-wide and one-way:
-  // RocksDB's default thread pools serve every database in the process, and an unprivileged
-  // thread cannot raise its priority again — so the library leaves them alone by default, and
-  // idemstored, which owns its process, runs with kLow.
+  // 1 kept a p99 of 1.0 ms instead of 4.8, and ran 13 % faster. The price: background work gets
+  // CPU only when nothing at normal priority wants it. At sustained saturation writes stall now
+  // and then (the slowest 0.1 % waited 0.25–0.29 s instead of ~20 ms), and next to any busy
+  // process on the same CPU flushes starve and writes stop outright (measured: 21k instead of
+  // 130k inserts/s, p99.9 15 s, writes stopped for up to 34 s; docs/performance.md). So kLow is
+  // for a process with CPUs to itself, and neither the library nor idemstored uses it by
+  // default. Process-wide and one-way: RocksDB's default thread pools serve every database in
+  // the process, and an unprivileged thread cannot raise its priority again.
   enum class BackgroundPriority { kNormal, kLow };
   BackgroundPriority background_priority = BackgroundPriority::kNormal;
 

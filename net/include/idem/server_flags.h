@@ -21,7 +21,7 @@ struct ServerFlags {
 
 // `args` excludes the program name. Both "--flag value" and "--flag=value" are accepted.
 // InvalidArgument names the offending flag. server.limits is set to engine.limits. Defaults
-// differ from EngineOptions' in two places: durability is sync, background_priority is low.
+// differ from EngineOptions' in one place: durability is sync.
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args);
 
 // The --help text.
