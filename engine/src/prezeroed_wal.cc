@@ -79,7 +79,8 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
     return s;
   }
 
-  rocksdb::IOStatus Close(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+  rocksdb::IOStatus Close(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
     uint64_t data_end = 0;
     bool size_known = false;
     {
@@ -129,7 +130,7 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
     for (uint64_t at = from; ok && at < to; at += kZeroPiece) {
       // Each piece is written under the lock that counts appends, from past the data counted so
       // far: an append that reaches a zeroed byte is counted, and so written, after the zeros.
-      // Data always lands last. (A piece at a time, so an append waits ~10 µs, not a chunk's.)
+      // Data always lands last. (A piece at a time, so an append waits 15-30 µs, not a chunk's.)
       std::lock_guard<std::mutex> lock(mu_);
       uint64_t start = std::max(at, size_);
       uint64_t end = std::min(at + kZeroPiece, to);
