@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
 namespace idem {
 namespace {
@@ -51,19 +52,19 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
                                      rocksdb::IODebugContext* dbg) override {
-    StopTracking();
+    StopExtending(/*data_end_moves=*/true);
     return target()->PositionedAppend(data, offset, options, dbg);
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
                                      const rocksdb::DataVerificationInfo& info,
                                      rocksdb::IODebugContext* dbg) override {
-    StopTracking();
+    StopExtending(/*data_end_moves=*/true);
     return target()->PositionedAppend(data, offset, options, info, dbg);
   }
   rocksdb::IOStatus Truncate(uint64_t size, const rocksdb::IOOptions& options,
                              rocksdb::IODebugContext* dbg) override {
-    StopTracking();
+    StopExtending(/*data_end_moves=*/true);
     return target()->Truncate(size, options, dbg);
   }
 
@@ -81,21 +82,13 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
 
   rocksdb::IOStatus Close(const rocksdb::IOOptions& options,
                           rocksdb::IODebugContext* dbg) override {
-    uint64_t data_end = 0;
-    bool size_known = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      extended_.wait(lock, [this] { return !extending_; });
-      stopped_ = true;
-      size_known = size_known_;
-      data_end = size_;
-    }
+    const std::optional<uint64_t> data_end = StopExtending(/*data_end_moves=*/false);
     rocksdb::IOStatus s = target()->Close(options, dbg);
     // Zeros left behind would be harmless (recovery skips them): a failed trim is no error.
     struct stat st;
-    if (s.ok() && size_known && ::fstat(fd_, &st) == 0 &&
-        static_cast<uint64_t>(st.st_size) > data_end) {
-      (void)::ftruncate(fd_, static_cast<off_t>(data_end));
+    if (s.ok() && data_end && ::fstat(fd_, &st) == 0 &&
+        static_cast<uint64_t>(st.st_size) > *data_end) {
+      (void)::ftruncate(fd_, static_cast<off_t>(*data_end));
     }
     return s;
   }
@@ -107,12 +100,15 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
     size_ += n;
   }
 
-  // The data no longer simply grows by appends: no more zeros, and no trim at Close.
-  void StopTracking() {
+  // Waits for an extension in progress and allows no more. `data_end_moves`: the caller is about
+  // to move the data's end other than by appending, so it is no longer known (and Close will not
+  // trim). Returns where the data ends, if known.
+  std::optional<uint64_t> StopExtending(bool data_end_moves) {
     std::unique_lock<std::mutex> lock(mu_);
     extended_.wait(lock, [this] { return !extending_; });
     stopped_ = true;
-    size_known_ = false;
+    if (data_end_moves) size_known_ = false;
+    return size_known_ ? std::optional<uint64_t>(size_) : std::nullopt;
   }
 
   // After a sync: when less than half a chunk of zeros is left ahead of the data, write another
@@ -141,7 +137,7 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
       std::lock_guard<std::mutex> lock(mu_);
       extending_ = false;
       if (ok) {
-        zero_end_ = std::max(zero_end_, to);
+        zero_end_ = to;
       } else {
         stopped_ = true;  // the file works on as a plain append-only WAL
       }

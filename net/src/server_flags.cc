@@ -257,9 +257,9 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        }},
       {"--wal-prezero",
        [&](std::string_view v) {
-         const uint64_t kOn = EngineOptions().wal_prezero_chunk_bytes;
-         return ParseChoice<uint64_t>("--wal-prezero", v, {"on", kOn}, {"off", 0},
-                                      &flags.engine.wal_prezero_chunk_bytes);
+         return ParseChoice<uint64_t>("--wal-prezero", v,
+                                      {"on", EngineOptions::kDefaultWalPrezeroChunkBytes},
+                                      {"off", 0}, &flags.engine.wal_prezero_chunk_bytes);
        }},
       {"--rocksdb-options",
        [&](std::string_view v) {
