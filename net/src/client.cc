@@ -1,10 +1,17 @@
-// The network Client. One TCP connection, one I/O thread.
+// The network Client. One TCP connection at a time, one I/O thread.
 //
 // Threads: callers of Apply/ApplyAsync/Stats encode their request on their own thread (so the
 // caller's strings need not outlive the call) and post it to the I/O thread, which owns every
-// other member: the socket, the table of requests waiting for a response and their timers.
-// Callbacks run on the I/O thread.
+// other member: the socket, the link's state, the table of requests waiting for a response and
+// their timers. Callbacks run on the I/O thread.
+//
+// The link: kDown --a call--> kConnecting (resolve, connect, Hello) --> kUp --lost--> kDown.
+// Each connection (or attempt) has a generation. Disconnect moves it on, so a late completion
+// of an old connection's read, write or timer finds it changed and does nothing: it cannot touch
+// the connection that replaced its own.
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <deque>
 #include <future>
 #include <unordered_map>
@@ -22,6 +29,7 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
 
 class ClientImpl final : public Client {
  public:
@@ -29,17 +37,24 @@ class ClientImpl final : public Client {
       : options_(options),
         work_(asio::make_work_guard(io_)),
         socket_(io_),
+        resolver_(io_),
+        connect_timer_(io_),
+        backoff_ms_(options.reconnect_backoff_ms),
         parser_(options.max_frame_bytes) {
     thread_ = std::thread([this] { io_.run(); });
   }
 
   ~ClientImpl() override {
-    asio::post(io_, [this] { FailAll(Status::Shutdown("client closed")); });
+    asio::post(io_, [this] {
+      Disconnect(Status::Shutdown("client closed"));
+      link_ = Link::kClosed;  // calls still being posted fail with Shutdown too
+    });
     work_.reset();
     thread_.join();  // returns once the socket is closed and no timer is pending
   }
 
-  Status ConnectAndGreet();
+  // The first connection, made before the Client is handed out.
+  Status ConnectFirst();
 
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
   void ApplyAsync(std::span<const Op> ops, Callback done) override;
@@ -47,11 +62,13 @@ class ClientImpl final : public Client {
   const ServerInfo& server_info() const override { return info_; }
 
  private:
+  enum class Link { kDown, kConnecting, kUp, kClosed };
+
   // Called once per request with the verified response frame, or with a non-ok Status and null.
   using OnResponse = std::function<void(Status status, const wire::Frame* frame)>;
   struct Waiting {
     OnResponse on_response;
-    std::unique_ptr<asio::steady_timer> timer;
+    std::unique_ptr<asio::steady_timer> timer;  // null for the Hello (connect_timer_ bounds it)
   };
 
   // Any thread: sends `frame` (request `id`) and arranges for `on_response`.
@@ -59,26 +76,41 @@ class ClientImpl final : public Client {
   bool OnIoThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   // I/O thread only, from here on.
+  Status Admit(size_t frame_body_bytes);
+  void StartConnecting();
+  void SendHello();
+  Status AcceptHello(const wire::Frame& frame);
+  void Connected();
+  void Disconnect(const Status& why);
   void DoWrite();
   void DoRead();
   void OnFrame(std::vector<uint8_t> body);
-  void FailAll(const Status& status);
 
   const ClientOptions options_;
+  std::string host_, port_;  // options_.address, split; set before the I/O thread reads them
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   tcp::socket socket_;
+  tcp::resolver resolver_;
+  asio::steady_timer connect_timer_;  // bounds an attempt: resolve, connect and Hello
   std::thread thread_;
   std::atomic<uint64_t> next_id_{1};
-  ServerInfo info_;  // written once by ConnectAndGreet, before the Client is handed out
+  ServerInfo info_;  // written once, by the first Hello, before the Client is handed out
+
+  Link link_ = Link::kDown;
+  uint64_t generation_ = 0;
+  std::function<void(Status)> on_first_connect_;
+  size_t server_max_frame_bytes_ = 0;  // from the latest Hello
+  Status last_error_;                  // why the link is down
+  Clock::time_point next_attempt_at_;  // after a failed attempt, calls fail at once until then
+  int64_t backoff_ms_;
 
   FrameParser parser_;
   std::array<uint8_t, 64 * 1024> read_buf_;
   std::unordered_map<uint64_t, Waiting> waiting_;
-  std::deque<FrameBytes> outbox_;
-  std::vector<FrameBytes> writing_;
+  std::deque<FrameBytes> outbox_;                     // for the connection that is up
+  std::deque<std::pair<uint64_t, FrameBytes>> held_;  // requests waiting for the Hello
   bool writing_active_ = false;
-  Status broken_;  // once set, the connection is gone and every request fails with it
 };
 
 std::pair<std::string, std::string> SplitAddress(const std::string& address) {
@@ -91,78 +123,25 @@ std::pair<std::string, std::string> SplitAddress(const std::string& address) {
   return {host, address.substr(colon + 1)};
 }
 
-Status ClientImpl::ConnectAndGreet() {
-  auto [host, port] = SplitAddress(options_.address);
-  if (host.empty() || port.empty()) {
+Status ClientImpl::ConnectFirst() {
+  std::tie(host_, port_) = SplitAddress(options_.address);
+  if (host_.empty() || port_.empty()) {
     return Status::InvalidArgument("address \"" + options_.address + "\" is not HOST:PORT");
   }
-  boost::system::error_code ec;
-  tcp::resolver resolver(io_);
-  tcp::resolver::results_type endpoints = resolver.resolve(host, port, ec);
-  if (ec) return Status::IOError("resolve " + options_.address + ": " + ec.message());
-
-  // Connect on the I/O thread, bounded by connect_timeout_ms.
-  std::promise<Status> connected;
-  asio::steady_timer timer(io_);
+  std::promise<Status> done;
   asio::post(io_, [&] {
-    timer.expires_after(std::chrono::milliseconds(options_.connect_timeout_ms));
-    timer.async_wait([&](const boost::system::error_code& timer_ec) {
-      if (!timer_ec) socket_.close();  // completes the connect with operation_aborted
-    });
-    asio::async_connect(socket_, endpoints,
-                        [&](const boost::system::error_code& connect_ec, const tcp::endpoint&) {
-                          const bool timed_out = timer.expiry() <= asio::steady_timer::clock_type::now();
-                          timer.cancel();
-                          if (!connect_ec) {
-                            socket_.set_option(tcp::no_delay(true));
-                            DoRead();
-                            connected.set_value(Status::Ok());
-                          } else if (timed_out || connect_ec == asio::error::operation_aborted) {
-                            broken_ = Status::TimedOut("connect to " + options_.address);
-                            connected.set_value(broken_);
-                          } else {
-                            broken_ = Status::IOError("connect to " + options_.address + ": " +
-                                                      connect_ec.message());
-                            connected.set_value(broken_);
-                          }
-                        });
+    on_first_connect_ = [&](Status status) { done.set_value(std::move(status)); };
+    StartConnecting();
   });
-  if (Status s = connected.get_future().get(); !s.ok()) return s;
-
-  std::promise<Status> greeted;
-  const uint64_t id = next_id_++;
-  Send(id, EncodeHello(id, options_.client_name), options_.connect_timeout_ms,
-       [&](Status status, const wire::Frame* frame) {
-         if (status.ok()) status = DecodeError(frame->error());
-         if (status.ok()) {
-           const wire::HelloReply* reply = frame->body_as_HelloReply();
-           if (reply == nullptr) {
-             status = Status::Corruption("expected HelloReply");
-           } else if (reply->protocol_version() != kProtocolVersion) {
-             status = Status::NotSupported("server speaks protocol version " +
-                                           std::to_string(reply->protocol_version()));
-           } else {
-             info_ = DecodeHelloReply(*reply);
-           }
-         }
-         greeted.set_value(status);
-       });
-  return greeted.get_future().get();
+  return done.get_future().get();
 }
 
 void ClientImpl::Send(uint64_t id, FrameBytes frame, int64_t timeout_ms, OnResponse on_response) {
   // The frame is built; everything else happens on the I/O thread.
   asio::post(io_, [this, id, timeout_ms, frame = std::move(frame),
                    on_response = std::move(on_response)]() mutable {
-    if (!broken_.ok()) {
-      on_response(broken_, nullptr);
-      return;
-    }
-    if (info_.max_frame_bytes != 0 && frame.size() - 4 > info_.max_frame_bytes) {
-      on_response(Status::InvalidArgument("request frame of " + std::to_string(frame.size() - 4) +
-                                          " bytes exceeds the server's max_frame_bytes " +
-                                          std::to_string(info_.max_frame_bytes)),
-                  nullptr);
+    if (Status refused = Admit(frame.size() - 4); !refused.ok()) {
+      on_response(refused, nullptr);
       return;
     }
     auto timer = std::make_unique<asio::steady_timer>(io_);
@@ -178,87 +157,213 @@ void ClientImpl::Send(uint64_t id, FrameBytes frame, int64_t timeout_ms, OnRespo
            nullptr);
     });
     waiting_.emplace(id, Waiting{std::move(on_response), std::move(timer)});
-    outbox_.push_back(std::move(frame));
-    DoWrite();
+    if (link_ == Link::kUp) {
+      outbox_.push_back(std::move(frame));
+      DoWrite();
+    } else {
+      held_.emplace_back(id, std::move(frame));
+    }
   });
+}
+
+// Whether a request may go out; starts connecting when the link is down and may come up.
+Status ClientImpl::Admit(size_t frame_body_bytes) {
+  if (link_ == Link::kClosed) return Status::Shutdown("client closed");
+  if (server_max_frame_bytes_ != 0 && frame_body_bytes > server_max_frame_bytes_) {
+    return Status::InvalidArgument("request frame of " + std::to_string(frame_body_bytes) +
+                                   " bytes exceeds the server's max_frame_bytes " +
+                                   std::to_string(server_max_frame_bytes_));
+  }
+  if (link_ != Link::kDown) return Status::Ok();
+  if (!options_.reconnect) return last_error_;
+  const Clock::time_point now = Clock::now();
+  if (now < next_attempt_at_) {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_attempt_at_ - now);
+    return Status::FromCode(
+        static_cast<uint32_t>(last_error_.code()),
+        last_error_.message() + "; next attempt in " + std::to_string(wait.count()) + " ms");
+  }
+  StartConnecting();
+  return Status::Ok();
+}
+
+void ClientImpl::StartConnecting() {
+  link_ = Link::kConnecting;
+  const uint64_t generation = ++generation_;
+  connect_timer_.expires_after(std::chrono::milliseconds(options_.connect_timeout_ms));
+  connect_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
+    if (ec || generation != generation_) return;
+    Disconnect(Status::TimedOut("connect to " + options_.address + ": no handshake within " +
+                                std::to_string(options_.connect_timeout_ms) + " ms"));
+  });
+  resolver_.async_resolve(
+      host_, port_,
+      [this, generation](const boost::system::error_code& ec,
+                         tcp::resolver::results_type endpoints) {
+        if (generation != generation_) return;
+        if (ec) {
+          Disconnect(Status::IOError("resolve " + options_.address + ": " + ec.message()));
+          return;
+        }
+        asio::async_connect(
+            socket_, endpoints,
+            [this, generation](const boost::system::error_code& connect_ec, const tcp::endpoint&) {
+              if (generation != generation_) return;
+              if (connect_ec) {
+                Disconnect(Status::IOError("connect to " + options_.address + ": " +
+                                           connect_ec.message()));
+                return;
+              }
+              boost::system::error_code ignored;
+              socket_.set_option(tcp::no_delay(true), ignored);
+              DoRead();
+              SendHello();
+            });
+      });
+}
+
+// The Hello goes out alone; the calls made meanwhile are held until its reply.
+void ClientImpl::SendHello() {
+  const uint64_t id = next_id_++;
+  const uint64_t generation = generation_;
+  waiting_.emplace(id, Waiting{[this, generation](Status status, const wire::Frame* frame) {
+                                 if (generation != generation_) return;  // already failed
+                                 if (status.ok()) status = AcceptHello(*frame);
+                                 if (status.ok()) {
+                                   Connected();
+                                 } else {
+                                   Disconnect(status);
+                                 }
+                               },
+                               nullptr});
+  outbox_.push_back(EncodeHello(id, options_.client_name));
+  DoWrite();
+}
+
+Status ClientImpl::AcceptHello(const wire::Frame& frame) {
+  if (Status error = DecodeError(frame.error()); !error.ok()) return error;
+  const wire::HelloReply* reply = frame.body_as_HelloReply();
+  if (reply == nullptr) return Status::Corruption("expected HelloReply");
+  if (reply->protocol_version() != kProtocolVersion) {
+    return Status::NotSupported("server speaks protocol version " +
+                                std::to_string(reply->protocol_version()));
+  }
+  ServerInfo info = DecodeHelloReply(*reply);
+  server_max_frame_bytes_ = info.max_frame_bytes;
+  if (on_first_connect_) info_ = std::move(info);  // read by callers only after this
+  return Status::Ok();
+}
+
+void ClientImpl::Connected() {
+  link_ = Link::kUp;
+  connect_timer_.cancel();
+  backoff_ms_ = options_.reconnect_backoff_ms;
+  for (auto& [id, frame] : held_) {
+    if (waiting_.count(id) != 0) outbox_.push_back(std::move(frame));  // else it timed out
+  }
+  held_.clear();
+  DoWrite();
+  if (on_first_connect_) std::exchange(on_first_connect_, nullptr)(Status::Ok());
+}
+
+// Ends the connection or the attempt: every call waiting on it fails with `why`. A failed
+// attempt also sets the time before which calls fail at once instead of connecting.
+void ClientImpl::Disconnect(const Status& why) {
+  if (link_ == Link::kConnecting) {
+    next_attempt_at_ = Clock::now() + std::chrono::milliseconds(backoff_ms_);
+    backoff_ms_ = std::min(backoff_ms_ * 2, options_.reconnect_backoff_max_ms);
+  }
+  link_ = Link::kDown;
+  last_error_ = why;
+  ++generation_;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  resolver_.cancel();
+  connect_timer_.cancel();
+  parser_.Reset();
+  writing_active_ = false;
+  outbox_.clear();
+  held_.clear();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& [id, w] : waiting) {
+    if (w.timer) w.timer->cancel();
+    w.on_response(why, nullptr);
+  }
+  if (on_first_connect_) std::exchange(on_first_connect_, nullptr)(why);
 }
 
 void ClientImpl::DoWrite() {
-  if (writing_active_ || outbox_.empty() || !broken_.ok()) return;
+  if (writing_active_ || outbox_.empty()) return;
+  // The batch belongs to this write (and its generation): a new connection never shares it.
+  auto batch = std::make_shared<std::vector<FrameBytes>>(std::make_move_iterator(outbox_.begin()),
+                                                         std::make_move_iterator(outbox_.end()));
+  outbox_.clear();
   std::vector<asio::const_buffer> buffers;
-  while (!outbox_.empty()) {
-    writing_.push_back(std::move(outbox_.front()));
-    outbox_.pop_front();
-    buffers.emplace_back(writing_.back().data(), writing_.back().size());
-  }
+  buffers.reserve(batch->size());
+  for (const FrameBytes& frame : *batch) buffers.emplace_back(frame.data(), frame.size());
   writing_active_ = true;
-  asio::async_write(socket_, buffers, [this](const boost::system::error_code& ec, size_t) {
-    writing_active_ = false;
-    writing_.clear();
-    if (ec) {
-      FailAll(Status::IOError("write to " + options_.address + ": " + ec.message()));
-      return;
-    }
-    DoWrite();
-  });
+  asio::async_write(
+      socket_, buffers,
+      [this, batch, generation = generation_](const boost::system::error_code& ec, size_t) {
+        if (generation != generation_) return;
+        writing_active_ = false;
+        if (ec) {
+          Disconnect(Status::IOError("write to " + options_.address + ": " + ec.message()));
+          return;
+        }
+        DoWrite();
+      });
 }
 
 void ClientImpl::DoRead() {
-  socket_.async_read_some(asio::buffer(read_buf_), [this](const boost::system::error_code& ec,
-                                                          size_t n) {
-    if (ec) {
-      FailAll(Status::IOError(ec == asio::error::eof
-                                  ? "connection closed by the server " + options_.address
-                                  : "read from " + options_.address + ": " + ec.message()));
-      return;
-    }
-    size_t offset = 0;
-    while (offset < n && broken_.ok()) {
-      size_t consumed = 0;
-      FrameParser::State state = parser_.Feed(read_buf_.data() + offset, n - offset, &consumed);
-      offset += consumed;
-      if (state == FrameParser::State::kBad) {
-        FailAll(Status::Corruption("response frame length " +
-                                   std::to_string(parser_.bad_length()) +
-                                   " is outside 1..max_frame_bytes"));
-        return;
-      }
-      if (state == FrameParser::State::kComplete) OnFrame(parser_.TakeFrame());
-    }
-    if (broken_.ok()) DoRead();
-  });
+  socket_.async_read_some(
+      asio::buffer(read_buf_),
+      [this, generation = generation_](const boost::system::error_code& ec, size_t n) {
+        if (generation != generation_) return;
+        if (ec) {
+          Disconnect(Status::IOError(ec == asio::error::eof
+                                         ? "connection closed by the server " + options_.address
+                                         : "read from " + options_.address + ": " + ec.message()));
+          return;
+        }
+        size_t offset = 0;
+        while (offset < n) {
+          size_t consumed = 0;
+          FrameParser::State state = parser_.Feed(read_buf_.data() + offset, n - offset, &consumed);
+          offset += consumed;
+          if (state == FrameParser::State::kBad) {
+            Disconnect(Status::Corruption("response frame length " +
+                                          std::to_string(parser_.bad_length()) +
+                                          " is outside 1..max_frame_bytes"));
+            return;
+          }
+          if (state == FrameParser::State::kComplete) {
+            OnFrame(parser_.TakeFrame());
+            if (generation != generation_) return;  // the frame ended the connection
+          }
+        }
+        DoRead();
+      });
 }
 
 void ClientImpl::OnFrame(std::vector<uint8_t> body) {
   const wire::Frame* frame = VerifyFrame(body.data(), body.size());
   if (frame == nullptr) {
-    FailAll(Status::Corruption("response frame failed verification"));
+    Disconnect(Status::Corruption("response frame failed verification"));
     return;
   }
   if (frame->id() == 0) {  // a connection-level error: the server closes after it
     Status error = DecodeError(frame->error());
-    FailAll(error.ok() ? Status::IOError("server sent a frame with id 0") : error);
+    Disconnect(error.ok() ? Status::IOError("server sent a frame with id 0") : error);
     return;
   }
   auto it = waiting_.find(frame->id());
   if (it == waiting_.end()) return;  // timed out earlier
   OnResponse on_response = std::move(it->second.on_response);
-  it->second.timer->cancel();
+  if (it->second.timer) it->second.timer->cancel();
   waiting_.erase(it);
   on_response(Status::Ok(), frame);
-}
-
-void ClientImpl::FailAll(const Status& status) {
-  if (broken_.ok()) broken_ = status;
-  boost::system::error_code ec;
-  socket_.close(ec);
-  auto waiting = std::move(waiting_);
-  waiting_.clear();
-  outbox_.clear();
-  for (auto& [id, w] : waiting) {
-    w.timer->cancel();
-    w.on_response(status, nullptr);
-  }
 }
 
 void ClientImpl::ApplyAsync(std::span<const Op> ops, Callback done) {
@@ -272,8 +377,8 @@ void ClientImpl::ApplyAsync(std::span<const Op> ops, Callback done) {
            const wire::ApplyResponse* response = frame->body_as_ApplyResponse();
            const size_t n = response && response->results() ? response->results()->size() : 0;
            if (response == nullptr || n != expected) {
-             status = Status::Corruption("expected " + std::to_string(expected) +
-                                         " results, got " + std::to_string(n));
+             status = Status::Corruption("expected " + std::to_string(expected) + " results, got " +
+                                         std::to_string(n));
            } else {
              results.reserve(n);
              for (const wire::OpResult* r : *response->results()) {
@@ -322,7 +427,7 @@ Result<StoreStats> ClientImpl::Stats() {
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   auto client = std::make_unique<ClientImpl>(options);
-  if (Status s = client->ConnectAndGreet(); !s.ok()) return s;
+  if (Status s = client->ConnectFirst(); !s.ok()) return s;
   return std::unique_ptr<Client>(std::move(client));
 }
 

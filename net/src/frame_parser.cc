@@ -35,4 +35,9 @@ std::vector<uint8_t> FrameParser::TakeFrame() {
   return frame;
 }
 
+void FrameParser::Reset() {
+  TakeFrame();
+  bad_ = false;
+}
+
 }  // namespace idem

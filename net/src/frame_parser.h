@@ -30,6 +30,9 @@ class FrameParser {
   // The body of the completed frame (without the prefix); resets for the next frame.
   std::vector<uint8_t> TakeFrame();
 
+  // Forgets any partial frame and a kBad: the start of a new stream.
+  void Reset();
+
   // The offending length after kBad.
   uint64_t bad_length() const { return length_; }
   size_t max_frame_bytes() const { return max_frame_bytes_; }

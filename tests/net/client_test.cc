@@ -161,13 +161,99 @@ TEST(ClientTest, ServerClosingFailsWaitingCallsAtOnce) {
   ClientOptions options;
   options.address = fake.address();
   options.request_timeout_ms = 60'000;  // the failure must not wait for this
+  options.reconnect = false;
   auto client = Client::Connect(options);
   ASSERT_OK(client);
   const auto start = std::chrono::steady_clock::now();
   Result<OpResult> r = (*client)->Get("ns", "k");
   EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
-  EXPECT_TRUE((*client)->Get("ns", "k").status().IsIOError());  // and later calls at once
+  // Without reconnect, later calls fail at once with the same error.
+  Result<OpResult> later = (*client)->Get("ns", "k");
+  EXPECT_EQ(r.status().ToString(), later.status().ToString());
+}
+
+// The server closes idle connections (ServerOptions::idle_timeout_ms); a quiet client must not
+// be broken by it.
+TEST(ClientTest, IdleTimeoutDoesNotBreakTheClient) {
+  ServerOptions server_options;
+  server_options.idle_timeout_ms = 100;
+  testing::TestServer server(server_options);
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  std::this_thread::sleep_for(400ms);  // the server has closed the connection by now
+  Result<OpResult> r = (*client)->Get("ns", "k");
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kFound, r->outcome);
+}
+
+// Time for the client's I/O thread to read the end of a connection the server closed: a call
+// made before that would go out on the old connection and fail with it (in flight when the
+// connection was lost), which is not what these tests are about.
+constexpr auto kSeeTheClose = 100ms;
+
+// A restart costs nothing to a client with nothing in flight: the next call reconnects, and
+// calls made while it does wait for the handshake and then go out in order.
+TEST(ClientTest, ReconnectsAfterAServerRestart) {
+  testing::TestServer server;
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Insert("ns", "before", "NEW"));
+  server.StopServer();
+  server.StartServer();
+  std::this_thread::sleep_for(kSeeTheClose);
+  Result<OpResult> r = (*client)->Get("ns", "before");
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kFound, r->outcome);
+
+  server.StopServer();
+  server.StartServer();
+  std::this_thread::sleep_for(kSeeTheClose);
+  constexpr int kRequests = 500;  // all sent while the client is still reconnecting
+  std::atomic<int> inserted{0}, completed{0};
+  std::promise<void> all_done;
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string key = "after" + std::to_string(i);  // an Op borrows its strings
+    std::vector<Op> ops = {Op::Insert("ns", key, "NEW")};
+    (*client)->ApplyAsync(ops, [&](Status s, std::vector<Result<OpResult>> results) {
+      if (s.ok() && results[0].ok() && results[0]->outcome == Outcome::kInserted) ++inserted;
+      if (++completed == kRequests) all_done.set_value();
+    });
+  }
+  ASSERT_EQ(std::future_status::ready, all_done.get_future().wait_for(30s));
+  EXPECT_EQ(kRequests, inserted.load());
+}
+
+// While the server is down each call fails with IOError; after a failed attempt the client
+// waits reconnect_backoff_ms before the next one, failing calls at once meanwhile; then it
+// recovers by itself.
+TEST(ClientTest, WhileTheServerIsDownCallsFailAtOnceThenRecover) {
+  testing::TestServer server;
+  ClientOptions options;
+  options.reconnect_backoff_ms = 1'000;  // long enough to restart the server inside it
+  options.reconnect_backoff_max_ms = 1'000;
+  auto client = server.Connect(options);
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  server.StopServer();
+  std::this_thread::sleep_for(kSeeTheClose);
+
+  Result<OpResult> first = (*client)->Get("ns", "k");  // tries to connect: refused
+  EXPECT_TRUE(first.status().IsIOError()) << first.status().ToString();
+  EXPECT_NE(std::string::npos, first.status().message().find("connect to " + server.address()))
+      << first.status().ToString();
+  server.StartServer();
+  // Within the backoff: no attempt, although the server is back.
+  Result<OpResult> backing_off = (*client)->Get("ns", "k");
+  EXPECT_TRUE(backing_off.status().IsIOError()) << backing_off.status().ToString();
+  EXPECT_NE(std::string::npos, backing_off.status().message().find("next attempt in"))
+      << backing_off.status().ToString();
+
+  std::this_thread::sleep_for(1'200ms);
+  Result<OpResult> recovered = (*client)->Get("ns", "k");
+  ASSERT_OK(recovered);
+  EXPECT_EQ(Outcome::kFound, recovered->outcome);
 }
 
 TEST(ClientTest, DestroyingTheClientFailsPendingCallsWithShutdown) {

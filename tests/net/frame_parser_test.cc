@@ -82,6 +82,25 @@ TEST(FrameParserTest, ZeroLengthIsBad) {
   EXPECT_EQ(State::kBad, parser.Feed(prefix, 4, &consumed));
 }
 
+// The client's parser outlives a connection: a new stream must not start inside the old one's
+// partial frame, nor stay bad.
+TEST(FrameParserTest, ResetStartsANewStream) {
+  FrameParser parser(1024);
+  std::vector<uint8_t> partial = Framed({1, 2, 3, 4});
+  size_t consumed = 0;
+  ASSERT_EQ(State::kNeedMore, parser.Feed(partial.data(), 6, &consumed));
+  parser.Reset();
+  std::vector<uint8_t> next = Framed({5, 6});
+  ASSERT_EQ(State::kComplete, parser.Feed(next.data(), next.size(), &consumed));
+  EXPECT_EQ((std::vector<uint8_t>{5, 6}), parser.TakeFrame());
+
+  const uint8_t zero_length[4] = {0, 0, 0, 0};
+  ASSERT_EQ(State::kBad, parser.Feed(zero_length, 4, &consumed));
+  parser.Reset();
+  ASSERT_EQ(State::kComplete, parser.Feed(next.data(), next.size(), &consumed));
+  EXPECT_EQ((std::vector<uint8_t>{5, 6}), parser.TakeFrame());
+}
+
 TEST(FrameParserTest, RandomSplitsReassembleEveryFrame) {
   std::mt19937 rng(7);
   std::vector<std::vector<uint8_t>> frames;

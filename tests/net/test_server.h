@@ -37,19 +37,30 @@ class TestServer {
     server_options.port = 0;
     server_options.limits = engine_->options().limits;
     if (!server_options.log) server_options.log = [](std::string_view) {};
-    auto server = Server::Start(engine_.get(), server_options);
-    EXPECT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(*server);
+    server_options_ = std::move(server_options);
+    StartServer();
+    server_options_.port = server_->port();  // a restart comes back on the same port
   }
   ~TestServer() {
     if (server_) server_->Stop();
   }
 
+  // A server restart as a connected client sees it: the same engine and port, new connections.
+  void StopServer() {
+    server_->Stop();
+    server_.reset();
+  }
+  void StartServer() {
+    auto server = Server::Start(engine_.get(), server_options_);
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+
   Engine& engine() { return *engine_; }
   Server& server() { return *server_; }
   ManualClock& clock() { return *clock_; }
-  uint16_t port() const { return server_->port(); }
-  std::string address() const { return server_->address(); }
+  uint16_t port() const { return server_options_.port; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port()); }
 
   Result<std::unique_ptr<Client>> Connect(ClientOptions options = {}) const {
     options.address = address();
@@ -58,6 +69,7 @@ class TestServer {
 
  private:
   TempDir dir_;
+  ServerOptions server_options_;
   std::shared_ptr<ManualClock> clock_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Server> server_;

@@ -24,9 +24,16 @@ namespace idem {
 struct ClientOptions {
   std::string address = "127.0.0.1:7878";  // HOST:PORT
   int64_t connect_timeout_ms = 5'000;
-  int64_t request_timeout_ms = 10'000;      // per Apply; TimedOut after it
-  size_t max_frame_bytes = 4u << 20;        // responses above this are rejected (Corruption)
+  int64_t request_timeout_ms = 10'000;       // per Apply; TimedOut after it
+  size_t max_frame_bytes = 4u << 20;         // responses above this are rejected (Corruption)
   std::string client_name = "idem::Client";  // sent in Hello, shown in the server's log
+  // When the connection is lost (a server restart, the server's idle timeout), the next call
+  // connects again. After a failed attempt the calls fail at once for reconnect_backoff_ms,
+  // which doubles with each failed attempt in a row up to reconnect_backoff_max_ms: a client
+  // of a server that is down costs it one connection attempt per backoff, not one per call.
+  bool reconnect = true;
+  int64_t reconnect_backoff_ms = 100;
+  int64_t reconnect_backoff_max_ms = 2'000;
 };
 
 class Client : public Store {
@@ -41,14 +48,17 @@ class Client : public Store {
   using Callback = std::function<void(Status status, std::vector<Result<OpResult>> results)>;
   virtual void ApplyAsync(std::span<const Op> ops, Callback done) = 0;
 
-  // What the server announced in its HelloReply (limits, version).
+  // What the server announced in its HelloReply (limits, version) on the first connection.
   virtual const ServerInfo& server_info() const = 0;
 
   // Failure contract, for Apply, ApplyAsync and Stats alike:
   //  - TimedOut after request_timeout_ms (a late response is dropped; the request may have
   //    been applied);
-  //  - IOError once the connection is lost or the server closes it: every call waiting then
-  //    fails at once and every later call fails immediately (make a new Client to reconnect);
+  //  - IOError once the connection is lost or the server closes it: every call waiting on it
+  //    fails at once. Those may have been applied, so none is resent. The next call connects
+  //    again (ClientOptions::reconnect): it fails with IOError or TimedOut if that fails, and
+  //    the calls after it fail at once ("next attempt in N ms") until the backoff has passed.
+  //    Without reconnect every later call fails at once with the first error;
   //  - Corruption for a response that does not decode;
   //  - Apply from inside a Callback (the client's I/O thread) is InvalidArgument: it would wait
   //    on itself. Use ApplyAsync there.
