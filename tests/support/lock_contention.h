@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "idem/operation.h"
 #include "idem/store.h"
@@ -21,18 +23,24 @@ struct LockContention {
 // `holds_per_caller` times. Keeping on until then, rather than making a fixed number of attempts,
 // makes the number of hand-overs independent of how the attempts interleave (callers in lock
 // step over one pipelined connection acquire about once every two rounds). A caller still
-// without its holds after `max_attempts` gives up, which shows as missing acquisitions.
-inline LockContention ContendForOneLock(Store& store, int callers, int holds_per_caller,
-                                        int max_attempts = 20'000) {
+// without its holds after `give_up_after` gives up, which shows as missing acquisitions. The
+// bound is time, not attempts: on a loaded 2-CPU machine a holder can be descheduled between its
+// Lock and its Unlock for milliseconds while the others spin through thousands of HELD answers
+// (a bound of 20,000 attempts was once exhausted that way, in 128 ms).
+inline LockContention ContendForOneLock(
+    Store& store, int callers, int holds_per_caller,
+    std::chrono::seconds give_up_after = std::chrono::seconds(60)) {
   std::atomic<int> holders{0}, max_holders{0}, acquisitions{0};
+  const auto deadline = std::chrono::steady_clock::now() + give_up_after;
   RunConcurrently(callers, [&](int t) {
     const std::string owner = "worker-" + std::to_string(t);
     int held = 0;
-    for (int n = 0; n < max_attempts && held < holds_per_caller; ++n) {
+    while (held < holds_per_caller && std::chrono::steady_clock::now() < deadline) {
       Result<OpResult> r = store.Execute(Op::Lock("locks", "L", owner));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       if (r->outcome != Outcome::kAcquired) {
         ASSERT_EQ(Outcome::kHeld, r->outcome);
+        std::this_thread::yield();  // let a descheduled holder run and release
         continue;
       }
       int now = ++holders;
