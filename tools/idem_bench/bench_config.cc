@@ -237,7 +237,7 @@ std::string BenchUsage() {
                           intended send time (coordinated omission is not hidden).
                           0 = closed loop (default)
   --namespace NS          (bench)   --key-prefix P (random per run)   --seed N
-  --server-pid PID        also report the server's CPU time per op
+  --server-pid PID        also report the server's CPU time per op, and by thread
   --json                  print one JSON object instead of text
   --quiet                 no progress line every second (on stderr)
 )";

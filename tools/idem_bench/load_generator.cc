@@ -17,11 +17,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <span>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -30,6 +28,7 @@
 #include "idem/operation.h"
 #include "idem/status.h"
 #include "json_writer.h"
+#include "proc_cpu.h"
 #include "protocol_codec.h"
 
 #include "protocol_generated.h"
@@ -57,22 +56,6 @@ double CpuSeconds() {
 }
 
 // utime + stime of another process, from /proc/PID/stat; -1 when unreadable.
-double ProcessCpuSeconds(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');  // the command name may contain spaces
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  // Fields after the name start at 3 (state); utime is 14, stime 15.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 // A bijection of the 64-bit integers (SplitMix64's finalizer: each step is invertible), so distinct
 // key numbers stay distinct keys while consecutive numbers land far apart.
 uint64_t Scatter(uint64_t x) {
@@ -745,6 +728,9 @@ Result<BenchReport> RunBenchmark(const BenchConfig& config) {
   }
 
   const double server_cpu0 = config.server_pid ? ProcessCpuSeconds(config.server_pid) : -1;
+  const std::map<std::string, double> server_threads0 =
+      config.server_pid ? ThreadCpuSecondsByName(config.server_pid)
+                        : std::map<std::string, double>{};
   const double cpu0 = CpuSeconds();
   const int64_t start = NowNs();
   const int64_t end = config.requests ? INT64_MAX : start + config.duration_ms * 1'000'000;
@@ -772,6 +758,11 @@ Result<BenchReport> RunBenchmark(const BenchConfig& config) {
   if (server_cpu0 >= 0) {
     const double server_cpu1 = ProcessCpuSeconds(config.server_pid);
     if (server_cpu1 >= 0) total.server_cpu_s = server_cpu1 - server_cpu0;
+    for (const auto& [name, seconds] : ThreadCpuSecondsByName(config.server_pid)) {
+      auto before = server_threads0.find(name);
+      total.server_cpu_s_by_thread[name] =
+          seconds - (before == server_threads0.end() ? 0 : before->second);
+    }
   }
   return total;
 }
@@ -815,6 +806,13 @@ std::string FormatText(const BenchConfig& c, const BenchReport& r) {
   if (r.server_cpu_s >= 0) {
     std::snprintf(buf, sizeof buf, ", server %.2f us/op", r.server_cpu_s * per_op);
     out += buf;
+  }
+  if (!r.server_cpu_s_by_thread.empty()) {
+    out += "\nserver threads (CPU s):";
+    for (const auto& [name, seconds] : r.server_cpu_s_by_thread) {
+      std::snprintf(buf, sizeof buf, " %s %.2f", name.c_str(), seconds);
+      out += buf;
+    }
   }
   return out + "\n";
 }
@@ -860,6 +858,14 @@ std::string FormatJson(const BenchConfig& c, const BenchReport& r) {
   const double per_op = r.ops ? 1e6 / r.ops : 0;
   j.Key("client_cpu_us_per_op"); j.Double(r.client_cpu_s * per_op);
   if (r.server_cpu_s >= 0) { j.Key("server_cpu_us_per_op"); j.Double(r.server_cpu_s * per_op); }
+  if (!r.server_cpu_s_by_thread.empty()) {
+    j.Key("server_cpu_ms_by_thread");
+    j.BeginObject();
+    for (const auto& [name, seconds] : r.server_cpu_s_by_thread) {
+      j.Key(name); j.Double(seconds * 1000.0);
+    }
+    j.EndObject();
+  }
   j.EndObject();
   return j.Take() + "\n";
 }

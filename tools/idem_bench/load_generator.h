@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "bench_config.h"
@@ -33,6 +34,9 @@ struct BenchReport {
   std::array<uint64_t, kOpKindCount> requests_by_kind{};
   double client_cpu_s = 0;     // this process, during the measurement
   double server_cpu_s = -1;    // the server (with server_pid), else -1
+  // The server's CPU by thread name (with server_pid): its event loop against RocksDB's flush
+  // ("rocksdb:high") and compaction ("rocksdb:low") threads.
+  std::map<std::string, double> server_cpu_s_by_thread;
 
   uint64_t error_count() const;
   double ops_per_s() const { return elapsed_s > 0 ? ops / elapsed_s : 0; }
