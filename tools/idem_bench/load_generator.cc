@@ -55,7 +55,6 @@ double CpuSeconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// utime + stime of another process, from /proc/PID/stat; -1 when unreadable.
 // A bijection of the 64-bit integers (SplitMix64's finalizer: each step is invertible), so distinct
 // key numbers stay distinct keys while consecutive numbers land far apart.
 uint64_t Scatter(uint64_t x) {
