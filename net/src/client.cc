@@ -71,8 +71,9 @@ class ClientImpl final : public Client {
     std::unique_ptr<asio::steady_timer> timer;  // null for the Hello (connect_timer_ bounds it)
   };
 
-  // Any thread: sends `frame` (request `id`) and arranges for `on_response`.
-  void Send(uint64_t id, FrameBytes frame, int64_t timeout_ms, OnResponse on_response);
+  // Any thread: sends `frame` (request `id`) and arranges for `on_response`, with
+  // TimedOut after request_timeout_ms.
+  void Send(uint64_t id, FrameBytes frame, OnResponse on_response);
   bool OnIoThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   // I/O thread only, from here on.
@@ -136,16 +137,16 @@ Status ClientImpl::ConnectFirst() {
   return done.get_future().get();
 }
 
-void ClientImpl::Send(uint64_t id, FrameBytes frame, int64_t timeout_ms, OnResponse on_response) {
+void ClientImpl::Send(uint64_t id, FrameBytes frame, OnResponse on_response) {
   // The frame is built; everything else happens on the I/O thread.
-  asio::post(io_, [this, id, timeout_ms, frame = std::move(frame),
+  asio::post(io_, [this, id, frame = std::move(frame),
                    on_response = std::move(on_response)]() mutable {
     if (Status refused = Admit(frame.size() - 4); !refused.ok()) {
       on_response(refused, nullptr);
       return;
     }
     auto timer = std::make_unique<asio::steady_timer>(io_);
-    timer->expires_after(std::chrono::milliseconds(timeout_ms));
+    timer->expires_after(std::chrono::milliseconds(options_.request_timeout_ms));
     timer->async_wait([this, id](const boost::system::error_code& ec) {
       if (ec) return;
       auto it = waiting_.find(id);
@@ -369,7 +370,7 @@ void ClientImpl::OnFrame(std::vector<uint8_t> body) {
 void ClientImpl::ApplyAsync(std::span<const Op> ops, Callback done) {
   const uint64_t id = next_id_++;
   const size_t expected = ops.size();
-  Send(id, EncodeApplyRequest(id, ops), options_.request_timeout_ms,
+  Send(id, EncodeApplyRequest(id, ops),
        [expected, done = std::move(done)](Status status, const wire::Frame* frame) {
          std::vector<Result<OpResult>> results;
          if (status.ok()) status = DecodeError(frame->error());
@@ -409,7 +410,7 @@ Result<StoreStats> ClientImpl::Stats() {
   }
   std::promise<Result<StoreStats>> promise;
   const uint64_t id = next_id_++;
-  Send(id, EncodeStatsRequest(id), options_.request_timeout_ms,
+  Send(id, EncodeStatsRequest(id),
        [&](Status status, const wire::Frame* frame) {
          if (status.ok()) status = DecodeError(frame->error());
          if (!status.ok()) {
