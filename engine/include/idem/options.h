@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -66,6 +67,10 @@ struct StateGraph {
 
 struct EngineOptions {
   std::shared_ptr<Clock> clock;  // null: SystemClock
+  // Where the engine tells the operator what they must know: refused or suspended writes,
+  // recoveries, clock steps. Called from any engine thread; must not call into the engine.
+  // Null: one line on stderr, prefixed "idem: ".
+  std::function<void(std::string_view line)> log;
   Durability durability = Durability::kSync;
   Limits limits;
   RetentionPolicy default_retention;                    // namespaces without their own policy
