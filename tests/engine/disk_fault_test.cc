@@ -164,6 +164,21 @@ TEST_P(DiskFaultTest, NoSpaceAtOpenIsAClearErrorAndAnOpenLaterWorks) {
   ExpectEveryAcknowledgedRecord();
 }
 
+// RocksDB's info LOG on a full disk: its lines are lost, nothing else (it aborted at open).
+TEST_P(DiskFaultTest, AnInfoLogThatCannotBeWrittenIsNoReasonToStop) {
+  ASSERT_EQ("INSERTED", Name(Insert("before")));
+  engine_.reset();
+  fs_->FailInfoLogWrites(Fault::kNoSpace);
+  ASSERT_OK(Open());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ("INSERTED", Name(Insert("k" + std::to_string(i))));
+    ASSERT_OK(engine_->Flush());  // each flush logs, and flushes the LOG
+  }
+  ExpectEveryAcknowledgedRecord();
+  Reopen();
+  ExpectEveryAcknowledgedRecord();
+}
+
 TEST_P(DiskFaultTest, NoSpaceWhenCreatingANewDatabaseIsAClearError) {
   engine_.reset();
   fs_->FailFileCreation(Fault::kNoSpace);

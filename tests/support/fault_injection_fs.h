@@ -30,8 +30,9 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   void FailWalSyncs(Fault f) { wal_sync_ = f; }
   void FailTableWrites(Fault f) { table_write_ = f; }
   void FailFileCreation(Fault f) { create_ = f; }
+  void FailInfoLogWrites(Fault f) { info_log_ = f; }
   void ClearAll() {
-    wal_append_ = wal_sync_ = table_write_ = create_ = Fault::kNone;
+    wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone;
   }
   // Calls failed so far.
   int injected() const { return injected_.load(); }
@@ -46,15 +47,26 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     if (!s.ok()) return s;
     const bool wal = IsWalFileName(fname);
     const bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
-    if (wal || table) *result = std::make_unique<File>(std::move(*result), this, fname, wal);
+    const bool info_log = fname.size() >= 4 && fname.compare(fname.size() - 4, 4, "/LOG") == 0;
+    if (wal || table || info_log) {
+      *result = std::make_unique<File>(std::move(*result), this, fname,
+                                       wal ? Kind::kWal : table ? Kind::kTable : Kind::kInfoLog);
+    }
     return s;
+  }
+  // FileSystemWrapper would let the base open the LOG, past this wrapper.
+  rocksdb::IOStatus NewLogger(const std::string& fname, const rocksdb::IOOptions& options,
+                              std::shared_ptr<rocksdb::Logger>* result,
+                              rocksdb::IODebugContext* dbg) override {
+    return rocksdb::FileSystem::NewLogger(fname, options, result, dbg);
   }
 
  private:
+  enum class Kind { kWal, kTable, kInfoLog };
   class File final : public rocksdb::FSWritableFileOwnerWrapper {
    public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFs* fs, std::string name, bool wal)
-        : FSWritableFileOwnerWrapper(std::move(f)), fs_(fs), name_(std::move(name)), wal_(wal) {}
+    File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFs* fs, std::string name, Kind kind)
+        : FSWritableFileOwnerWrapper(std::move(f)), fs_(fs), name_(std::move(name)), kind_(kind) {}
 
     rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
                              rocksdb::IODebugContext* dbg) override {
@@ -77,11 +89,20 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     }
 
    private:
-    Fault WriteFault() const { return wal_ ? fs_->wal_append_.load() : fs_->table_write_.load(); }
-    Fault SyncFault() const { return wal_ ? fs_->wal_sync_.load() : fs_->table_write_.load(); }
+    Fault WriteFault() const {
+      switch (kind_) {
+        case Kind::kWal: return fs_->wal_append_.load();
+        case Kind::kTable: return fs_->table_write_.load();
+        case Kind::kInfoLog: return fs_->info_log_.load();
+      }
+      return Fault::kNone;
+    }
+    Fault SyncFault() const {
+      return kind_ == Kind::kWal ? fs_->wal_sync_.load() : WriteFault();
+    }
     FaultInjectionFs* const fs_;
     const std::string name_;
-    const bool wal_;
+    const Kind kind_;
   };
 
   rocksdb::IOStatus Inject(Fault f, const std::string& context, const std::string& file) {
@@ -102,6 +123,7 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   std::atomic<Fault> wal_sync_{Fault::kNone};
   std::atomic<Fault> table_write_{Fault::kNone};
   std::atomic<Fault> create_{Fault::kNone};
+  std::atomic<Fault> info_log_{Fault::kNone};
   std::atomic<int> injected_{0};
 };
 
