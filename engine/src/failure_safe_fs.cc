@@ -59,7 +59,8 @@ class InfoLogFile final : public rocksdb::FSWritableFileOwnerWrapper {
     target()->Append(data, options, info, dbg).PermitUncheckedError();
     return rocksdb::IOStatus::OK();
   }
-  rocksdb::IOStatus Flush(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+  rocksdb::IOStatus Flush(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
     target()->Flush(options, dbg).PermitUncheckedError();
     return rocksdb::IOStatus::OK();
   }
@@ -67,7 +68,8 @@ class InfoLogFile final : public rocksdb::FSWritableFileOwnerWrapper {
     target()->Sync(options, dbg).PermitUncheckedError();
     return rocksdb::IOStatus::OK();
   }
-  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
     target()->Fsync(options, dbg).PermitUncheckedError();
     return rocksdb::IOStatus::OK();
   }

@@ -79,8 +79,7 @@ void WriteHealth::WalAppendFailed(const std::string& error) {
   cv_.wait(lock, [this] { return syncs_in_flight_ == 0; });
 }
 
-void WriteHealth::OnBackgroundError(rocksdb::BackgroundErrorReason reason,
-                                    rocksdb::Status* error) {
+void WriteHealth::OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) {
   if (error->ok()) return;
   // A fatal I/O error would stop writes until a restart (DB::Resume refuses it). Lowered to a
   // hard error, writes still stop, and the engine's recovery can resume them: a failed write or
@@ -89,7 +88,8 @@ void WriteHealth::OnBackgroundError(rocksdb::BackgroundErrorReason reason,
   if (error->IsIOError() && error->severity() == rocksdb::Status::Severity::kFatalError) {
     *error = rocksdb::Status(*error, rocksdb::Status::Severity::kHardError);
   }
-  const std::string cause = std::string(ReasonName(reason)) + " failing (" + error->ToString() + ")";
+  const std::string cause =
+      std::string(ReasonName(reason)) + " failing (" + error->ToString() + ")";
   if (error->severity() >= rocksdb::Status::Severity::kHardError) {
     Suspend(cause);
   } else {

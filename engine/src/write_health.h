@@ -27,6 +27,8 @@
 //   pages than the ones the failed fsync may have lost; only then are writes taken again.
 #pragma once
 
+#include <rocksdb/listener.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -35,8 +37,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-
-#include <rocksdb/listener.h>
 
 #include "idem/status.h"
 

@@ -158,7 +158,8 @@ TEST_P(DiskFaultTest, NoSpaceAtOpenIsAClearErrorAndAnOpenLaterWorks) {
   fs_->FailFileCreation(Fault::kNoSpace);
   Status opened = Open();
   ASSERT_TRUE(opened.IsIOError()) << opened.ToString();
-  EXPECT_NE(std::string::npos, opened.message().find("No space left on device")) << opened.ToString();
+  EXPECT_NE(std::string::npos, opened.message().find("No space left on device"))
+      << opened.ToString();
   fs_->ClearAll();
   ASSERT_OK(Open());
   ExpectEveryAcknowledgedRecord();
@@ -236,7 +237,8 @@ TEST_P(DeferredSyncFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
   ASSERT_TRUE(failed.IsIOError()) << failed.ToString();
   Status synced = engine_->SyncWal();  // the sync thread's next sync: SIGABRT before
   EXPECT_TRUE(synced.IsIOError()) << synced.ToString();
-  EXPECT_NE(std::string::npos, synced.message().find("writes suspended after")) << synced.ToString();
+  EXPECT_NE(std::string::npos, synced.message().find("writes suspended after"))
+      << synced.ToString();
   // A read of a synced key needs no sync, and is answered.
   ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "a"), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);

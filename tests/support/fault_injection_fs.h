@@ -7,11 +7,11 @@
 // Engines open on it through OpenEngineOnFileSystem (engine/src/engine_open.h).
 #pragma once
 
+#include <rocksdb/file_system.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
-
-#include <rocksdb/file_system.h>
 
 #include "prezeroed_wal.h"  // IsWalFileName
 
@@ -21,7 +21,8 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
  public:
   enum class Fault { kNone, kNoSpace, kIoError };
 
-  explicit FaultInjectionFs(std::shared_ptr<rocksdb::FileSystem> base = rocksdb::FileSystem::Default())
+  explicit FaultInjectionFs(
+      std::shared_ptr<rocksdb::FileSystem> base = rocksdb::FileSystem::Default())
       : FileSystemWrapper(std::move(base)) {}
   const char* Name() const override { return "FaultInjectionFs"; }
 
@@ -31,9 +32,7 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   void FailTableWrites(Fault f) { table_write_ = f; }
   void FailFileCreation(Fault f) { create_ = f; }
   void FailInfoLogWrites(Fault f) { info_log_ = f; }
-  void ClearAll() {
-    wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone;
-  }
+  void ClearAll() { wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone; }
   // Calls failed so far.
   int injected() const { return injected_.load(); }
 
@@ -50,7 +49,9 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     const bool info_log = fname.size() >= 4 && fname.compare(fname.size() - 4, 4, "/LOG") == 0;
     if (wal || table || info_log) {
       *result = std::make_unique<File>(std::move(*result), this, fname,
-                                       wal ? Kind::kWal : table ? Kind::kTable : Kind::kInfoLog);
+                                       wal     ? Kind::kWal
+                                       : table ? Kind::kTable
+                                               : Kind::kInfoLog);
     }
     return s;
   }
@@ -65,7 +66,8 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   enum class Kind { kWal, kTable, kInfoLog };
   class File final : public rocksdb::FSWritableFileOwnerWrapper {
    public:
-    File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFs* fs, std::string name, Kind kind)
+    File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFs* fs, std::string name,
+         Kind kind)
         : FSWritableFileOwnerWrapper(std::move(f)), fs_(fs), name_(std::move(name)), kind_(kind) {}
 
     rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
@@ -91,15 +93,16 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
    private:
     Fault WriteFault() const {
       switch (kind_) {
-        case Kind::kWal: return fs_->wal_append_.load();
-        case Kind::kTable: return fs_->table_write_.load();
-        case Kind::kInfoLog: return fs_->info_log_.load();
+        case Kind::kWal:
+          return fs_->wal_append_.load();
+        case Kind::kTable:
+          return fs_->table_write_.load();
+        case Kind::kInfoLog:
+          return fs_->info_log_.load();
       }
       return Fault::kNone;
     }
-    Fault SyncFault() const {
-      return kind_ == Kind::kWal ? fs_->wal_sync_.load() : WriteFault();
-    }
+    Fault SyncFault() const { return kind_ == Kind::kWal ? fs_->wal_sync_.load() : WriteFault(); }
     FaultInjectionFs* const fs_;
     const std::string name_;
     const Kind kind_;
