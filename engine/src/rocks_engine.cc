@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -51,7 +52,7 @@ class RocksEngine final : public Engine {
         clock_(options_.clock),
         env_(std::move(env)),
         db_(std::move(db)),
-        fences_(db_.get(), fence_reserved),
+        fences_(db_.get(), fence_reserved, &synced_writes_),
         retention_(options_.retention.begin(), options_.retention.end()),
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
         state_graphs_(options_.state_graphs.begin(), options_.state_graphs.end()),
@@ -155,6 +156,10 @@ class RocksEngine final : public Engine {
   std::atomic<uint64_t> deferred_begun_{0};
   std::atomic<uint64_t> deferred_done_{0};
   std::atomic<uint64_t> deferred_synced_{0};
+  // Held shared by every write with WriteOptions::sync, exclusive by SyncWal. RocksDB's SyncWAL
+  // waits for a synced write's WAL sync; a synced write whose append fails waits, in
+  // WriteHealth, for the SyncWALs in flight: together they would wait for each other forever.
+  std::shared_mutex synced_writes_;
   FenceAllocator fences_;
   KeyLocks locks_;
   const std::map<std::string, RetentionPolicy, std::less<>> retention_;
@@ -262,9 +267,11 @@ Status RocksEngine::SyncWal() {
   // numbered up to `begun` completed before the sync and is covered by it.
   const uint64_t covered = deferred_done_.load(std::memory_order_acquire);
   const uint64_t begun = deferred_begun_.load(std::memory_order_acquire);
+  std::unique_lock<std::shared_mutex> no_synced_writes(synced_writes_);  // first: see above
   if (!health_->EnterSync()) return health_->Refusal();  // never SyncWAL a WAL that failed
   rocksdb::Status s = db_->SyncWAL();
   health_->ExitSync();
+  no_synced_writes.unlock();
   if (!s.ok()) {
     // The WAL pages this sync could not write may be gone from the page cache already: no
     // later sync can vouch for them. Only Recover's flush can (write_health.h).
@@ -455,7 +462,12 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
         stripe_ticket_[stripe].store(ticket, std::memory_order_release);
       }
     }
+    std::shared_lock<std::shared_mutex> synced_write;
+    if (!defer_sync && write_options_.sync) {
+      synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
+    }
     rocksdb::Status s = db_->Write(defer_sync ? deferred_write_options_ : write_options_, &batch);
+    synced_write = {};
     if (defer_sync) deferred_done_.fetch_add(1, std::memory_order_acq_rel);
     if (!s.ok()) {
       results->clear();

@@ -138,7 +138,7 @@ void WriteHealth::RecoveryLoop() {
       if ((attempt & (attempt - 1)) == 0) {  // attempts 1, 2, 4, 8...: the log stays readable
         const std::string line = "recovery attempt " + std::to_string(attempt) + " failed (" +
                                  s.ToString() + "); writes stay suspended after " + cause_ +
-                                 "; retrying every " + std::to_string(delay_ms) + " ms";
+                                 "; next attempt in " + std::to_string(delay_ms) + " ms";
         lock.unlock();
         Log(line);
         lock.lock();

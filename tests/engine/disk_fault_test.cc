@@ -188,9 +188,13 @@ TEST_P(DiskFaultTest, NoSpaceWhenCreatingANewDatabaseIsAClearError) {
   EXPECT_TRUE(engine.status().IsIOError()) << engine.status().ToString();
 }
 
+// Faults of the WAL's sync: only Durability::kSync syncs it (async mode syncs at close).
+class SyncDiskFaultTest : public DiskFaultTest {};
+INSTANTIATE_TEST_SUITE_P(Durability, SyncDiskFaultTest, ::testing::Values(Durability::kSync),
+                         [](const auto&) { return "Sync"; });
+
 // A burst of EIO from fdatasync: each synced write in it fails; nothing is wedged afterwards.
-TEST_P(DiskFaultTest, ABurstOfFailedSyncsEndsWithoutARestart) {
-  if (GetParam() == Durability::kAsync) GTEST_SKIP() << "async writes do not sync the WAL";
+TEST_P(SyncDiskFaultTest, ABurstOfFailedSyncsEndsWithoutARestart) {
   for (int i = 0; i < 10; ++i) ASSERT_EQ("INSERTED", Name(Insert("k" + std::to_string(i))));
   fs_->FailWalSyncs(Fault::kIoError);
   Result<OpResult> failed = Insert("during-1");
@@ -214,9 +218,6 @@ TEST_P(DiskFaultTest, ABurstOfFailedSyncsEndsWithoutARestart) {
 
 // The server's path under kSync: writes applied without a sync (ApplyDeferSync), then SyncWal
 // on another thread (net/src/commit_queue.h).
-class DeferredSyncFaultTest : public DiskFaultTest {};
-INSTANTIATE_TEST_SUITE_P(Durability, DeferredSyncFaultTest, ::testing::Values(Durability::kSync),
-                         [](const auto&) { return "Sync"; });
 
 Status ApplyDeferred(Engine& engine, Op op, std::string* outcome, bool* needs_sync) {
   std::vector<Result<OpResult>> results;
@@ -225,7 +226,7 @@ Status ApplyDeferred(Engine& engine, Op op, std::string* outcome, bool* needs_sy
   return s;
 }
 
-TEST_P(DeferredSyncFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
+TEST_P(SyncDiskFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
   std::string outcome;
   bool needs_sync = false;
   ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "a", "PENDING"), &outcome, &needs_sync));
@@ -254,7 +255,7 @@ TEST_P(DeferredSyncFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
   ExpectEveryAcknowledgedRecord();
 }
 
-TEST_P(DeferredSyncFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
+TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   std::string outcome;
   bool needs_sync = false;
   ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "a", "PENDING"), &outcome, &needs_sync));
