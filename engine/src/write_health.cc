@@ -122,7 +122,11 @@ void WriteHealth::RecoveryLoop() {
     cv_.wait(lock, [this] { return stopping_ || suspended_.load(std::memory_order_relaxed); });
     if (stopping_) return;
     const auto began = std::chrono::steady_clock::now();
-    int64_t delay_ms = kFirstRetryMs;
+    // A fault that comes back soon after a recovery (a burst of EIO, a disk that fills again)
+    // keeps the backoff it had reached, instead of flushing a tiny memtable every 50 ms.
+    int64_t delay_ms = resumed_before_ && began - last_resumed_ < std::chrono::seconds(10)
+                           ? std::min(last_delay_ms_ * 2, kMaxRetryMs)
+                           : kFirstRetryMs;
     while (!stopping_) {
       cv_.wait_for(lock, std::chrono::milliseconds(delay_ms), [this] { return stopping_; });
       if (stopping_) return;
@@ -151,6 +155,9 @@ void WriteHealth::RecoveryLoop() {
     const std::string line = "writes resumed after " + std::to_string(attempts_) +
                              " recovery attempts (" + std::to_string(ms) + " ms); cause was " +
                              cause_ + "; memtables flushed to synced table files";
+    resumed_before_ = true;
+    last_resumed_ = std::chrono::steady_clock::now();
+    last_delay_ms_ = delay_ms;
     suspended_.store(false, std::memory_order_release);
     lock.unlock();
     Log(line);

@@ -22,7 +22,8 @@
 // - RocksDB's fatal class for I/O errors is lowered to its hard class (still "writes stopped"),
 //   and its own automatic recovery is turned off: the engine recovers, one way for every fault.
 // - Recovery: a thread calls `recover` (the engine's DB::Resume + Flush) with backoff, from
-//   kFirstRetryMs doubling to kMaxRetryMs, until it succeeds. Resume writes every memtable to new
+//   kFirstRetryMs doubling to kMaxRetryMs, until it succeeds (a fault that returns within 10 s
+//   of a recovery starts from the backoff reached before). Resume writes every memtable to new
 //   table files and syncs them, so the writes the failed WAL held are durable again from other
 //   pages than the ones the failed fsync may have lost; only then are writes taken again.
 #pragma once
@@ -30,6 +31,7 @@
 #include <rocksdb/listener.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -89,6 +91,10 @@ class WriteHealth final : public rocksdb::EventListener {
   uint64_t failures_ = 0;       // guarded by mu_; Suspend calls, suspended already or not
   int syncs_in_flight_ = 0;     // guarded by mu_
   bool stopping_ = false;       // guarded by mu_
+  // Recovery thread only: when writes last resumed, and the backoff it had reached.
+  bool resumed_before_ = false;
+  std::chrono::steady_clock::time_point last_resumed_;
+  int64_t last_delay_ms_ = kFirstRetryMs;
   std::function<Status()> recover_;
   std::thread recovery_;
 };
