@@ -10,3 +10,4 @@ idem_add_test(prezeroed_wal_test engine/prezeroed_wal_test.cc LIBS idem_engine_i
 idem_add_test(lifecycle_test engine/lifecycle_test.cc LIBS idem_engine)
 idem_add_test(lifecycle_race_test engine/lifecycle_race_test.cc LIBS idem_engine)
 idem_add_test(duration_test engine/duration_test.cc LIBS idem_engine)
+idem_add_test(disk_fault_test engine/disk_fault_test.cc LIBS idem_engine_internal)

@@ -4,7 +4,8 @@ set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
 
 idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
 idem_add_test(net_server_flags_test net/server_flags_test.cc LIBS idem_net)
-idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal)
+idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
+              idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
 idem_add_test(net_store_conformance_test net/store_conformance_test.cc
               net/store_conformance_lifecycle_test.cc net/store_conformance_race_test.cc LIBS idem_net)

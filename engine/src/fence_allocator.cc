@@ -30,6 +30,8 @@ Result<uint64_t> FenceAllocator::Next() {
     coding::PutFixed64(&value, reserved_ + kFenceChunk);
     rocksdb::WriteOptions sync;
     sync.sync = true;
+    std::shared_lock<std::shared_mutex> synced_write;
+    if (synced_writes_) synced_write = std::shared_lock<std::shared_mutex>(*synced_writes_);
     rocksdb::Status s = db_->Put(sync, ReservationKey(), value);
     if (!s.ok()) return FromRocks(s);
     reserved_ += kFenceChunk;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <shared_mutex>
 
 #include <rocksdb/db.h>
 
@@ -25,7 +26,10 @@ class FenceAllocator {
  public:
   // Reads the reservation from `db` (which must outlive this object).
   static Result<uint64_t> LoadReservation(rocksdb::DB* db);
-  FenceAllocator(rocksdb::DB* db, uint64_t reserved) : db_(db), next_(reserved), reserved_(reserved) {}
+  // `synced_writes` (optional): held shared around the reservation's synced write (see the
+  // engine's SyncWal for why).
+  FenceAllocator(rocksdb::DB* db, uint64_t reserved, std::shared_mutex* synced_writes = nullptr)
+      : db_(db), synced_writes_(synced_writes), next_(reserved), reserved_(reserved) {}
 
   // The next fence; IOError if the reservation could not be made durable.
   Result<uint64_t> Next();
@@ -34,6 +38,7 @@ class FenceAllocator {
 
  private:
   rocksdb::DB* const db_;
+  std::shared_mutex* const synced_writes_;
   mutable std::mutex mu_;
   uint64_t next_;      // guarded by mu_
   uint64_t reserved_;  // guarded by mu_: persisted reservation, next_ <= reserved_

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -15,7 +16,9 @@
 #include <rocksdb/env.h>
 #include <rocksdb/write_batch.h>
 
+#include "engine_open.h"
 #include "expiry_stats.h"
+#include "failure_safe_fs.h"
 #include "fence_allocator.h"
 #include "io_accounting.h"
 #include "idem/engine.h"
@@ -29,6 +32,7 @@
 #include "rocks_status.h"
 #include "token.h"
 #include "validation.h"
+#include "write_health.h"
 
 namespace idem {
 namespace {
@@ -43,18 +47,22 @@ class RocksEngine final : public Engine {
  public:
   RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::Env> env,
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
-              std::shared_ptr<IoAccounting> io)
+              std::shared_ptr<IoAccounting> io, std::shared_ptr<WriteHealth> health)
       : options_(std::move(options)),
         clock_(options_.clock),
         env_(std::move(env)),
         db_(std::move(db)),
-        fences_(db_.get(), fence_reserved),
+        fences_(db_.get(), fence_reserved, &synced_writes_),
         retention_(options_.retention.begin(), options_.retention.end()),
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
         state_graphs_(options_.state_graphs.begin(), options_.state_graphs.end()),
-        io_(std::move(io)) {
+        io_(std::move(io)),
+        health_(std::move(health)),
+        stripe_ticket_(new std::atomic<uint64_t>[KeyLocks::kStripes]) {
+    for (size_t i = 0; i < KeyLocks::kStripes; ++i) stripe_ticket_[i].store(0);
     write_options_.sync = options_.durability == Durability::kSync;
     if (options_.reclaim_interval_ms > 0) reclaimer_ = std::thread([this] { ReclaimLoop(); });
+    health_->StartRecovery([this] { return Recover(); });
   }
 
   ~RocksEngine() override {
@@ -64,8 +72,13 @@ class RocksEngine final : public Engine {
     }
     reclaim_cv_.notify_all();
     if (reclaimer_.joinable()) reclaimer_.join();
-    // A clean close makes even async-mode writes power-cut durable.
-    (void)db_->SyncWAL();
+    health_->StopRecovery();
+    // A clean close makes even async-mode writes power-cut durable. Not while writes are
+    // suspended: the WAL may have failed (write_health.h).
+    if (health_->EnterSync()) {
+      (void)db_->SyncWAL();
+      health_->ExitSync();
+    }
     (void)db_->Close();
   }
 
@@ -110,10 +123,31 @@ class RocksEngine final : public Engine {
   Result<OpResult> WaitForAttempt(const Op& op, Result<OpResult> first,
                                   std::chrono::steady_clock::time_point deadline);
   void ReclaimLoop();
+  // WriteHealth's recovery step: DB::Resume, then a flush, so every write a failed WAL held is
+  // in synced table files; then those writes count as synced.
+  Status Recover();
+  // While suspended: whether an op of the batch may have read a deferred write not known to be
+  // durable (its stripe's last deferred write is past durable_floor_).
+  template <typename Prepared>
+  bool MayReadUnsynced(const std::vector<Prepared>& prepared) const {
+    const uint64_t floor = durable_floor_.load(std::memory_order_acquire);
+    for (const Prepared& p : prepared) {
+      if (p.error.ok() && stripe_ticket_[p.stripe].load(std::memory_order_acquire) > floor) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // Advances `counter` to at least `value`.
+  static void AdvanceTo(std::atomic<uint64_t>& counter, uint64_t value) {
+    uint64_t cur = counter.load(std::memory_order_relaxed);
+    while (cur < value && !counter.compare_exchange_weak(cur, value, std::memory_order_release)) {
+    }
+  }
 
   const EngineOptions options_;
   const std::shared_ptr<Clock> clock_;
-  std::unique_ptr<rocksdb::Env> env_;  // null: Env::Default(); outlives db_
+  std::unique_ptr<rocksdb::Env> env_;  // over the engine's file systems; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
   rocksdb::WriteOptions deferred_write_options_;  // sync = false
@@ -122,6 +156,10 @@ class RocksEngine final : public Engine {
   std::atomic<uint64_t> deferred_begun_{0};
   std::atomic<uint64_t> deferred_done_{0};
   std::atomic<uint64_t> deferred_synced_{0};
+  // Held shared by every write with WriteOptions::sync, exclusive by SyncWal. RocksDB's SyncWAL
+  // waits for a synced write's WAL sync; a synced write whose append fails waits, in
+  // WriteHealth, for the SyncWALs in flight: together they would wait for each other forever.
+  std::shared_mutex synced_writes_;
   FenceAllocator fences_;
   KeyLocks locks_;
   const std::map<std::string, RetentionPolicy, std::less<>> retention_;
@@ -133,6 +171,14 @@ class RocksEngine final : public Engine {
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<uint64_t> user_bytes_{0};
   const std::shared_ptr<IoAccounting> io_;
+  const std::shared_ptr<WriteHealth> health_;
+  // Per key stripe: the deferred_begun_ number of the last ApplyDeferSync write to it, stored
+  // before the write (so a reader that sees the write sees the number). Every deferred write
+  // numbered <= durable_floor_ is durable. Only read while writes are suspended, so that reads
+  // of keys no unsynced write touched keep working (a global "anything unsynced?" would fail
+  // them all until recovery).
+  std::unique_ptr<std::atomic<uint64_t>[]> stripe_ticket_;
+  std::atomic<uint64_t> durable_floor_{0};
 
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;
@@ -217,14 +263,48 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
 }
 
 Status RocksEngine::SyncWal() {
+  // done before begun: if they are equal, no deferred write was in flight, so every one
+  // numbered up to `begun` completed before the sync and is covered by it.
   const uint64_t covered = deferred_done_.load(std::memory_order_acquire);
+  const uint64_t begun = deferred_begun_.load(std::memory_order_acquire);
+  std::unique_lock<std::shared_mutex> no_synced_writes(synced_writes_);  // first: see above
+  if (!health_->EnterSync()) return health_->Refusal();  // never SyncWAL a WAL that failed
   rocksdb::Status s = db_->SyncWAL();
-  if (!s.ok()) return FromRocks(s);
-  wal_syncs_.fetch_add(1, std::memory_order_relaxed);
-  uint64_t synced = deferred_synced_.load(std::memory_order_relaxed);
-  while (synced < covered &&
-         !deferred_synced_.compare_exchange_weak(synced, covered, std::memory_order_release)) {
+  health_->ExitSync();
+  no_synced_writes.unlock();
+  if (!s.ok()) {
+    // The WAL pages this sync could not write may be gone from the page cache already: no
+    // later sync can vouch for them. Only Recover's flush can (write_health.h).
+    health_->Suspend("a failed WAL sync (" + s.ToString() + ")");
+    return FromRocks(s);
   }
+  wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+  AdvanceTo(deferred_synced_, covered);
+  if (covered == begun) AdvanceTo(durable_floor_, begun);
+  return Status::Ok();
+}
+
+Status RocksEngine::Recover() {
+  const uint64_t done = deferred_done_.load(std::memory_order_acquire);
+  const uint64_t begun = deferred_begun_.load(std::memory_order_acquire);
+  // Resume: OK at once if RocksDB has no background error (the engine suspended on its own).
+  // It switches to a new WAL only if the memtable holds something: a WAL that failed while the
+  // memtable was empty (say, the first write after a flush) stays in use, and the next append
+  // to it asserts. So a tombstone goes into the memtable, around the WAL, and the flush below
+  // switches. (If that WAL failed, the switch fails too, as a background error: the next
+  // attempt's Resume then has a memtable to flush, and resets the WAL on the way.)
+  if (rocksdb::Status s = db_->Resume(); !s.ok()) return FromRocks(s);
+  rocksdb::WriteOptions around_wal;
+  around_wal.disableWAL = true;
+  if (rocksdb::Status s = db_->Delete(around_wal, MetaKey("wal-switch")); !s.ok()) {
+    return FromRocks(s);
+  }
+  rocksdb::FlushOptions flush;
+  flush.allow_write_stall = true;
+  if (rocksdb::Status s = db_->Flush(flush); !s.ok()) return FromRocks(s);
+  // Every write completed before `done` was read is in a synced table file now.
+  AdvanceTo(deferred_synced_, done);
+  if (done == begun) AdvanceTo(durable_floor_, begun);
   return Status::Ok();
 }
 
@@ -316,6 +396,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   std::unordered_map<std::string_view, Pending> pending;  // for ops with may_share_key
   std::string value;
   std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
+  std::vector<size_t> written_stripes;    // defer_sync: the stripes this batch writes
   for (size_t i = 0; i < ops.size(); ++i) {
     Prepared& p = prepared[i];
     if (!p.error.ok()) {
@@ -342,6 +423,10 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     if (d.write == Decision::Write::kPut) {
       Record& record = *d.result.record;
       if (d.needs_fence) {
+        if (health_->suspended()) {  // a fence reservation is a write too
+          results->clear();
+          return health_->Refusal();
+        }
         Result<uint64_t> fence = fences_.Next();
         if (!fence.ok()) {
           results->clear();
@@ -356,6 +441,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       batch.Delete(p.key);
     }
     if (d.write != Decision::Write::kNone) {
+      if (defer_sync) written_stripes.push_back(p.stripe);
       if (p.may_share_key) pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
       if (!watchers_.Empty()) written.push_back(p.key);
     }
@@ -366,8 +452,22 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // no other operation on these keys can observe or act on the state before it is durable.
   // (ApplyDeferSync: durable at the caller's SyncWal, which acknowledges nothing before it.)
   if (batch.Count() > 0) {
-    if (defer_sync) deferred_begun_.fetch_add(1, std::memory_order_acq_rel);
+    if (health_->suspended()) {
+      results->clear();
+      return health_->Refusal();
+    }
+    if (defer_sync) {
+      const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
+      for (size_t stripe : written_stripes) {
+        stripe_ticket_[stripe].store(ticket, std::memory_order_release);
+      }
+    }
+    std::shared_lock<std::shared_mutex> synced_write;
+    if (!defer_sync && write_options_.sync) {
+      synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
+    }
     rocksdb::Status s = db_->Write(defer_sync ? deferred_write_options_ : write_options_, &batch);
+    synced_write = {};
     if (defer_sync) deferred_done_.fetch_add(1, std::memory_order_acq_rel);
     if (!s.ok()) {
       results->clear();
@@ -379,8 +479,10 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   }
   // A deferred batch needs its caller's sync if it wrote, or if it may have read a deferred
   // write not synced yet (every such write began before this point).
-  const bool unsynced_visible = deferred_begun_.load(std::memory_order_acquire) >
-                                deferred_synced_.load(std::memory_order_acquire);
+  bool unsynced_visible = deferred_begun_.load(std::memory_order_acquire) >
+                          deferred_synced_.load(std::memory_order_acquire);
+  // While writes are suspended no sync can run: narrow it down to the keys this batch read.
+  if (unsynced_visible && health_->suspended()) unsynced_visible = MayReadUnsynced(prepared);
   if (defer_sync) *needs_sync = batch.Count() > 0 || unsynced_visible;
   // A synced batch that wrote nothing may have read a deferred write not durable yet: sync
   // before answering. (A synced write fsyncs every WAL file, earlier writes included.) Never
@@ -388,7 +490,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   if (!defer_sync && write_options_.sync && batch.Count() == 0 && unsynced_visible) {
     if (Status s = SyncWal(); !s.ok()) {
       results->clear();
-      return s;
+      return Status::IOError("read a write not confirmed durable yet: " + s.message());
     }
   }
   guard.reset();  // watchers run after the keys are unlocked: they may re-read them at once
@@ -462,7 +564,9 @@ Result<StoreStats> RocksEngine::Stats() {
   if (db_->GetIntProperty("rocksdb.total-sst-files-size", &v)) stats.sst_bytes = v;
   if (db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &v)) stats.memtable_bytes = v;
   rocksdb::VectorLogPtr wal_files;
-  if (db_->GetSortedWalFiles(wal_files).ok()) {
+  // Not while suspended: listing WALs purges obsolete ones, and closing a WAL whose append
+  // failed asserts in Debian's librocksdb (failure_safe_fs.h).
+  if (!health_->suspended() && db_->GetSortedWalFiles(wal_files).ok()) {
     for (const auto& f : wal_files) stats.wal_bytes += f->SizeFileBytes();
   }
   stats.next_fence = fences_.next();
@@ -564,6 +668,12 @@ void RocksEngine::ReclaimLoop() {
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptions options) {
+  return OpenEngineOnFileSystem(dir, std::move(options), nullptr);
+}
+
+Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
+                                                       EngineOptions options,
+                                                       std::shared_ptr<rocksdb::FileSystem> fs) {
   if (!options.clock) options.clock = SystemClock::Default();
   if (Status st = ValidatePolicy("", options.default_retention); !st.ok()) return st;
   for (const auto& [ns, policy] : options.retention) {
@@ -600,23 +710,26 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
       if (!lowered.ok()) return FromRocks(lowered);
     }
   }
+  auto health = std::make_shared<WriteHealth>(options.log);
+  if (!fs) fs = rocks_options.env->GetFileSystem();
+  fs = NewFailureSafeFileSystem(std::move(fs), health);
   // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at close.
-  std::unique_ptr<rocksdb::Env> env;
   if (options.durability == Durability::kSync && options.wal_prezero_chunk_bytes > 0) {
-    env = rocksdb::NewCompositeEnv(NewPrezeroedWalFileSystem(
-        rocks_options.env->GetFileSystem(), options.wal_prezero_chunk_bytes));
-    rocks_options.env = env.get();
+    fs = NewPrezeroedWalFileSystem(std::move(fs), options.wal_prezero_chunk_bytes);
   }
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(std::move(fs));
+  rocks_options.env = env.get();
   rocksdb::DB* raw = nullptr;
   auto io = std::make_shared<IoAccounting>();
   rocks_options.listeners.push_back(io);
+  rocks_options.listeners.push_back(health);
   rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);
   if (!s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::DB> db(raw);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
   return std::unique_ptr<Engine>(new RocksEngine(std::move(options), std::move(env), std::move(db),
-                                                 *reserved, std::move(io)));
+                                                 *reserved, std::move(io), std::move(health)));
 }
 
 }  // namespace idem

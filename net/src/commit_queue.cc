@@ -212,7 +212,10 @@ void CommitQueue::SyncLoop() {
     lock.unlock();
     Status s = engine_->SyncWal();
     lock.lock();
-    if (!s.ok() && sync_error_.ok()) sync_error_ = s;
+    if (!s.ok()) {  // every batch this sync covers fails; later syncs may succeed again
+      sync_error_ = s;
+      sync_error_through_seq_ = covers;
+    }
     synced_seq_ = covers;
     if (release_posted_) continue;  // the loop has not run the last one yet: it takes these too
     release_posted_ = true;
@@ -225,6 +228,7 @@ void CommitQueue::SyncLoop() {
 void CommitQueue::ReleaseSynced() {
   std::vector<Unsynced> ready;
   Status failed;
+  uint64_t failed_through = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     release_posted_ = false;
@@ -233,10 +237,11 @@ void CommitQueue::ReleaseSynced() {
       unsynced_.pop_front();
     }
     failed = sync_error_;
+    failed_through = sync_error_through_seq_;
   }
   for (Unsynced& u : ready) {
     // A failed sync leaves durability unknown: say so rather than report the outcome.
-    if (!failed.ok()) {
+    if (u.seq <= failed_through) {
       u.done(Status::IOError("not confirmed durable: " + failed.ToString()), {});
     } else {
       u.done(std::move(u.status), std::move(u.results));

@@ -144,7 +144,11 @@ class CommitQueue {
   std::deque<Unsynced> unsynced_;        // guarded by mu_; in seq order
   uint64_t applied_seq_ = 0;             // guarded by mu_; batches applied (ApplyDeferSync)
   uint64_t synced_seq_ = 0;              // guarded by mu_; batches a finished sync covered
-  Status sync_error_;                    // guarded by mu_; sticky: the first failed sync
+  // guarded by mu_: the last failed sync, and the last batch it covered. Batches up to there
+  // fail; those after are answered by the syncs that cover them (the engine refuses to sync
+  // until it has recovered from the failure: write_health.h).
+  Status sync_error_;
+  uint64_t sync_error_through_seq_ = 0;
   bool release_posted_ = false;          // guarded by mu_; a ReleaseSynced is on its way
   bool sync_stopping_ = false;           // guarded by mu_
 };

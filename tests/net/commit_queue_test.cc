@@ -11,6 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "engine_open.h"
+#include "support/fault_injection_fs.h"
+#include "support/outcome_name.h"
 #include "support/temp_dir.h"
 
 namespace idem {
@@ -342,6 +345,117 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
   stats = engine.Stats();
   ASSERT_OK(stats);
   EXPECT_LE(stats->wal_syncs, 2u);  // one sync per group, not per request; none for c
+}
+
+// The server's path under kSync (the loop applies, the sync thread syncs) on an engine whose
+// disk fails on demand (support/fault_injection_fs.h).
+class FaultyDiskQueue {
+ public:
+  FaultyDiskQueue() : fs_(std::make_shared<testing::FaultInjectionFs>()) {
+    options_.reclaim_interval_ms = 0;  // Durability::kSync
+    options_.log = [](std::string_view) {};
+    Open();
+  }
+  ~FaultyDiskQueue() { Close(); }
+  void Open() {
+    auto opened = OpenEngineOnFileSystem(dir_.Sub("db"), options_, fs_);
+    ASSERT_OK(opened);
+    engine_ = std::move(*opened);
+    queue_ = std::make_unique<CommitQueue>(engine_.get(), 100, 0, loop_.Defer());
+  }
+  void Close() {
+    if (queue_) queue_->Stop();
+    queue_.reset();
+    engine_.reset();
+  }
+  testing::FaultInjectionFs& fs() { return *fs_; }
+
+  // Submits one op and runs the loop until it is answered: "OUTCOME" or "CODE: message".
+  std::string Apply(Op op) {
+    std::string answer;
+    bool answered = false;
+    queue_->Submit({std::move(op)}, [&](Status s, std::vector<Result<OpResult>> r) {
+      answer = !s.ok() ? s.ToString() : testing::Name(r[0]);
+      answered = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!answered && std::chrono::steady_clock::now() < deadline) {
+      loop_.RunAll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the sync thread's turn
+    }
+    return answered ? answer : "NO ANSWER";
+  }
+  std::string Insert(const std::string& key) {
+    std::string answer = Apply(Op::Insert("pay", key, "PENDING"));
+    if (answer == "INSERTED") acknowledged_.push_back(key);
+    return answer;
+  }
+  // Retries inserts, as a client would, until one is acknowledged (false after 10 s).
+  bool WaitUntilWritable() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
+      if (Insert("after-" + std::to_string(i)) == "INSERTED") return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  void ExpectEveryAcknowledgedRecordAfterReopen() {
+    Close();
+    Open();
+    for (const std::string& key : acknowledged_) {
+      EXPECT_EQ("FOUND", Apply(Op::Get("pay", key))) << key;
+    }
+  }
+
+ private:
+  testing::TempDir dir_;
+  std::shared_ptr<testing::FaultInjectionFs> fs_;
+  EngineOptions options_;
+  std::unique_ptr<Engine> engine_;
+  FakeLoop loop_;
+  std::unique_ptr<CommitQueue> queue_;
+  std::vector<std::string> acknowledged_;
+};
+
+// A disk that fills up: a write the disk refused is answered IO_ERROR naming the cause; the
+// sync thread does not abort the process (it called SyncWAL on the failed WAL: SIGABRT in
+// Debian's librocksdb); reads of durable records are answered; writes work again once space
+// returns; nothing acknowledged is lost.
+TEST(CommitQueueTest, OnTheLoopUnderSyncAFullDiskFailsWritesNotTheProcess) {
+  FaultyDiskQueue q;
+  ASSERT_EQ("INSERTED", q.Insert("a"));
+  q.fs().FailWalAppends(testing::FaultInjectionFs::Fault::kNoSpace);
+  const std::string failed = q.Insert("b");
+  EXPECT_EQ(0u, failed.find("IO_ERROR")) << failed;
+  EXPECT_NE(std::string::npos, failed.find("No space left on device")) << failed;
+  const std::string refused = q.Insert("c");
+  EXPECT_NE(std::string::npos, refused.find("writes suspended after")) << refused;
+  EXPECT_EQ("FOUND", q.Apply(Op::Get("pay", "a")));
+  q.fs().ClearAll();
+  ASSERT_TRUE(q.WaitUntilWritable());
+  q.ExpectEveryAcknowledgedRecordAfterReopen();
+}
+
+// A burst of EIO from fdatasync: the batches whose sync failed are answered IO_ERROR (effect
+// unknown); reads go on; when the burst ends, writes work again without a restart (before, the
+// first failed sync failed every later request, reads included, until a restart).
+TEST(CommitQueueTest, OnTheLoopUnderSyncABurstOfFailedSyncsEnds) {
+  FaultyDiskQueue q;
+  ASSERT_EQ("INSERTED", q.Insert("a"));
+  q.fs().FailWalSyncs(testing::FaultInjectionFs::Fault::kIoError);
+  const std::string failed = q.Insert("b");
+  EXPECT_EQ(0u, failed.find("IO_ERROR: not confirmed durable")) << failed;
+  EXPECT_NE(std::string::npos, failed.find("Input/output error")) << failed;
+  EXPECT_EQ("FOUND", q.Apply(Op::Get("pay", "a")));
+  // While the burst lasts, writes fail (each recovery's first sync fails again), reads work.
+  const auto burst_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  for (int i = 0; std::chrono::steady_clock::now() < burst_end; ++i) {
+    EXPECT_EQ(0u, q.Insert("during-" + std::to_string(i)).find("IO_ERROR"));
+    EXPECT_EQ("FOUND", q.Apply(Op::Get("pay", "a")));
+  }
+  q.fs().ClearAll();
+  ASSERT_TRUE(q.WaitUntilWritable());
+  q.ExpectEveryAcknowledgedRecordAfterReopen();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -159,6 +162,112 @@ TEST(IdemstoredTest, KillMidStreamLosesNoAcknowledgedWriteSync) { KillMidStreamL
 TEST(IdemstoredTest, KillMidStreamLosesNoAcknowledgedWriteAsync) {
   KillMidStreamLosesNothing("async");
 }
+
+// A small tmpfs mounted for one test and unmounted when it ends, however it ends.
+class SmallFileSystem {
+ public:
+  SmallFileSystem(const std::string& dir, const std::string& size) : dir_(dir) {
+    std::filesystem::create_directories(dir_);
+    mounted_ = ::mount("tmpfs", dir_.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  }
+  ~SmallFileSystem() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  const std::string dir_;
+  bool mounted_ = false;
+};
+
+// The real server on a 32 MiB file system that its own inserts fill up: it keeps running, answers
+// IO_ERROR naming the cause, keeps answering reads, takes writes again once space is freed, and
+// loses nothing it acknowledged (Debian's librocksdb, whose assertions aborted it before).
+void FullDiskIsAnErrorNotACrash(const std::string& durability) {
+  testing::TempDir dir;
+  SmallFileSystem small(dir.Sub("mnt"), "32m");
+  if (!small.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  const std::string ballast = dir.Sub("mnt") + "/ballast";
+  {  // space to free later
+    std::ofstream out(ballast, std::ios::binary);
+    out << std::string(6 << 20, 'b');
+  }
+  const std::vector<std::string> args = {
+      "--listen", "127.0.0.1:0", "--data", dir.Sub("mnt") + "/db", "--durability", durability};
+  ServerProcess server(IDEMSTORED_PATH);
+  ASSERT_TRUE(server.Start(args)) << server.output();
+  auto client = ConnectTo(server);
+  ASSERT_TRUE(client);
+  const std::string payload(256 << 10, 'p');
+  std::vector<std::string> acknowledged;
+  Status refused;
+  for (int i = 0; i < 400 && refused.ok(); ++i) {
+    const std::string key = "k" + std::to_string(i);
+    Result<OpResult> r = client->Insert("disk", key, "DONE", payload);
+    if (r.ok()) {
+      ASSERT_EQ(Outcome::kInserted, r->outcome);
+      acknowledged.push_back(key);
+    } else {
+      refused = r.status();
+    }
+  }
+  ASSERT_FALSE(refused.ok()) << "the disk never filled up";
+  std::printf("%s: %zu inserts acknowledged, then %s\n", durability.c_str(), acknowledged.size(),
+              refused.ToString().c_str());
+  EXPECT_TRUE(refused.IsIOError()) << refused.ToString();
+  ASSERT_FALSE(acknowledged.empty());
+  Result<OpResult> read = client->Get("disk", acknowledged.front());
+  ASSERT_TRUE(read.ok()) << read.status().ToString() << "\n" << server.output();
+  EXPECT_EQ(Outcome::kFound, read->outcome);
+  EXPECT_FALSE(server.WaitExit(0ms).has_value()) << server.output();
+  // The server's log arrives through a pipe: wait for the lines.
+  auto logged = [&](const std::string& text) {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    for (; std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
+      if (server.output().find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(logged("writes suspended after")) << server.output();
+
+  // Recovery attempts on the full disk fail (and are logged), without harm.
+  EXPECT_TRUE(logged("recovery attempt 2 failed")) << server.output();
+  read = client->Get("disk", acknowledged.back());
+  ASSERT_OK(read);
+  EXPECT_EQ(Outcome::kFound, read->outcome);
+  std::filesystem::remove(ballast);
+  bool resumed = false;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (int i = 0; !resumed && std::chrono::steady_clock::now() < deadline; ++i) {
+    const std::string key = "after-" + std::to_string(i);
+    Result<OpResult> r = client->Insert("disk", key, "DONE");
+    if (r.ok() && r->outcome == Outcome::kInserted) {
+      acknowledged.push_back(key);
+      resumed = true;
+    } else {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  EXPECT_TRUE(resumed) << server.output();
+  EXPECT_TRUE(logged("writes resumed")) << server.output();
+  std::printf("server log:\n%s", server.output().c_str());
+  client.reset();
+  server.Signal(SIGTERM);
+  EXPECT_EQ(std::optional<int>(0), server.WaitExit(15s)) << server.output();
+
+  ServerProcess again(IDEMSTORED_PATH);
+  ASSERT_TRUE(again.Start(args)) << again.output();
+  client = ConnectTo(again);
+  ASSERT_TRUE(client);
+  for (const std::string& key : acknowledged) {
+    Result<OpResult> r = client->Get("disk", key);
+    ASSERT_OK(r);
+    EXPECT_EQ(Outcome::kFound, r->outcome) << key;
+  }
+}
+
+TEST(IdemstoredTest, AFullDiskIsAnErrorNotACrashSync) { FullDiskIsAnErrorNotACrash("sync"); }
+TEST(IdemstoredTest, AFullDiskIsAnErrorNotACrashAsync) { FullDiskIsAnErrorNotACrash("async"); }
 
 }  // namespace
 }  // namespace idem

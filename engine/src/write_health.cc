@@ -1,0 +1,168 @@
+#include "write_health.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace idem {
+namespace {
+
+std::string_view ReasonName(rocksdb::BackgroundErrorReason reason) {
+  switch (reason) {
+    case rocksdb::BackgroundErrorReason::kFlush:
+    case rocksdb::BackgroundErrorReason::kFlushNoWAL:
+      return "a flush";
+    case rocksdb::BackgroundErrorReason::kCompaction:
+      return "a compaction";
+    case rocksdb::BackgroundErrorReason::kWriteCallback:
+      return "a WAL write or sync";
+    case rocksdb::BackgroundErrorReason::kMemTable:
+      return "switching to a new WAL";
+    case rocksdb::BackgroundErrorReason::kManifestWrite:
+    case rocksdb::BackgroundErrorReason::kManifestWriteNoWAL:
+      return "a MANIFEST write";
+  }
+  return "a background write";
+}
+
+}  // namespace
+
+WriteHealth::WriteHealth(std::function<void(std::string_view)> log) : log_(std::move(log)) {}
+
+WriteHealth::~WriteHealth() { StopRecovery(); }
+
+void WriteHealth::Log(std::string_view line) const {
+  if (log_) {
+    log_(line);
+  } else {
+    std::fprintf(stderr, "idem: %.*s\n", static_cast<int>(line.size()), line.data());
+  }
+}
+
+Status WriteHealth::Refusal() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Status::IOError("writes suspended after " + cause_ + "; recovering (" +
+                         std::to_string(attempts_) + " attempts so far)");
+}
+
+void WriteHealth::Suspend(const std::string& cause) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++failures_;
+    if (suspended_.load(std::memory_order_relaxed)) return;
+    cause_ = cause;
+    attempts_ = 0;
+    suspended_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+  Log("writes suspended after " + cause + "; reads go on; recovering by itself");
+}
+
+bool WriteHealth::EnterSync() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (suspended_.load(std::memory_order_relaxed)) return false;
+  ++syncs_in_flight_;
+  return true;
+}
+
+void WriteHealth::ExitSync() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --syncs_in_flight_;
+  }
+  cv_.notify_all();
+}
+
+void WriteHealth::WalAppendFailed(const std::string& error) {
+  Suspend("a failed WAL write (" + error + ")");
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return syncs_in_flight_ == 0; });
+}
+
+void WriteHealth::OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) {
+  if (error->ok()) return;
+  // A fatal I/O error would stop writes until a restart (DB::Resume refuses it). Lowered to a
+  // hard error, writes still stop, and the engine's recovery can resume them: a failed write or
+  // sync is recovered from the same way whatever the file (new files, memtables flushed).
+  // Corruption and data loss (kUnrecoverableError) keep their class: no retry repairs them.
+  if (error->IsIOError() && error->severity() == rocksdb::Status::Severity::kFatalError) {
+    *error = rocksdb::Status(*error, rocksdb::Status::Severity::kHardError);
+  }
+  const std::string cause =
+      std::string(ReasonName(reason)) + " failing (" + error->ToString() + ")";
+  if (error->severity() >= rocksdb::Status::Severity::kHardError) {
+    Suspend(cause);
+  } else {
+    Log("background error, writes go on: " + cause);
+  }
+}
+
+void WriteHealth::OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status,
+                                       bool* auto_recovery) {
+  *auto_recovery = false;  // the engine recovers (RecoveryLoop), one way for every fault
+}
+
+void WriteHealth::StartRecovery(std::function<Status()> recover) {
+  recover_ = std::move(recover);
+  recovery_ = std::thread([this] { RecoveryLoop(); });
+}
+
+void WriteHealth::StopRecovery() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (recovery_.joinable()) recovery_.join();
+}
+
+void WriteHealth::RecoveryLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || suspended_.load(std::memory_order_relaxed); });
+    if (stopping_) return;
+    const auto began = std::chrono::steady_clock::now();
+    // A fault that comes back soon after a recovery (a burst of EIO, a disk that fills again)
+    // keeps the backoff it had reached, instead of flushing a tiny memtable every 50 ms.
+    int64_t delay_ms = resumed_before_ && began - last_resumed_ < std::chrono::seconds(10)
+                           ? std::min(last_delay_ms_ * 2, kMaxRetryMs)
+                           : kFirstRetryMs;
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(delay_ms), [this] { return stopping_; });
+      if (stopping_) return;
+      const int64_t attempt = ++attempts_;
+      const uint64_t failures = failures_;
+      lock.unlock();
+      Status s = recover_();
+      lock.lock();
+      // A failure reported while recovering may postdate what recover_ made durable: retry.
+      if (s.ok() && failures_ != failures) s = Status::IOError("another failure during recovery");
+      if (s.ok()) break;
+      delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
+      if ((attempt & (attempt - 1)) == 0) {  // attempts 1, 2, 4, 8...: the log stays readable
+        const std::string line = "recovery attempt " + std::to_string(attempt) + " failed (" +
+                                 s.ToString() + "); writes stay suspended after " + cause_ +
+                                 "; next attempt in " + std::to_string(delay_ms) + " ms";
+        lock.unlock();
+        Log(line);
+        lock.lock();
+      }
+    }
+    if (stopping_) return;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - began)
+                        .count();
+    const std::string line = "writes resumed after " + std::to_string(attempts_) +
+                             " recovery attempts (" + std::to_string(ms) + " ms); cause was " +
+                             cause_ + "; memtables flushed to synced table files";
+    resumed_before_ = true;
+    last_resumed_ = std::chrono::steady_clock::now();
+    last_delay_ms_ = delay_ms;
+    suspended_.store(false, std::memory_order_release);
+    lock.unlock();
+    Log(line);
+    lock.lock();
+  }
+}
+
+}  // namespace idem

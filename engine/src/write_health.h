@@ -1,0 +1,102 @@
+// WriteHealth: whether the engine may write, after the disk failed a write or a sync, and how it
+// gets back to writing without a restart.
+//
+// The problem. RocksDB answers a failed WAL append or sync with a "background error" that stops
+// every later write. Three things then go wrong unless the engine steps in:
+// - Debian's librocksdb is built with assertions on. Once an append to a WAL file has failed,
+//   the next SyncWAL on it asserts (SIGABRT): a full disk took the server down.
+// - RocksDB classes an EIO from fdatasync as a *fatal* error: DB::Resume refuses it, so one failed
+//   fsync stopped writes (and, through the sync a read may need, reads) until a restart, and
+//   nothing was logged.
+// - After a failed fsync the kernel may already have dropped the WAL pages it could not write
+//   (PostgreSQL's "fsyncgate"): a later successful fsync of the same file proves nothing about
+//   them, so the writes they held are not durable, however they are synced again.
+//
+// The policy (docs/design.md, failure model):
+// - At the first failed WAL write or sync, or background error that stops writes, the engine is
+//   *suspended*: writes are answered IOError("writes suspended after <cause>; recovering"),
+//   reads go on. The transition is logged (EngineOptions::log).
+// - While suspended the engine never calls SyncWAL. A failing WAL append first waits for the
+//   SyncWALs in flight (the gate: EnterSync/ExitSync, WalAppendFailed), so no SyncWAL can ever
+//   meet a WAL file whose append failed.
+// - RocksDB's fatal class for I/O errors is lowered to its hard class (still "writes stopped"),
+//   and its own automatic recovery is turned off: the engine recovers, one way for every fault.
+// - Recovery: a thread calls `recover` (the engine's DB::Resume + Flush) with backoff, from
+//   kFirstRetryMs doubling to kMaxRetryMs, until it succeeds (a fault that returns within 10 s
+//   of a recovery starts from the backoff reached before). Resume writes every memtable to new
+//   table files and syncs them, so the writes the failed WAL held are durable again from other
+//   pages than the ones the failed fsync may have lost; only then are writes taken again.
+#pragma once
+
+#include <rocksdb/listener.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "idem/status.h"
+
+namespace idem {
+
+class WriteHealth final : public rocksdb::EventListener {
+ public:
+  static constexpr int64_t kFirstRetryMs = 50;
+  static constexpr int64_t kMaxRetryMs = 2000;
+
+  // `log`: EngineOptions::log (null: stderr).
+  explicit WriteHealth(std::function<void(std::string_view)> log);
+  ~WriteHealth() override;  // StopRecovery()
+
+  bool suspended() const { return suspended_.load(std::memory_order_acquire); }
+  // What a refused write (or a sync refused while suspended) is answered with.
+  Status Refusal() const;
+  // Suspends writes after `cause` (the first cause of a suspension is the one reported).
+  void Suspend(const std::string& cause);
+
+  // The gate. SyncWAL runs between EnterSync() (false: suspended, do not sync) and ExitSync().
+  bool EnterSync();
+  void ExitSync();
+  // The file system calls this when an append to a WAL file failed, before returning the error
+  // to RocksDB: suspends, then waits until no SyncWAL is in flight.
+  void WalAppendFailed(const std::string& error);
+
+  // Starts the recovery thread: while suspended it calls `recover` until that returns OK, then
+  // takes writes again. `recover` runs on that thread only.
+  void StartRecovery(std::function<Status()> recover);
+  void StopRecovery();  // idempotent; joins the thread
+
+  void Log(std::string_view line) const;
+
+  // rocksdb::EventListener
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override;
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason reason, rocksdb::Status error,
+                            bool* auto_recovery) override;
+
+ private:
+  void RecoveryLoop();
+
+  const std::function<void(std::string_view)> log_;
+  std::atomic<bool> suspended_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // suspended, stopping, or no more syncs in flight
+  std::string cause_;           // guarded by mu_; why writes are suspended
+  int64_t attempts_ = 0;        // guarded by mu_; recovery attempts in this suspension
+  uint64_t failures_ = 0;       // guarded by mu_; Suspend calls, suspended already or not
+  int syncs_in_flight_ = 0;     // guarded by mu_
+  bool stopping_ = false;       // guarded by mu_
+  // Recovery thread only: when writes last resumed, and the backoff it had reached.
+  bool resumed_before_ = false;
+  std::chrono::steady_clock::time_point last_resumed_;
+  int64_t last_delay_ms_ = kFirstRetryMs;
+  std::function<Status()> recover_;
+  std::thread recovery_;
+};
+
+}  // namespace idem

@@ -1,0 +1,133 @@
+// A RocksDB FileSystem wrapper for tests that makes chosen file operations fail, switchable while
+// the database runs: ENOSPC on WAL appends, EIO on WAL syncs, ENOSPC on table-file writes (flush
+// and compaction), failures to create any file (a full disk at open). The errors are the ones
+// RocksDB's POSIX file system returns for those errnos (NoSpace for ENOSPC, IOError for EIO), so
+// RocksDB handles them as it would a real failing disk.
+//
+// Engines open on it through OpenEngineOnFileSystem (engine/src/engine_open.h).
+#pragma once
+
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "prezeroed_wal.h"  // IsWalFileName
+
+namespace idem::testing {
+
+class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
+ public:
+  enum class Fault { kNone, kNoSpace, kIoError };
+
+  explicit FaultInjectionFs(
+      std::shared_ptr<rocksdb::FileSystem> base = rocksdb::FileSystem::Default())
+      : FileSystemWrapper(std::move(base)) {}
+  const char* Name() const override { return "FaultInjectionFs"; }
+
+  // Each takes effect for calls that start afterwards, until set back to kNone.
+  void FailWalAppends(Fault f) { wal_append_ = f; }
+  void FailWalSyncs(Fault f) { wal_sync_ = f; }
+  void FailTableWrites(Fault f) { table_write_ = f; }
+  void FailFileCreation(Fault f) { create_ = f; }
+  void FailInfoLogWrites(Fault f) { info_log_ = f; }
+  void ClearAll() { wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone; }
+  // Calls failed so far.
+  int injected() const { return injected_.load(); }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    if (rocksdb::IOStatus s = Inject(create_, "While open a file for appending", fname); !s.ok()) {
+      return s;
+    }
+    rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
+    if (!s.ok()) return s;
+    const bool wal = IsWalFileName(fname);
+    const bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
+    const bool info_log = fname.size() >= 4 && fname.compare(fname.size() - 4, 4, "/LOG") == 0;
+    if (wal || table || info_log) {
+      *result = std::make_unique<File>(std::move(*result), this, fname,
+                                       wal     ? Kind::kWal
+                                       : table ? Kind::kTable
+                                               : Kind::kInfoLog);
+    }
+    return s;
+  }
+  // FileSystemWrapper would let the base open the LOG, past this wrapper.
+  rocksdb::IOStatus NewLogger(const std::string& fname, const rocksdb::IOOptions& options,
+                              std::shared_ptr<rocksdb::Logger>* result,
+                              rocksdb::IODebugContext* dbg) override {
+    return rocksdb::FileSystem::NewLogger(fname, options, result, dbg);
+  }
+
+ private:
+  enum class Kind { kWal, kTable, kInfoLog };
+  class File final : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFs* fs, std::string name,
+         Kind kind)
+        : FSWritableFileOwnerWrapper(std::move(f)), fs_(fs), name_(std::move(name)), kind_(kind) {}
+
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      if (auto s = fs_->Inject(WriteFault(), "While appending to file", name_); !s.ok()) return s;
+      return target()->Append(data, o, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* dbg) override {
+      if (auto s = fs_->Inject(WriteFault(), "While appending to file", name_); !s.ok()) return s;
+      return target()->Append(data, o, info, dbg);
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+      if (auto s = fs_->Inject(SyncFault(), "While fdatasync", name_); !s.ok()) return s;
+      return target()->Sync(o, dbg);
+    }
+    rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+      if (auto s = fs_->Inject(SyncFault(), "While fsync", name_); !s.ok()) return s;
+      return target()->Fsync(o, dbg);
+    }
+
+   private:
+    Fault WriteFault() const {
+      switch (kind_) {
+        case Kind::kWal:
+          return fs_->wal_append_.load();
+        case Kind::kTable:
+          return fs_->table_write_.load();
+        case Kind::kInfoLog:
+          return fs_->info_log_.load();
+      }
+      return Fault::kNone;
+    }
+    Fault SyncFault() const { return kind_ == Kind::kWal ? fs_->wal_sync_.load() : WriteFault(); }
+    FaultInjectionFs* const fs_;
+    const std::string name_;
+    const Kind kind_;
+  };
+
+  rocksdb::IOStatus Inject(Fault f, const std::string& context, const std::string& file) {
+    switch (f) {
+      case Fault::kNone:
+        return rocksdb::IOStatus::OK();
+      case Fault::kNoSpace:
+        ++injected_;
+        return rocksdb::IOStatus::NoSpace(context, file + ": No space left on device");
+      case Fault::kIoError:
+        ++injected_;
+        return rocksdb::IOStatus::IOError(context, file + ": Input/output error");
+    }
+    return rocksdb::IOStatus::OK();
+  }
+
+  std::atomic<Fault> wal_append_{Fault::kNone};
+  std::atomic<Fault> wal_sync_{Fault::kNone};
+  std::atomic<Fault> table_write_{Fault::kNone};
+  std::atomic<Fault> create_{Fault::kNone};
+  std::atomic<Fault> info_log_{Fault::kNone};
+  std::atomic<int> injected_{0};
+};
+
+}  // namespace idem::testing
