@@ -123,12 +123,16 @@ size_t CollectBusy(std::vector<std::unique_ptr<RawSocket>>& sockets, size_t want
   return busy;
 }
 
-TEST(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWorking) {
+// With one event-loop thread, and with several (accepting then runs on its own strand).
+class IdemstoredFdLimitTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWorking) {
   testing::TempDir dir;
   // A 1 MiB memtable: the writes during the flood make RocksDB switch to a new WAL and write
   // table files, i.e. open files while every connection slot is taken.
-  const std::vector<std::string> args = {"--listen",    "127.0.0.1:0",   "--data",
-                                         dir.Sub("db"), "--memtable-mb", "1"};
+  const std::vector<std::string> args = {
+      "--listen",      "127.0.0.1:0", "--data",       dir.Sub("db"),
+      "--memtable-mb", "1",           "--io-threads", std::to_string(GetParam())};
   ServerProcess server(IDEMSTORED_PATH);
   server.set_open_files_limit(kOpenFilesLimit);
   ASSERT_TRUE(server.Start(args)) << server.output();
@@ -228,10 +232,11 @@ TEST(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWork
   EXPECT_LE(Count(output, "accept failed"), 1u) << output.substr(0, 2000);
   EXPECT_LE(Count(output, "refusing connections"), 2u) << output.substr(0, 2000);
   std::printf(
-      "open-files limit %zu, max_connections=%zu: %zu of %zu flood connections got BUSY; "
+      "io_threads=%d, open-files limit %zu, max_connections=%zu: %zu of %zu flood connections "
+      "got BUSY; "
       "%zu descriptors open with %zu refusals in progress; %zu acknowledged records\n",
-      static_cast<size_t>(kOpenFilesLimit), *max_connections, busy, kFlood, server_fds, refusing,
-      acknowledged.size());
+      GetParam(), static_cast<size_t>(kOpenFilesLimit), *max_connections, busy, kFlood, server_fds,
+      refusing, acknowledged.size());
 
   // Every acknowledged record is there, now and after a restart.
   for (const std::string& key : acknowledged) {
@@ -256,6 +261,8 @@ TEST(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWork
   }
   EXPECT_EQ(0u, missing) << "of " << acknowledged.size() << " acknowledged records";
 }
+
+INSTANTIATE_TEST_SUITE_P(IoThreads, IdemstoredFdLimitTest, ::testing::Values(1, 3));
 
 }  // namespace
 }  // namespace idem

@@ -276,8 +276,11 @@ TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
 // Refusals hold descriptors until the refused peer has read BUSY, so only
 // max_refusing_connections are in progress at once; the rest wait in the listen queue and are
 // refused in turn, each still with BUSY.
-TEST_F(ServerTest, RefusalsPastTheirCapWaitInTheListenQueueAndStillGetBusy) {
+class RefusalTest : public ServerTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(RefusalTest, RefusalsPastTheirCapWaitInTheListenQueueAndStillGetBusy) {
   ServerOptions options;
+  options.io_threads = GetParam();
   options.max_connections = 1;
   options.max_refusing_connections = 2;
   StartServer(options);
@@ -298,6 +301,8 @@ TEST_F(ServerTest, RefusalsPastTheirCapWaitInTheListenQueueAndStillGetBusy) {
   }
   ASSERT_OK((*served)->Insert("ns", "still", "NEW"));
 }
+
+INSTANTIATE_TEST_SUITE_P(IoThreads, RefusalTest, ::testing::Values(1, 3));
 
 TEST_F(ServerTest, ListenBindsBeforeThereIsAStoreAndServeStartsServing) {
   ServerOptions options;
