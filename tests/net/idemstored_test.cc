@@ -84,6 +84,13 @@ TEST(IdemstoredTest, ARefusedStartLeavesNoDataDirectory) {
   EXPECT_NE(std::string::npos, out.find("in use")) << out;
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("x"))) << out;
 
+  // Flags that only make sense together, checked when the engine's options are (before its
+  // directory is made): a default TTL longer than the longest allowed.
+  EXPECT_EQ(1,
+            RunToExit({"--listen", "127.0.0.1:0", "--data", data, "--default-ttl", "40d"}, &out));
+  EXPECT_NE(std::string::npos, out.find("default_ttl_ms")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("x"))) << out;
+
   // More connections than the open-files limit can serve, asked for explicitly.
   EXPECT_EQ(2, RunToExit({"--listen", "127.0.0.1:0", "--data", data, "--max-connections", "5000"},
                          &out, 1024));
