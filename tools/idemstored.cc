@@ -1,8 +1,10 @@
 // idemstored: serves an idemstore database over TCP. All logic lives in net/ (Server,
 // ParseServerFlags) and engine/ (Engine); this file only wires them and logs start and stop.
 //
-// Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad flags, 1 when the database or
-// the listening socket cannot be opened.
+// Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad flags (including a
+// --max-connections the open-files limit cannot serve), 1 when the database or the listening
+// socket cannot be opened. Flags, the descriptor budget and the listening socket are checked
+// before the database is opened: a refused start creates no data directory.
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -10,6 +12,7 @@
 
 #include "idem/duration.h"
 #include "idem/engine.h"
+#include "idem/fd_budget.h"
 #include "idem/server.h"
 #include "idem/server_flags.h"
 
@@ -43,21 +46,45 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Everything that can refuse the start runs before the database is opened, which may create
+  // its directory: a refused start leaves nothing behind.
+  idem::Result<idem::OpenFilesLimit> limit = idem::RaiseOpenFilesLimit();
+  if (!limit.ok()) {
+    std::fprintf(stderr, "idemstored: %s\n", limit.status().ToString().c_str());
+    return 1;
+  }
+  idem::FdBudgetRequest budget_request;
+  budget_request.limit = *limit;
+  budget_request.max_connections = flags->server.max_connections;
+  budget_request.max_connections_explicit = flags->max_connections_set;
+  budget_request.max_refusing_connections = flags->server.max_refusing_connections;
+  idem::Result<idem::FdBudget> budget = idem::PlanFdBudget(budget_request);
+  if (!budget.ok()) {
+    std::fprintf(stderr, "idemstored: %s\n", budget.status().ToString().c_str());
+    return 2;
+  }
+  if (!budget->warning.empty()) std::fprintf(stderr, "idemstored: %s\n", budget->warning.c_str());
+
+  idem::ServerOptions server_options = flags->server;
+  server_options.handle_signals = true;
+  server_options.max_connections = budget->max_connections;
+  idem::Result<std::unique_ptr<idem::Server>> server = idem::Server::Listen(server_options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "idemstored: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+
+  idem::EngineOptions engine_options = flags->engine;
+  engine_options.max_open_files = budget->rocksdb_max_open_files;
   idem::Result<std::unique_ptr<idem::Engine>> engine =
-      idem::Engine::Open(flags->data_dir, flags->engine);
+      idem::Engine::Open(flags->data_dir, engine_options);
   if (!engine.ok()) {
     std::fprintf(stderr, "idemstored: cannot open %s: %s\n", flags->data_dir.c_str(),
                  engine.status().ToString().c_str());
     return 1;
   }
-
-  idem::ServerOptions server_options = flags->server;
-  server_options.handle_signals = true;
-  server_options.limits = (*engine)->options().limits;
-  idem::Result<std::unique_ptr<idem::Server>> server =
-      idem::Server::Start(engine->get(), server_options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", server.status().ToString().c_str());
+  if (idem::Status s = (*server)->Serve(engine->get()); !s.ok()) {
+    std::fprintf(stderr, "idemstored: %s\n", s.ToString().c_str());
     return 1;
   }
 
@@ -68,14 +95,15 @@ int main(int argc, char** argv) {
           ? "low"
           : "normal";
   // Tests read the real port from this line: keep "listening on HOST:PORT" stable.
-  std::fprintf(stderr,
-               "idemstored %s: listening on %s data=%s durability=%s io_threads=%d "
-               "engine_threads=%d max_connections=%zu idle_timeout=%s background=%s malloc=%s\n",
-               IDEM_VERSION, (*server)->address().c_str(), flags->data_dir.c_str(), durability,
-               server_options.io_threads, server_options.engine_threads,
-               server_options.max_connections,
-               idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), background,
-               IDEM_ALLOCATOR);
+  std::fprintf(
+      stderr,
+      "idemstored %s: listening on %s data=%s durability=%s io_threads=%d "
+      "engine_threads=%d max_connections=%zu idle_timeout=%s background=%s malloc=%s "
+      "open_files=%llu rocksdb_max_open_files=%d\n",
+      IDEM_VERSION, (*server)->address().c_str(), flags->data_dir.c_str(), durability,
+      server_options.io_threads, server_options.engine_threads, server_options.max_connections,
+      idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), background, IDEM_ALLOCATOR,
+      static_cast<unsigned long long>(limit->soft), engine_options.max_open_files);
 
   (*server)->Wait();
   (*server)->Stop();  // drains connections and the commit queue

@@ -31,6 +31,7 @@ rocksdb::Options MakeRocksOptions(const EngineOptions& opts) {
   rocksdb::Options o;
   o.create_if_missing = opts.create_if_missing;
   o.max_background_jobs = opts.background_jobs;
+  o.max_open_files = opts.max_open_files;
   o.write_buffer_size = opts.write_buffer_bytes;
   o.max_write_buffer_number = 3;
   o.level_compaction_dynamic_level_bytes = true;

@@ -20,6 +20,7 @@
 
 #include <boost/asio.hpp>
 
+#include "accept_backoff.h"
 #include "begin_waiter.h"
 #include "commit_queue.h"
 #include "connection.h"
@@ -38,20 +39,17 @@ using tcp = asio::ip::tcp;
 
 class ServerImpl final : public Server {
  public:
-  ServerImpl(Store* store, ServerOptions options)
+  explicit ServerImpl(ServerOptions options)
       : options_(std::move(options)),
-        queue_(store, options_.limits.max_batch_ops, options_.engine_threads,
-               [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); }),
-        waiter_(MakeWaiter(store)),
-        handler_(store, &queue_, waiter_.get(), MakeInfo(options_)),
-        acceptor_(io_),
+        accept_strand_(asio::make_strand(io_)),
+        acceptor_(accept_strand_),
         signals_(io_),
-        retry_timer_(io_) {}
+        retry_timer_(accept_strand_) {}
 
   ~ServerImpl() override { Stop(); }
 
   Status Listen();
-  void StartThreads();
+  Status Serve(Store* store) override;
 
   uint16_t port() const override { return port_; }
   std::string address() const override {
@@ -87,7 +85,7 @@ class ServerImpl final : public Server {
     Engine* engine = dynamic_cast<Engine*>(store);
     if (engine == nullptr) return nullptr;
     return std::make_unique<BeginWaiter>(
-        engine, &queue_, [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+        engine, queue_.get(), [this](std::chrono::milliseconds delay, std::function<void()> fn) {
           auto timer = std::make_shared<asio::steady_timer>(io_, delay);
           timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); });
         });
@@ -99,28 +97,40 @@ class ServerImpl final : public Server {
       std::fprintf(stderr, "idemstored: %s\n", line.c_str());
     }
   }
+  // Accepting runs on accept_strand_: one accept in flight, or a retry timer, or neither while
+  // paused (too many refusals in progress).
   void DoAccept();
+  void OnAccepted(const boost::system::error_code& ec, tcp::socket socket);
   void OnClosed(const std::shared_ptr<Connection>& connection);
 
+  enum class State { kListening, kServing, kStopped };
+
   const ServerOptions options_;
-  CommitQueue queue_;
+  // Built by Serve(), when there is a Store.
+  std::unique_ptr<CommitQueue> queue_;
   std::unique_ptr<BeginWaiter> waiter_;  // null unless the Store is an Engine
-  RequestHandler handler_;
+  std::unique_ptr<RequestHandler> handler_;
   asio::io_context io_;
+  asio::strand<asio::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
-  asio::steady_timer retry_timer_;  // accept retry after e.g. EMFILE
+  asio::steady_timer retry_timer_;  // accept retry after e.g. EMFILE; on accept_strand_
+  AcceptBackoff backoff_;           // on accept_strand_
   std::vector<std::thread> io_threads_;
   uint16_t port_ = 0;
   Connection::Options connection_options_;
 
+  std::mutex lifecycle_mu_;          // held by Serve() and Stop() throughout
+  State state_ = State::kListening;  // guarded by lifecycle_mu_
+
   std::mutex mu_;
   std::condition_variable stop_cv_;    // stop_requested_ set, or a connection closed
   bool stop_requested_ = false;        // guarded by mu_
-  bool stopped_ = false;               // guarded by mu_
   std::set<std::shared_ptr<Connection>> connections_;  // guarded by mu_; served and rejected
   size_t served_ = 0;                  // guarded by mu_; connections counted against the limit
-  std::set<Connection*> rejected_;     // guarded by mu_
+  std::set<Connection*> rejected_;     // guarded by mu_; being sent BUSY
+  bool accept_paused_ = false;         // guarded by mu_; rejected_ is full
+  uint64_t refused_in_episode_ = 0;    // guarded by mu_; since the server last had a free slot
 };
 
 Status ServerImpl::Listen() {
@@ -132,8 +142,8 @@ Status ServerImpl::Listen() {
                                    " without allow_remote (--allow-remote)");
   }
   if (options_.io_threads < 1 || options_.engine_threads < 0 || options_.max_connections < 1 ||
-      options_.max_frame_bytes < 1024 || options_.idle_timeout_ms <= 0 ||
-      options_.max_inflight_per_connection < 1) {
+      options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
+      options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1) {
     return Status::InvalidArgument("server options out of range");
   }
   tcp::endpoint endpoint(address, options_.port);
@@ -154,7 +164,18 @@ Status ServerImpl::Listen() {
   return Status::Ok();
 }
 
-void ServerImpl::StartThreads() {
+Status ServerImpl::Serve(Store* store) {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  if (state_ != State::kListening) {
+    return Status::InvalidArgument("Serve: the server is already serving or stopped");
+  }
+  state_ = State::kServing;
+  queue_ = std::make_unique<CommitQueue>(
+      store, options_.limits.max_batch_ops, options_.engine_threads,
+      [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); });
+  waiter_ = MakeWaiter(store);
+  handler_ =
+      std::make_unique<RequestHandler>(store, queue_.get(), waiter_.get(), MakeInfo(options_));
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
@@ -164,8 +185,9 @@ void ServerImpl::StartThreads() {
       RequestStop();
     });
   }
-  DoAccept();
+  asio::post(accept_strand_, [this] { DoAccept(); });
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  return Status::Ok();
 }
 
 // Runs on an I/O thread. With several I/O threads each connection gets its own strand, so its
@@ -175,63 +197,107 @@ void ServerImpl::StartThreads() {
 void ServerImpl::DoAccept() {
   asio::any_io_executor executor = io_.get_executor();
   if (options_.io_threads > 1) executor = asio::make_strand(io_);
-  acceptor_.async_accept(executor, [this](const boost::system::error_code& ec,
-                                          tcp::socket socket) {
-    if (!acceptor_.is_open()) return;
-    if (ec) {
-      // Typically EMFILE/ENFILE: back off instead of spinning on the error.
-      Log("accept failed: " + ec.message());
-      retry_timer_.expires_after(std::chrono::milliseconds(100));
-      retry_timer_.async_wait([this](const boost::system::error_code& timer_ec) {
-        if (!timer_ec) DoAccept();
-      });
-      return;
-    }
-    auto connection = std::make_shared<Connection>(
-        std::move(socket), &handler_, connection_options_,
-        [this](const std::shared_ptr<Connection>& c) { OnClosed(c); });
-    bool reject;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      reject = served_ >= options_.max_connections;
-      connections_.insert(connection);
-      if (reject) {
-        rejected_.insert(connection.get());
-      } else {
-        ++served_;
-      }
-    }
+  acceptor_.async_accept(
+      executor, asio::bind_executor(accept_strand_, [this](const boost::system::error_code& ec,
+                                                           tcp::socket socket) {
+        OnAccepted(ec, std::move(socket));
+      }));
+}
+
+void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket socket) {
+  if (!acceptor_.is_open()) return;
+  std::string line;
+  if (ec) {
+    // Typically EMFILE/ENFILE, which the descriptor budget should make rare: back off instead of
+    // spinning on the error, and tell the operator once per episode.
+    std::chrono::milliseconds delay =
+        backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
+    if (!line.empty()) Log(line);
+    retry_timer_.expires_after(delay);
+    retry_timer_.async_wait([this](const boost::system::error_code& timer_ec) {
+      if (!timer_ec) DoAccept();
+    });
+    return;
+  }
+  backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
+  if (!line.empty()) Log(line);
+  auto connection =
+      std::make_shared<Connection>(std::move(socket), handler_.get(), connection_options_,
+                                   [this](const std::shared_ptr<Connection>& c) { OnClosed(c); });
+  bool reject;
+  bool first_refusal = false;
+  bool pause;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reject = served_ >= options_.max_connections;
+    connections_.insert(connection);
     if (reject) {
-      Log("peer " + connection->peer() + ": refused, " + std::to_string(options_.max_connections) +
-          " connections open (max_connections)");
-      connection->Reject(Status::Busy("server has " + std::to_string(options_.max_connections) +
-                                      " connections open; retry later"));
+      rejected_.insert(connection.get());
+      first_refusal = refused_in_episode_++ == 0;
     } else {
-      connection->Start();
+      ++served_;
     }
-    DoAccept();
-  });
+    pause = accept_paused_ = rejected_.size() >= options_.max_refusing_connections;
+  }
+  if (reject) {
+    // Once per episode: a flood would otherwise write a line per refused connection.
+    if (first_refusal) {
+      Log("refusing connections with BUSY: " + std::to_string(options_.max_connections) +
+          " open (max_connections); first refused: peer " + connection->peer());
+    }
+    connection->Reject(Status::Busy("server has " + std::to_string(options_.max_connections) +
+                                    " connections open; retry later"));
+  } else {
+    connection->Start();
+  }
+  // Paused: OnClosed resumes when a refusal is done, so that refusals never hold more than
+  // max_refusing_connections descriptors.
+  if (!pause) DoAccept();
 }
 
 void ServerImpl::OnClosed(const std::shared_ptr<Connection>& connection) {
+  bool resume = false;
+  uint64_t refused = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (connections_.erase(connection) == 0) return;
-    if (rejected_.erase(connection.get()) == 0) --served_;
+    if (rejected_.erase(connection.get()) == 0) {
+      --served_;
+      if (refused_in_episode_ > 0 && served_ < options_.max_connections) {
+        refused = refused_in_episode_;
+        refused_in_episode_ = 0;
+      }
+    }
+    if (accept_paused_ && rejected_.size() < options_.max_refusing_connections) {
+      accept_paused_ = false;
+      resume = true;  // after Stop() closed the acceptor, OnAccepted returns at once
+    }
   }
+  if (refused > 0) {
+    Log("accepting connections again; refused " + std::to_string(refused) + " with BUSY while " +
+        std::to_string(options_.max_connections) + " were open (max_connections)");
+  }
+  if (resume) asio::post(accept_strand_, [this] { DoAccept(); });
   stop_cv_.notify_all();
 }
 
 void ServerImpl::Stop() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  const State was = state_;
+  if (was == State::kStopped) return;
+  state_ = State::kStopped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_) return;
-    stopped_ = true;
     stop_requested_ = true;
   }
   stop_cv_.notify_all();
-  // 1. Stop accepting (on the I/O threads, which own the acceptor).
-  asio::post(io_, [this] {
+  if (was == State::kListening) {  // never served: no threads, no connections
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    return;
+  }
+  // 1. Stop accepting (on the accept strand, which owns the acceptor).
+  asio::post(accept_strand_, [this] {
     boost::system::error_code ec;
     acceptor_.close(ec);
     retry_timer_.cancel();
@@ -257,7 +323,7 @@ void ServerImpl::Stop() {
   live.clear();
   // 5. Apply what is still queued (responses to closed connections are dropped), then stop the
   // I/O threads. The caller may close the Store after this returns.
-  queue_.Stop();
+  queue_->Stop();
   io_.stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();
@@ -268,11 +334,17 @@ void ServerImpl::Stop() {
 
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::Start(Store* store, ServerOptions options) {
-  auto server = std::make_unique<ServerImpl>(store, std::move(options));
+Result<std::unique_ptr<Server>> Server::Listen(ServerOptions options) {
+  auto server = std::make_unique<ServerImpl>(std::move(options));
   if (Status s = server->Listen(); !s.ok()) return s;
-  server->StartThreads();
   return std::unique_ptr<Server>(std::move(server));
+}
+
+Result<std::unique_ptr<Server>> Server::Start(Store* store, ServerOptions options) {
+  Result<std::unique_ptr<Server>> server = Listen(std::move(options));
+  if (!server.ok()) return server;
+  if (Status s = (*server)->Serve(store); !s.ok()) return s;
+  return server;
 }
 
 }  // namespace idem

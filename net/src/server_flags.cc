@@ -198,6 +198,7 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        [&](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--max-connections", v, 1, 1'000'000);
          if (n.ok()) flags.server.max_connections = *n;
+         flags.max_connections_set = n.ok();
          return n.status();
        }},
       {"--max-frame-bytes",
@@ -343,7 +344,13 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --engine-threads N        threads applying group commits to the database (default 0: the
                             event loop applies each turn's requests as one batch and, with
                             --durability sync, a sync thread fsyncs while it goes on)
-  --max-connections N       more get a BUSY error and are closed (default 1024)
+  --max-connections N       more get a BUSY error and are closed (default 1024). Must fit the
+                            open-files limit, which idemstored raises to the hard limit at
+                            start: N + 352 (BUSY replies, the server's own files, RocksDB's
+                            minimum of 256) descriptors; RocksDB's table files get the rest.
+                            The default is lowered to fit (with a warning); a number given
+                            here that does not fit stops the start (exit 2). Raise the limit
+                            with LimitNOFILE= (systemd) or ulimit -n
   --max-frame-bytes N       largest frame accepted (default 4194304)
   --idle-timeout DUR        close connections idle this long (default 5m)
   --default-ttl DUR         TTL of records in namespaces without a policy (default 24h)

@@ -1,10 +1,13 @@
 // The real idemstored binary as a child process: flags, start line, SIGTERM, and crash safety:
 // SIGKILL in the middle of a write stream loses no acknowledged write, in sync and in async mode.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,8 +43,9 @@ std::unique_ptr<Client> ConnectTo(const ServerProcess& server) {
   return client.ok() ? std::move(*client) : nullptr;
 }
 
-int RunToExit(std::vector<std::string> args, std::string* output) {
+int RunToExit(std::vector<std::string> args, std::string* output, rlim_t open_files_limit = 0) {
   ServerProcess process(IDEMSTORED_PATH);
+  process.set_open_files_limit(open_files_limit);
   if (process.Start(args)) return -1;  // it was expected to exit without serving
   *output = process.output();
   return process.WaitExit(20s).value_or(-2);
@@ -56,6 +60,45 @@ TEST(IdemstoredTest, HelpAndBadFlags) {
   testing::TempDir dir;
   EXPECT_EQ(1, RunToExit({"--listen", "0.0.0.0:0", "--data", dir.Sub("db")}, &out));
   EXPECT_NE(std::string::npos, out.find("--allow-remote")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("db"))) << "a refused start created the database";
+}
+
+// A start refused for its address, its port or its flags creates nothing: the checks run before
+// the data directory is made.
+TEST(IdemstoredTest, ARefusedStartLeavesNoDataDirectory) {
+  testing::TempDir dir;
+  const std::string data = dir.Sub("x/new");
+  std::string out;
+
+  // A port another socket listens on.
+  int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(0, ::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+  ASSERT_EQ(0, ::listen(taken, 1));
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(0, ::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len));
+  const std::string busy_port = std::to_string(ntohs(addr.sin_port));
+  EXPECT_EQ(1, RunToExit({"--listen", "127.0.0.1:" + busy_port, "--data", data}, &out));
+  ::close(taken);
+  EXPECT_NE(std::string::npos, out.find("127.0.0.1:" + busy_port)) << out;
+  EXPECT_NE(std::string::npos, out.find("in use")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("x"))) << out;
+
+  // Flags that only make sense together, checked when the engine's options are (before its
+  // directory is made): a default TTL longer than the longest allowed.
+  EXPECT_EQ(1,
+            RunToExit({"--listen", "127.0.0.1:0", "--data", data, "--default-ttl", "40d"}, &out));
+  EXPECT_NE(std::string::npos, out.find("default_ttl_ms")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("x"))) << out;
+
+  // More connections than the open-files limit can serve, asked for explicitly.
+  EXPECT_EQ(2, RunToExit({"--listen", "127.0.0.1:0", "--data", data, "--max-connections", "5000"},
+                         &out, 1024));
+  EXPECT_NE(std::string::npos, out.find("--max-connections")) << out;
+  EXPECT_NE(std::string::npos, out.find("1024")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("x"))) << out;
 }
 
 TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {

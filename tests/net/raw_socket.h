@@ -41,6 +41,7 @@ class RawSocket {
   RawSocket& operator=(const RawSocket&) = delete;
 
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }  // for poll() over many sockets
 
   // Sends every byte; false if the peer has gone.
   bool Send(const void* data, size_t size) {

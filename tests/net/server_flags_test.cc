@@ -23,6 +23,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
+  EXPECT_FALSE(f->max_connections_set);  // a default idemstored may lower (idem/fd_budget.h)
 }
 
 TEST(ServerFlagsTest, EveryFlag) {
@@ -45,6 +46,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(3, f->server.io_threads);
   EXPECT_EQ(4, f->server.engine_threads);
   EXPECT_EQ(10u, f->server.max_connections);
+  EXPECT_TRUE(f->max_connections_set);
   EXPECT_EQ(65536u, f->server.max_frame_bytes);
   EXPECT_EQ(500, f->server.idle_timeout_ms);
   EXPECT_EQ(3'600'000, f->engine.default_retention.default_ttl_ms);

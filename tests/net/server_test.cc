@@ -273,6 +273,79 @@ TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
   ASSERT_OK((*again)->Get("ns", "a"));
 }
 
+// Refusals hold descriptors until the refused peer has read BUSY, so only
+// max_refusing_connections are in progress at once; the rest wait in the listen queue and are
+// refused in turn, each still with BUSY.
+class RefusalTest : public ServerTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(RefusalTest, RefusalsPastTheirCapWaitInTheListenQueueAndStillGetBusy) {
+  ServerOptions options;
+  options.io_threads = GetParam();
+  options.max_connections = 1;
+  options.max_refusing_connections = 2;
+  StartServer(options);
+  auto served = server_->Connect();
+  ASSERT_OK(served);
+  std::vector<std::unique_ptr<RawSocket>> refused;
+  for (int i = 0; i < 6; ++i) refused.push_back(std::make_unique<RawSocket>(server_->port()));
+  // Two are answered at once; the third waits until one of them has gone (a refused peer that
+  // does not close is waited for up to Connection::kLingerMs, 1 s).
+  std::vector<uint8_t> body;
+  EXPECT_TRUE(ReadError(*refused[0]).IsBusy());
+  EXPECT_TRUE(ReadError(*refused[1]).IsBusy());
+  EXPECT_EQ(ReadResult::kTimedOut, refused[2]->ReadFrame(&body, std::chrono::milliseconds(100)));
+  for (int i = 0; i < 6; ++i) {
+    if (i >= 2) EXPECT_TRUE(ReadError(*refused[i]).IsBusy()) << "connection " << i;
+    EXPECT_TRUE(refused[i]->WaitClosed());
+    refused[i].reset();  // frees its refusal slot
+  }
+  ASSERT_OK((*served)->Insert("ns", "still", "NEW"));
+}
+
+INSTANTIATE_TEST_SUITE_P(IoThreads, RefusalTest, ::testing::Values(1, 3));
+
+TEST_F(ServerTest, ListenBindsBeforeThereIsAStoreAndServeStartsServing) {
+  ServerOptions options;
+  options.port = 0;
+  options.log = [](std::string_view) {};
+  auto server = Server::Listen(options);
+  ASSERT_OK(server);
+  // The port is taken already: a second server cannot have it.
+  options.port = (*server)->port();
+  auto second = Server::Listen(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().IsIOError()) << second.status().ToString();
+  EXPECT_NE(std::string::npos, second.status().message().find(std::to_string(options.port)));
+
+  // A client that connects now waits in the listen queue until there is a store to serve.
+  std::future<Result<std::unique_ptr<Client>>> early = std::async(std::launch::async, [&] {
+    ClientOptions client_options;
+    client_options.address = "127.0.0.1:" + std::to_string(options.port);
+    return Client::Connect(client_options);
+  });
+  testing::TempDir dir;
+  auto engine =
+      Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  ASSERT_OK(engine);
+  ASSERT_OK((*server)->Serve(engine->get()));
+  EXPECT_TRUE((*server)->Serve(engine->get()).IsInvalidArgument()) << "served twice";
+  Result<std::unique_ptr<Client>> client = early.get();
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  client->reset();
+  (*server)->Stop();
+}
+
+TEST_F(ServerTest, AServerThatNeverServedStopsAndFreesItsPort) {
+  ServerOptions options;
+  options.port = 0;
+  auto server = Server::Listen(options);
+  ASSERT_OK(server);
+  options.port = (*server)->port();
+  server->reset();  // Stop() without Serve()
+  ASSERT_OK(Server::Listen(options));
+}
+
 // A Begin waiting on an attempt in progress holds no engine thread: with a single engine
 // thread, or with the event loop applying, other clients' requests go through while it waits.
 class WaitingBeginTest : public ServerTest, public ::testing::WithParamInterface<int> {};

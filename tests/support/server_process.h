@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +38,10 @@ class ServerProcess {
     if (fd_ >= 0) ::close(fd_);
   }
 
+  // The child's open-files limit (soft and hard, as `ulimit -n` sets it), e.g. 1024 as systemd
+  // gives services by default. 0 (the default): inherit the test process's.
+  void set_open_files_limit(rlim_t limit) { open_files_limit_ = limit; }
+
   // Starts idemstored with `args` and returns once its start line names the bound address, or
   // returns false (with the output so far in output()) if it exits or 20 s pass.
   bool Start(std::vector<std::string> args) {
@@ -51,6 +56,10 @@ class ServerProcess {
       // Child (only async-signal-safe calls until exec): die with the test process, even if it
       // crashes, so that no server outlives its test.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (open_files_limit_ > 0) {
+        const rlimit limit{open_files_limit_, open_files_limit_};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(126);
+      }
       ::dup2(pipe_fds[1], 1);
       ::dup2(pipe_fds[1], 2);
       ::execv(binary_.c_str(), argv.data());
@@ -93,6 +102,7 @@ class ServerProcess {
   }
   void Signal(int sig) { ::kill(pid_, sig); }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string output() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -114,6 +124,7 @@ class ServerProcess {
   }
 
   const std::string binary_;
+  rlim_t open_files_limit_ = 0;
   pid_t pid_ = -1;
   int fd_ = -1;
   uint16_t port_ = 0;

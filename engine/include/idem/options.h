@@ -117,6 +117,11 @@ struct EngineOptions {
   size_t block_cache_bytes = 256u << 20;
   size_t write_buffer_bytes = 64u << 20;
   int background_jobs = 2;
+  // Files RocksDB may keep open at once (its max_open_files: table files, less 10 it keeps for
+  // its logs and MANIFEST); past it its table cache closes the least recently used table files.
+  // -1: no limit, every table file stays open. idemstored sets it from its file-descriptor
+  // budget (idem/fd_budget.h) so that RocksDB never finds the descriptors taken by connections.
+  int max_open_files = -1;
   // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
   // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and
   // experiments. An unknown name or a bad value fails Open with InvalidArgument. The expiry

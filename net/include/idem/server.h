@@ -7,6 +7,9 @@
 //   (*server)->Wait();   // until SIGINT/SIGTERM (handle_signals) or RequestStop()
 //   (*server)->Stop();   // drain, then the engine may be closed
 //
+// A program that must not create a database for a server that cannot listen (idemstored)
+// binds first and serves later: Server::Listen(options), then Engine::Open, then Serve(store).
+//
 // Threads: `io_threads` threads run the event loop (accept, read, parse, write);
 // `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
 // event loop runs the Store itself: each loop turn's requests, from every connection, become
@@ -35,6 +38,11 @@ struct ServerOptions {
   int io_threads = 1;
   int engine_threads = 0;  // 0: the event loop applies (see above)
   size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
+  // Connections over max_connections being sent BUSY at the same time (each holds a descriptor
+  // until its peer has read the error, at most Connection::kLingerMs). Past it the server stops
+  // accepting until one is done; further clients wait in the listen queue and get BUSY in turn.
+  // So a flood never takes more descriptors than max_connections + this (idem/fd_budget.h).
+  size_t max_refusing_connections = 32;
   size_t max_frame_bytes = 4u << 20;
   // A connection with no complete request and no response written for this long is closed
   // (an idle client, a client that trickles bytes, a client that stops reading responses).
@@ -53,9 +61,16 @@ struct ServerOptions {
 
 class Server {
  public:
-  // Binds, listens and starts the threads. `store` must outlive the Server. InvalidArgument for
-  // bad options (e.g. a non-loopback host without allow_remote), IOError when binding fails.
+  // Checks the options, binds and listens, and serves nothing yet: clients that connect wait in
+  // the listen queue until Serve(). InvalidArgument for bad options (e.g. a non-loopback host
+  // without allow_remote), IOError when binding fails (e.g. the port is in use).
+  static Result<std::unique_ptr<Server>> Listen(ServerOptions options);
+  // Listen(), then Serve(store).
   static Result<std::unique_ptr<Server>> Start(Store* store, ServerOptions options);
+
+  // Starts the threads and accepting; `store` must outlive the Server. Once: a second call, or
+  // one after Stop(), is InvalidArgument.
+  virtual Status Serve(Store* store) = 0;
 
   virtual ~Server() = default;  // implies Stop()
 

@@ -17,6 +17,9 @@ struct ServerFlags {
   std::string data_dir = "./data";
   EngineOptions engine;
   ServerOptions server;
+  // Whether --max-connections was given: idemstored lowers a default that does not fit the
+  // open-files limit, but refuses to start rather than lower the operator's own number.
+  bool max_connections_set = false;
 };
 
 // `args` excludes the program name. Both "--flag value" and "--flag=value" are accepted.

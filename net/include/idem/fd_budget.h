@@ -1,0 +1,65 @@
+// File descriptors: who may take how many. Every connection holds one, and so does every table
+// file RocksDB keeps open (by default all of them), its WAL, MANIFEST and info log, and the
+// server's own event loop and listening socket. Under a common limit of 1024 open files
+// (systemd's default soft limit for services), a connection flood used to take every
+// descriptor: RocksDB then failed to open its next WAL, the write failed, RocksDB stopped
+// accepting writes for good, and the refused clients never heard BUSY.
+//
+// So idemstored budgets at start: it raises the soft limit to the hard one, then gives
+// connections, connections being refused with BUSY, the server's own descriptors and RocksDB's
+// files each a share that together fit the limit (PlanFdBudget). RocksDB's share becomes its
+// max_open_files, so its table cache closes files instead of running out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "idem/result.h"
+
+namespace idem {
+
+// The open-files limit (RLIMIT_NOFILE) as the process has it.
+struct OpenFilesLimit {
+  uint64_t soft = 0;  // what the process may use
+  uint64_t hard = 0;  // how far it may raise `soft`
+};
+
+// Raises the soft limit to the hard one (or to 1,048,576 if the hard one is unlimited) and
+// returns the limit in force afterwards. IOError if it cannot be read; a refused raise keeps
+// the old soft limit (PlanFdBudget then works with what there is).
+Result<OpenFilesLimit> RaiseOpenFilesLimit();
+
+struct FdBudgetRequest {
+  OpenFilesLimit limit;
+  size_t max_connections = 0;
+  // Whether the operator asked for max_connections (--max-connections). A default that does
+  // not fit is lowered; a number the operator gave is not silently replaced: the start fails.
+  bool max_connections_explicit = false;
+  size_t max_refusing_connections = 0;  // ServerOptions::max_refusing_connections
+};
+
+struct FdBudget {
+  size_t max_connections = 0;      // what the server may serve (<= the request's)
+  int rocksdb_max_open_files = 0;  // EngineOptions::max_open_files
+  // Set when max_connections was lowered: one line for the operator naming the numbers, the
+  // flag and the limit to change.
+  std::string warning;
+};
+
+// The server's own descriptors: standard streams, the event loop's epoll/eventfd/timerfd, the
+// signal pipe, the listening socket, plus RocksDB's LOCK, WAL, MANIFEST, info LOG, directory
+// and new table files being written (18 measured at start; the rest is margin).
+inline constexpr size_t kServerOwnFds = 64;
+// RocksDB's share is never below this: a smaller table cache would reopen table files on most
+// reads. RocksDB keeps 10 of max_open_files for its own logs and the rest for table files.
+inline constexpr size_t kMinRocksDbFiles = 256;
+
+// Pure arithmetic: connections + refusing + kServerOwnFds + RocksDB's share must fit in
+// limit.soft. RocksDB gets everything the others leave (at least kMinRocksDbFiles). If the
+// requested connections do not fit: a default is lowered (with `warning`), an explicit
+// --max-connections fails with InvalidArgument; so does a limit too small for even one
+// connection. Messages name the numbers, the flag and the limit.
+Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request);
+
+}  // namespace idem

@@ -1,0 +1,108 @@
+// PlanFdBudget: connections, refusals, the server's own descriptors and RocksDB's files must fit
+// the open-files limit; a default that does not fit is lowered, an explicit one refused.
+#include "idem/fd_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <string>
+
+#include "idem/server.h"
+#include "idem/server_flags.h"
+#include "support/temp_dir.h"
+
+namespace idem {
+namespace {
+
+const size_t kRefusing = ServerOptions().max_refusing_connections;
+const size_t kReserved = kRefusing + kServerOwnFds + kMinRocksDbFiles;
+
+FdBudgetRequest Request(uint64_t soft, uint64_t hard, size_t max_connections, bool is_explicit) {
+  FdBudgetRequest r;
+  r.limit = OpenFilesLimit{soft, hard};
+  r.max_connections = max_connections;
+  r.max_connections_explicit = is_explicit;
+  r.max_refusing_connections = kRefusing;
+  return r;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(FdBudgetTest, AGenerousLimitServesEveryConnectionAndGivesRocksDbTheRest) {
+  Result<FdBudget> b = PlanFdBudget(Request(20'000, 20'000, 1024, false));
+  ASSERT_OK(b);
+  EXPECT_EQ(1024u, b->max_connections);
+  EXPECT_EQ(20'000 - 1024 - kRefusing - kServerOwnFds,
+            static_cast<size_t>(b->rocksdb_max_open_files));
+  EXPECT_EQ("", b->warning);
+}
+
+TEST(FdBudgetTest, TheDefaultIsLoweredToFit1024WithAWarningNamingTheNumbers) {
+  Result<FdBudget> b = PlanFdBudget(Request(1024, 1024, 1024, false));
+  ASSERT_OK(b);
+  EXPECT_EQ(1024 - kReserved, b->max_connections);  // 672
+  EXPECT_EQ(kMinRocksDbFiles, static_cast<size_t>(b->rocksdb_max_open_files));
+  // Everything together fits the limit exactly.
+  EXPECT_EQ(1024u, b->max_connections + kRefusing + kServerOwnFds +
+                       static_cast<size_t>(b->rocksdb_max_open_files));
+  EXPECT_TRUE(Contains(b->warning, "serving at most 672 connections")) << b->warning;
+  EXPECT_TRUE(Contains(b->warning, "open-files limit is 1024 (hard 1024)")) << b->warning;
+  EXPECT_TRUE(Contains(b->warning, "--max-connections")) << b->warning;
+  EXPECT_TRUE(Contains(b->warning, "LimitNOFILE")) << b->warning;
+}
+
+TEST(FdBudgetTest, AnExplicitMaxConnectionsThatDoesNotFitRefusesTheStart) {
+  Result<FdBudget> b = PlanFdBudget(Request(1024, 1024, 1000, true));
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.status().IsInvalidArgument());
+  const std::string& m = b.status().message();
+  EXPECT_TRUE(Contains(m, "--max-connections 1000 needs")) << m;
+  EXPECT_TRUE(Contains(m, "= " + std::to_string(1000 + kReserved) + " descriptors")) << m;
+  EXPECT_TRUE(Contains(m, "at most 672")) << m;
+  EXPECT_TRUE(Contains(m, "ulimit -n")) << m;
+}
+
+TEST(FdBudgetTest, AnExplicitMaxConnectionsThatFitsIsKept) {
+  Result<FdBudget> b = PlanFdBudget(Request(1024, 1024, 672, true));
+  ASSERT_OK(b);
+  EXPECT_EQ(672u, b->max_connections);
+  EXPECT_EQ(kMinRocksDbFiles, static_cast<size_t>(b->rocksdb_max_open_files));
+  b = PlanFdBudget(Request(1024, 4096, 100, true));
+  ASSERT_OK(b);
+  EXPECT_EQ(100u, b->max_connections);
+  EXPECT_EQ(1024 - 100 - kRefusing - kServerOwnFds, static_cast<size_t>(b->rocksdb_max_open_files));
+}
+
+TEST(FdBudgetTest, ALimitTooSmallForOneConnectionRefusesEvenTheDefault) {
+  Result<FdBudget> b = PlanFdBudget(Request(kReserved, kReserved, 1024, false));
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(Contains(b.status().message(), "too low")) << b.status().ToString();
+  EXPECT_TRUE(Contains(b.status().message(), std::to_string(kReserved + 1)))
+      << b.status().ToString();
+  b = PlanFdBudget(Request(kReserved + 1, kReserved + 1, 1024, false));
+  ASSERT_OK(b);
+  EXPECT_EQ(1u, b->max_connections);
+}
+
+TEST(FdBudgetTest, RocksDbsShareIsCappedToAnInt) {
+  Result<FdBudget> b = PlanFdBudget(Request(uint64_t{1} << 40, uint64_t{1} << 40, 1024, false));
+  ASSERT_OK(b);
+  EXPECT_EQ(INT_MAX, b->rocksdb_max_open_files);
+}
+
+TEST(FdBudgetTest, TheFlagHelpStatesTheBudget) {
+  EXPECT_TRUE(Contains(ServerFlagsUsage(), "N + " + std::to_string(kReserved) + " (BUSY replies"))
+      << "update --max-connections in ServerFlagsUsage()";
+  EXPECT_TRUE(Contains(ServerFlagsUsage(), "minimum of " + std::to_string(kMinRocksDbFiles)));
+}
+
+TEST(FdBudgetTest, RaisingTheLimitReachesTheHardLimit) {
+  Result<OpenFilesLimit> limit = RaiseOpenFilesLimit();
+  ASSERT_OK(limit);
+  EXPECT_EQ(limit->hard, limit->soft);
+}
+
+}  // namespace
+}  // namespace idem
