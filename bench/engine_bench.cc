@@ -5,6 +5,8 @@
 //   BM_Insert_Duplicate  vs BM_RawRocksDB_Get     (Get hit)
 //   BM_Apply_Insert/N    per item vs BM_Insert_New (BM_Apply_InsertRandom: keys in no order)
 //   BM_Apply_CompareAndSet/N per item vs BM_CompareAndSet
+//   BM_Clock_Engine      vs BM_Clock_Wall         (read once per batch: engine time vs the
+//                                                   wall clock alone)
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
 #include <benchmark/benchmark.h>
@@ -18,6 +20,7 @@
 
 #include <rocksdb/db.h>
 
+#include "anchored_clock.h"
 #include "idem/engine.h"
 #include "key_codec.h"
 #include "record_codec.h"
@@ -55,7 +58,6 @@ struct Fixture {
     EngineOptions options;
     options.durability = Durability::kAsync;
     options.reclaim_interval_ms = 0;
-    options.clock = SystemClock::Default();
     // IDEM_MICROBENCH_MEMTABLE=skiplist measures RocksDB's default memtable (both sides).
     const char* memtable = std::getenv("IDEM_MICROBENCH_MEMTABLE");
     if (memtable != nullptr && std::string(memtable) == "skiplist") {
@@ -66,7 +68,7 @@ struct Fixture {
     if (!opened.ok()) Die("engine open: " + opened.status().ToString());
     engine = std::move(*opened);
     rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(MakeRocksOptions(options), dir + "/raw", &db);
+    rocksdb::Status s = rocksdb::DB::Open(MakeRocksOptions(engine->options()), dir + "/raw", &db);
     if (!s.ok()) Die("raw open: " + s.ToString());
     raw.reset(db);
     Preload();
@@ -257,7 +259,21 @@ void BM_Apply_CompareAndSet(benchmark::State& state) {
   });
 }
 
+void BM_Clock_Wall(benchmark::State& state) {
+  const std::shared_ptr<Clock> clock = SystemClock::Default();
+  for (auto _ : state) benchmark::DoNotOptimize(clock->NowMillis());
+}
+
+void BM_Clock_Engine(benchmark::State& state) {
+  static AnchoredClock clock(SystemClock::Default(), MonotonicClock::Default(),
+                             [](std::string_view) {});
+  for (auto _ : state) benchmark::DoNotOptimize(clock.NowMillis());
+}
+
 void Threads(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(2)->Threads(8)->UseRealTime(); }
+
+BENCHMARK(BM_Clock_Wall)->Apply(Threads);
+BENCHMARK(BM_Clock_Engine)->Apply(Threads);
 
 BENCHMARK(BM_RawRocksDB_GetPut)->Apply(Threads);
 BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);

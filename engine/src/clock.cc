@@ -15,4 +15,15 @@ std::shared_ptr<Clock> SystemClock::Default() {
   return clock;
 }
 
+int64_t MonotonicClock::NowMillis() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::shared_ptr<Clock> MonotonicClock::Default() {
+  static const std::shared_ptr<Clock> clock = std::make_shared<MonotonicClock>();
+  return clock;
+}
+
 }  // namespace idem

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -16,7 +17,10 @@
 #include <rocksdb/env.h>
 #include <rocksdb/write_batch.h>
 
+#include "anchored_clock.h"
+#include "clock_mark.h"
 #include "engine_open.h"
+#include "expiry_compaction_filter.h"
 #include "expiry_stats.h"
 #include "failure_safe_fs.h"
 #include "fence_allocator.h"
@@ -47,9 +51,11 @@ class RocksEngine final : public Engine {
  public:
   RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::Env> env,
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
-              std::shared_ptr<IoAccounting> io, std::shared_ptr<WriteHealth> health)
+              std::shared_ptr<IoAccounting> io, std::shared_ptr<WriteHealth> health,
+              std::shared_ptr<ClockMark> clock_mark)
       : options_(std::move(options)),
         clock_(options_.clock),
+        clock_mark_(std::move(clock_mark)),
         env_(std::move(env)),
         db_(std::move(db)),
         fences_(db_.get(), fence_reserved, &synced_writes_),
@@ -73,6 +79,10 @@ class RocksEngine final : public Engine {
     reclaim_cv_.notify_all();
     if (reclaimer_.joinable()) reclaimer_.join();
     health_->StopRecovery();
+    // The next run continues from here, whatever its wall clock says.
+    if (clock_mark_ && !health_->suspended()) {
+      (void)clock_mark_->Write(db_.get(), deferred_write_options_, clock_->NowMillis());
+    }
     // A clean close makes even async-mode writes power-cut durable. Not while writes are
     // suspended: the WAL may have failed (write_health.h).
     if (health_->EnterSync()) {
@@ -145,8 +155,12 @@ class RocksEngine final : public Engine {
     }
   }
 
+  // Persists the ClockMark before physical removal: nothing removed can be live after a restart.
+  Status WriteClockMark();
+
   const EngineOptions options_;
   const std::shared_ptr<Clock> clock_;
+  const std::shared_ptr<ClockMark> clock_mark_;  // null: a clock the caller supplied (no mark)
   std::unique_ptr<rocksdb::Env> env_;  // over the engine's file systems; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
@@ -185,6 +199,10 @@ class RocksEngine final : public Engine {
   bool stopping_ = false;  // guarded by reclaim_mu_
   std::thread reclaimer_;
 };
+
+void LogToStderr(std::string_view line) {
+  std::fprintf(stderr, "idem: %.*s\n", static_cast<int>(line.size()), line.data());
+}
 
 // The live record a read returned: nullopt if absent or expired at `now_ms`.
 Result<std::optional<Record>> LiveRecord(const rocksdb::Status& read, const rocksdb::Slice& value,
@@ -456,6 +474,8 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       results->clear();
       return health_->Refusal();
     }
+    // Once a second, the clock's high-water mark rides along (clock_mark.h).
+    const bool marked = clock_mark_ && clock_mark_->MaybeAddTo(&batch, now_ms);
     if (defer_sync) {
       const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
       for (size_t stripe : written_stripes) {
@@ -473,6 +493,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       results->clear();
       return FromRocks(s);
     }
+    if (marked) clock_mark_->Persisted(now_ms);
     writes_.fetch_add(1, std::memory_order_relaxed);
     if (!defer_sync && write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
@@ -587,7 +608,16 @@ Result<StoreStats> RocksEngine::Stats() {
   return stats;
 }
 
+Status RocksEngine::WriteClockMark() {
+  if (!clock_mark_) return Status::Ok();
+  if (health_->suspended()) return health_->Refusal();
+  std::shared_lock<std::shared_mutex> synced_write;  // a synced write, like ApplyImpl's
+  if (write_options_.sync) synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
+  return clock_mark_->Write(db_.get(), write_options_, clock_->NowMillis());
+}
+
 Status RocksEngine::CompactAll() {
+  if (Status s = WriteClockMark(); !s.ok()) return s;
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   return FromRocks(db_->CompactRange(cro, nullptr, nullptr));
@@ -595,11 +625,14 @@ Status RocksEngine::CompactAll() {
 
 Result<ReclaimReport> RocksEngine::ReclaimExpired() {
   ReclaimReport report;
+  if (Status s = WriteClockMark(); !s.ok()) return s;
   rocksdb::TablePropertiesCollection tables;
   if (rocksdb::Status s = db_->GetPropertiesOfAllTables(&tables); !s.ok()) return FromRocks(s);
   std::vector<rocksdb::LiveFileMetaData> files;
   db_->GetLiveFilesMetaData(&files);
-  const int64_t now_ms = clock_->NowMillis();
+  // What the compaction filter will remove: expired for the grace (expiry_compaction_filter.h).
+  const int64_t removable_until_ms =
+      RemovableUntil(clock_->NowMillis(), options_.expiry_grace_ms, clock_mark_.get());
   // The key ranges of the files worth reclaiming.
   std::vector<std::pair<std::string, std::string>> ranges;
   for (const auto& file : files) {
@@ -609,7 +642,10 @@ Result<ReclaimReport> RocksEngine::ReclaimExpired() {
     auto raw = props->second->user_collected_properties.find(kExpiryStatsProperty);
     if (raw == props->second->user_collected_properties.end()) continue;
     std::optional<ExpiryStats> stats = ExpiryStats::Decode(raw->second);
-    if (!stats || stats->ExpiredFraction(now_ms) < options_.reclaim_min_expired_fraction) continue;
+    if (!stats ||
+        stats->ExpiredFraction(removable_until_ms) < options_.reclaim_min_expired_fraction) {
+      continue;
+    }
     ranges.emplace_back(file.smallestkey, file.largestkey);
     report.files_compacted++;
   }
@@ -674,7 +710,23 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
 Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
                                                        EngineOptions options,
                                                        std::shared_ptr<rocksdb::FileSystem> fs) {
-  if (!options.clock) options.clock = SystemClock::Default();
+  if (!options.log) options.log = LogToStderr;
+  if (options.expiry_grace_ms < 0 || options.expiry_grace_ms > EngineOptions::kMaxExpiryGraceMs) {
+    return Status::InvalidArgument("expiry_grace_ms is " + std::to_string(options.expiry_grace_ms) +
+                                   "; it must be in [0, " +
+                                   std::to_string(EngineOptions::kMaxExpiryGraceMs) + "]");
+  }
+  // The engine's own time (anchored_clock.h), unless the caller supplies a clock.
+  std::shared_ptr<AnchoredClock> own_clock;
+  std::shared_ptr<ClockMark> clock_mark;
+  if (!options.clock) {
+    own_clock = std::make_shared<AnchoredClock>(
+        options.wall_clock ? options.wall_clock : SystemClock::Default(),
+        options.monotonic_clock ? options.monotonic_clock : MonotonicClock::Default(),
+        options.log);
+    clock_mark = std::make_shared<ClockMark>();
+    options.clock = own_clock;
+  }
   if (Status st = ValidatePolicy("", options.default_retention); !st.ok()) return st;
   for (const auto& [ns, policy] : options.retention) {
     if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
@@ -695,7 +747,7 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
     return Status::NotFound("no idemstore database in " + dir + " (and create_if_missing is off)");
   }
   // Options first: a bad option string must not leave an empty directory behind.
-  Result<rocksdb::Options> tuned = MakeTunedRocksOptions(options);
+  Result<rocksdb::Options> tuned = MakeTunedRocksOptions(options, clock_mark);
   if (!tuned.ok()) return tuned.status();
   rocksdb::Options rocks_options = std::move(*tuned);
   if (options.create_if_missing) {
@@ -728,8 +780,14 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
   std::unique_ptr<rocksdb::DB> db(raw);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
+  if (clock_mark) {
+    Result<std::optional<int64_t>> mark = clock_mark->Load(db.get());
+    if (!mark.ok()) return mark.status();
+    if (*mark) own_clock->ContinueFrom(**mark);
+  }
   return std::unique_ptr<Engine>(new RocksEngine(std::move(options), std::move(env), std::move(db),
-                                                 *reserved, std::move(io), std::move(health)));
+                                                 *reserved, std::move(io), std::move(health),
+                                                 std::move(clock_mark)));
 }
 
 }  // namespace idem

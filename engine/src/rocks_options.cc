@@ -27,7 +27,8 @@ void UseMemtable(EngineOptions::Memtable kind, rocksdb::Options* o) {
 
 }  // namespace
 
-rocksdb::Options MakeRocksOptions(const EngineOptions& opts) {
+rocksdb::Options MakeRocksOptions(const EngineOptions& opts,
+                                  std::shared_ptr<const ClockMark> clock_mark) {
   rocksdb::Options o;
   o.create_if_missing = opts.create_if_missing;
   o.max_background_jobs = opts.background_jobs;
@@ -58,13 +59,15 @@ rocksdb::Options MakeRocksOptions(const EngineOptions& opts) {
   table.format_version = 5;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
-  o.compaction_filter_factory = std::make_shared<ExpiryCompactionFilterFactory>(opts.clock);
+  o.compaction_filter_factory = std::make_shared<ExpiryCompactionFilterFactory>(
+      opts.clock, opts.expiry_grace_ms, std::move(clock_mark));
   o.table_properties_collector_factories.push_back(std::make_shared<ExpiryStatsCollectorFactory>());
   return o;
 }
 
-Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts) {
-  rocksdb::Options base = MakeRocksOptions(opts);
+Result<rocksdb::Options> MakeTunedRocksOptions(const EngineOptions& opts,
+                                               std::shared_ptr<const ClockMark> clock_mark) {
+  rocksdb::Options base = MakeRocksOptions(opts, std::move(clock_mark));
   if (opts.rocksdb_options.empty()) return base;
   rocksdb::ConfigOptions config;
   config.ignore_unknown_options = false;

@@ -86,8 +86,8 @@ TEST(RetentionSimulatorTest, PerNamespaceTtlsApplyToTheirNamespace) {
 }
 
 // The engine the simulator drives, on a ManualClock: a record is there 1 ms before its TTL and
-// gone for reads at exactly the TTL, and ReclaimExpired removes it from disk once the clock has
-// passed it.
+// gone for reads at exactly the TTL, and (with no expiry grace) ReclaimExpired removes it from
+// disk once the clock has passed it.
 TEST(RetentionSimulatedClockTest, RecordsVanishAtExactlyTheTtlAndReclaimRemovesThemFromDisk) {
   TempDir dir;
   auto clock = std::make_shared<ManualClock>();
@@ -95,6 +95,7 @@ TEST(RetentionSimulatedClockTest, RecordsVanishAtExactlyTheTtlAndReclaimRemovesT
   options.clock = clock;
   options.durability = Durability::kAsync;
   options.reclaim_interval_ms = 0;
+  options.expiry_grace_ms = 0;  // removable at the TTL exactly, as reads see it
   options.retention["pay"] = RetentionPolicy{kHour, kDay, false};
   auto engine = Engine::Open(dir.Sub("db"), options);
   ASSERT_TRUE(engine.ok());

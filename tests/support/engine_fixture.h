@@ -22,6 +22,8 @@ class EngineTest : public ::testing::Test {
   EngineTest() : clock_(std::make_shared<ManualClock>()) {
     options_.clock = clock_;
     options_.reclaim_interval_ms = 0;  // tests reclaim explicitly
+    // Physical removal at expiry exactly; the grace has its own tests (engine_clock_test.cc).
+    options_.expiry_grace_ms = 0;
     options_.retention["forever"] = RetentionPolicy{kHour, 24 * kHour, /*allow_forever=*/true};
     options_.retention["short"] = RetentionPolicy{1000, 10'000, false};
   }

@@ -1,6 +1,8 @@
 // Clock: the only source of "now" for the engine. Expiry on read, leases and the compaction
 // filter all read the same Clock, so tests and simulations drive time with ManualClock instead
-// of sleeping.
+// of sleeping. The same interface feeds the engine's own time (EngineOptions::clock left null)
+// with its two sources, the wall clock and the monotonic clock, so tests drive those with
+// ManualClocks too.
 #pragma once
 
 #include <atomic>
@@ -13,12 +15,22 @@ class Clock {
  public:
   virtual ~Clock() = default;
   // Milliseconds since the Unix epoch. Record expiry is stored as an absolute time in this unit,
-  // so it must mean the same across restarts: a wall clock, not a monotonic one.
+  // so the engine's clock must mean the same across restarts: calendar time, not a monotonic
+  // clock's. (MonotonicClock, a source only, counts from an arbitrary point instead.)
   virtual int64_t NowMillis() const = 0;
 };
 
-// The system's wall clock.
+// The system's wall clock (CLOCK_REALTIME). It can be stepped at any time, forwards or back.
 class SystemClock final : public Clock {
+ public:
+  int64_t NowMillis() const override;
+  static std::shared_ptr<Clock> Default();
+};
+
+// The system's monotonic clock (CLOCK_MONOTONIC): milliseconds since an arbitrary point (the
+// boot), never stepped, so only differences between two readings mean anything. A source for
+// the engine's time, not a Clock to hand the engine as EngineOptions::clock.
+class MonotonicClock final : public Clock {
  public:
   int64_t NowMillis() const override;
   static std::shared_ptr<Clock> Default();

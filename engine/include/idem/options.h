@@ -66,7 +66,16 @@ struct StateGraph {
 };
 
 struct EngineOptions {
-  std::shared_ptr<Clock> clock;  // null: SystemClock
+  // What "now" is for expiry, leases and the compaction filter. Null (production): the engine's
+  // own time, which does not jump while the process lives: anchored to the wall clock at open,
+  // advanced by the monotonic clock, never below the high-water mark the database keeps, and
+  // converging on the wall clock by running at most 5 % fast or slow; a step of the wall clock
+  // is logged (docs/design.md). Set (tests, simulations): that clock, read as it is.
+  std::shared_ptr<Clock> clock;
+  // The sources of the engine's own time when `clock` is null; null: the system's wall clock
+  // (SystemClock) and monotonic clock (MonotonicClock). Tests step a fake wall clock here.
+  std::shared_ptr<Clock> wall_clock;
+  std::shared_ptr<Clock> monotonic_clock;
   // Where the engine tells the operator what they must know: refused or suspended writes,
   // recoveries, clock steps. Called from any engine thread; must not call into the engine.
   // Null: one line on stderr, prefixed "idem: ".
@@ -86,6 +95,13 @@ struct EngineOptions {
   // thread (tests and simulations call Engine::ReclaimExpired themselves).
   int64_t reclaim_interval_ms = 60'000;
   double reclaim_min_expired_fraction = 0.5;
+  // Physical removal (compaction, the reclaimer) lags logical expiry by this much: reads treat a
+  // record as gone at its expiry exactly, compaction removes it only once it has been expired
+  // for the grace. The margin by which engine time may run ahead of a later run's (a wall-clock
+  // step before the engine's own time took over, a crash between two high-water marks) without
+  // removing a record that is live again. 0..kMaxExpiryGraceMs; costs only disk space.
+  static constexpr int64_t kMaxExpiryGraceMs = 7LL * 24 * 3600 * 1000;
+  int64_t expiry_grace_ms = 5 * 60'000;
 
   // How the memtable indexes its entries. kHash (a hash table, sorted only when flushed) makes
   // a random key's insert and lookup O(1); kSkipList is RocksDB's default, ordered at all times.

@@ -1,0 +1,61 @@
+// The high-water mark of engine time, kept in the database, so that time continues after a
+// restart even when the wall clock is then behind (AnchoredClock::ContinueFrom).
+//
+//   meta key "clock_high_water" = fixed64: milliseconds since the Unix epoch
+//
+// The mark is a time the engine has used, written with what the engine decided at that time.
+// Cheaply, not on every write:
+// - in a write batch the engine commits anyway, at most once per kIntervalMs of engine time: one
+//   ~30-byte Put in that batch, no extra write or fsync, and exactly as durable as the batch;
+// - on its own, with the engine's write options, before the engine compacts expired records on
+//   request (CompactAll, ReclaimExpired) and at close.
+// So after a crash, engine time continues at most kIntervalMs behind the latest write the
+// database kept. That is enough: a lease granted in that last second may look up to a second
+// longer (the safe direction: no early takeover), and a record may be seen again up to a second
+// after a reader saw it expire (as after a one-second NTP correction). Physical removal is held
+// to a stricter rule: the compaction filter removes only records expired for the expiry grace
+// before BOTH the engine's now and persisted() (expiry_compaction_filter.h), so whatever it
+// removed stays expired at any time the engine can restart from.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "idem/result.h"
+
+namespace idem {
+
+class ClockMark {
+ public:
+  static constexpr int64_t kIntervalMs = 1000;
+
+  // Until Load, persisted() is the lowest time there is: nothing counts as persisted.
+  ClockMark() = default;
+
+  // Reads the mark `db` holds (nullopt: none yet) and starts from it; Corruption if it does not
+  // decode. A database without a mark (new, or written before marks existed) sets no bound on
+  // persisted() until the first mark is written.
+  Result<std::optional<int64_t>> Load(rocksdb::DB* db);
+
+  // Adds the mark (= now_ms) to `batch` if the last one is kIntervalMs old and returns true; of
+  // the batches that find it due at once, one adds it. One atomic load when not due. Call
+  // Persisted(now_ms) once the batch is written.
+  bool MaybeAddTo(rocksdb::WriteBatch* batch, int64_t now_ms);
+  void Persisted(int64_t now_ms);
+  // Writes the mark now.
+  Status Write(rocksdb::DB* db, const rocksdb::WriteOptions& options, int64_t now_ms);
+
+  // The highest mark known to be written.
+  int64_t persisted() const { return persisted_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<int64_t> due_ms_{std::numeric_limits<int64_t>::max()};  // Load sets it
+  std::atomic<int64_t> persisted_{std::numeric_limits<int64_t>::min()};
+};
+
+}  // namespace idem
