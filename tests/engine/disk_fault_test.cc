@@ -92,8 +92,8 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
 
 INSTANTIATE_TEST_SUITE_P(Durability, DiskFaultTest,
                          ::testing::Values(Durability::kSync, Durability::kAsync),
-                         [](const auto& info) {
-                           return info.param == Durability::kSync ? "Sync" : "Async";
+                         [](const auto& param_info) {
+                           return param_info.param == Durability::kSync ? "Sync" : "Async";
                          });
 
 TEST_P(DiskFaultTest, NoSpaceForTheWalSuspendsWritesUntilSpaceReturns) {

@@ -295,7 +295,9 @@ TEST_P(RefusalTest, RefusalsPastTheirCapWaitInTheListenQueueAndStillGetBusy) {
   EXPECT_TRUE(ReadError(*refused[1]).IsBusy());
   EXPECT_EQ(ReadResult::kTimedOut, refused[2]->ReadFrame(&body, std::chrono::milliseconds(100)));
   for (int i = 0; i < 6; ++i) {
-    if (i >= 2) EXPECT_TRUE(ReadError(*refused[i]).IsBusy()) << "connection " << i;
+    if (i >= 2) {
+      EXPECT_TRUE(ReadError(*refused[i]).IsBusy()) << "connection " << i;
+    }
     EXPECT_TRUE(refused[i]->WaitClosed());
     refused[i].reset();  // frees its refusal slot
   }
