@@ -229,8 +229,7 @@ void ClientImpl::StartConnecting() {
 void ClientImpl::SendHello() {
   const uint64_t id = next_id_++;
   const uint64_t generation = generation_;
-  waiting_.emplace(id, Waiting{[this, generation](Status status, const wire::Frame* frame,
-                                                  size_t) {
+  waiting_.emplace(id, Waiting{[this, generation](Status status, const wire::Frame* frame, size_t) {
                                  if (generation != generation_) return;  // already failed
                                  if (status.ok()) status = AcceptHello(*frame);
                                  if (status.ok()) {
@@ -407,17 +406,16 @@ Result<StoreStats> ClientImpl::Stats() {
   }
   std::promise<Result<StoreStats>> promise;
   const uint64_t id = next_id_++;
-  Send(id, EncodeStatsRequest(id),
-       [&](Status status, const wire::Frame* frame, size_t) {
-         if (status.ok()) status = DecodeError(frame->error());
-         if (!status.ok()) {
-           promise.set_value(status);
-         } else if (const wire::StatsResponse* stats = frame->body_as_StatsResponse()) {
-           promise.set_value(DecodeStats(*stats));
-         } else {
-           promise.set_value(Status::Corruption("expected StatsResponse"));
-         }
-       });
+  Send(id, EncodeStatsRequest(id), [&](Status status, const wire::Frame* frame, size_t) {
+    if (status.ok()) status = DecodeError(frame->error());
+    if (!status.ok()) {
+      promise.set_value(status);
+    } else if (const wire::StatsResponse* stats = frame->body_as_StatsResponse()) {
+      promise.set_value(DecodeStats(*stats));
+    } else {
+      promise.set_value(Status::Corruption("expected StatsResponse"));
+    }
+  });
   return promise.get_future().get();
 }
 

@@ -161,7 +161,10 @@ namespace {
 // other table by its generated Verify.
 const fb::Table* AsTable(const void* table) { return static_cast<const fb::Table*>(table); }
 
-bool VerifyApplyRequest(fb::Verifier& v, const wire::ApplyRequest* request, size_t statuses) {
+// Flattened: the generated Verify functions and the Verifier's helpers inline into this loop as
+// they do into the generated whole-buffer verifier (out of line, a request verified ~30 % slower).
+[[gnu::flatten]] bool VerifyApplyRequest(fb::Verifier& v, const wire::ApplyRequest* request,
+                                         size_t statuses) {
   if (request == nullptr) return true;
   // ApplyRequest::Verify, with VerifyVectorOfTables(ops()) unrolled below.
   if (!AsTable(request)->VerifyTableStart(v) ||
@@ -183,18 +186,18 @@ bool VerifyApplyRequest(fb::Verifier& v, const wire::ApplyRequest* request, size
 }
 
 // Frame::Verify, with an ApplyRequest body verified by VerifyApplyRequest. Keep it in step with
-// the schema: a field appended to Frame must be verified here too.
-bool VerifyFrameTable(fb::Verifier& v, const wire::Frame* frame, size_t statuses) {
+// the schema: a field appended to Frame must be verified here too. Flattened for the reason
+// above.
+[[gnu::flatten]] bool VerifyFrameTable(fb::Verifier& v, const wire::Frame* frame, size_t statuses) {
   const fb::Table* t = AsTable(frame);
   if (!t->VerifyTableStart(v) || !t->VerifyField<uint64_t>(v, wire::Frame::VT_ID, 8) ||
       !t->VerifyField<uint8_t>(v, wire::Frame::VT_BODY_TYPE, 1) ||
       !t->VerifyOffset(v, wire::Frame::VT_BODY)) {
     return false;
   }
-  const bool body_ok =
-      frame->body_type() == wire::Body::ApplyRequest
-          ? VerifyApplyRequest(v, frame->body_as_ApplyRequest(), statuses)
-          : wire::VerifyBody(v, frame->body(), frame->body_type());
+  const bool body_ok = frame->body_type() == wire::Body::ApplyRequest
+                           ? VerifyApplyRequest(v, frame->body_as_ApplyRequest(), statuses)
+                           : wire::VerifyBody(v, frame->body(), frame->body_type());
   return body_ok && t->VerifyOffset(v, wire::Frame::VT_ERROR) && v.VerifyTable(frame->error()) &&
          v.EndTable();
 }
@@ -218,6 +221,13 @@ const wire::Frame* VerifyFrame(const uint8_t* data, size_t size) {
   const auto* frame = reinterpret_cast<const wire::Frame*>(data + root);
   if (!VerifyFrameTable(v, frame, slots)) return nullptr;
   return frame;
+}
+
+Status CheckBodyPresent(const wire::Frame& frame) {
+  if (frame.body_type() == wire::Body::NONE || frame.body() != nullptr) return Status::Ok();
+  return Status::InvalidArgument(
+      std::string("frame has body type ") + wire::EnumNameBody(frame.body_type()) + " (" +
+      std::to_string(static_cast<int>(frame.body_type())) + ") but no body");
 }
 
 Result<Op> DecodeOp(const wire::Op& in, const Limits& limits) {

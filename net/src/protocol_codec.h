@@ -44,6 +44,8 @@ using FrameBytes = flatbuffers::DetachedBuffer;
 const wire::Frame* VerifyFrame(const uint8_t* data, size_t size);
 
 // --- decoding -----------------------------------------------------------------------------
+// InvalidArgument when `frame` names a body type but carries no body (see VerifyFrame).
+Status CheckBodyPresent(const wire::Frame& frame);
 // NotSupported for an op type this build does not know. InvalidArgument, with ValidateOp's
 // message, when its condition lists more than limits.max_status_set statuses: the count is
 // checked before anything is sized from it.

@@ -14,8 +14,10 @@ RequestHandler::RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* wa
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
   if (root == nullptr) {
-    Status s = Status::Corruption("frame of " + std::to_string(frame.size()) +
-                                  " bytes failed verification");
+    Status s = Status::Corruption(
+        "frame of " + std::to_string(frame.size()) +
+        " bytes failed verification (malformed, or objects shared between references: more "
+        "tables or condition statuses than a frame of its size holds)");
     reply(EncodeError(0, s));
     return s;
   }
@@ -28,10 +30,7 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
 
   // A union's value is optional in FlatBuffers: a frame can name a body type, pass the Verifier
   // and carry no body. Before the Hello that ends the connection like any other first frame.
-  if (root->body_type() != wire::Body::NONE && root->body() == nullptr) {
-    Status s = Status::InvalidArgument(
-        std::string("frame has body type ") + wire::EnumNameBody(root->body_type()) +
-        " (" + std::to_string(static_cast<int>(root->body_type())) + ") but no body");
+  if (Status s = CheckBodyPresent(*root); !s.ok()) {
     reply(EncodeError(id, s));
     return session->greeted ? Status::Ok() : s;
   }
@@ -107,8 +106,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
   std::shared_ptr<std::vector<std::pair<size_t, Op>>> waits;
   const auto received = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
-    Result<Op> op =
-        DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits);
+    Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits);
     if (!op.ok()) {
       if (!decode_errors) decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
       (*decode_errors)[i] = op.status();

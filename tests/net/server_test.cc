@@ -398,8 +398,7 @@ TEST_F(ServerTest, UnreadRepliesStopTheServerReadingThatConnection) {
     applied = static_cast<int>(ops() - before);
     if (applied <= i) break;
   }
-  std::printf("requests applied before the server stopped reading: %d of %d\n", applied,
-              kRequests);
+  std::printf("requests applied before the server stopped reading: %d of %d\n", applied, kRequests);
   // The kernel's socket buffers take a few MiB of replies; the server queues up to 8 MiB more.
   EXPECT_LT(applied, 20);
   // Reading resumes as the client reads: every request sent is answered, in order.
