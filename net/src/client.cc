@@ -65,7 +65,9 @@ class ClientImpl final : public Client {
   enum class Link { kDown, kConnecting, kUp, kClosed };
 
   // Called once per request with the verified response frame, or with a non-ok Status and null.
-  using OnResponse = std::function<void(Status status, const wire::Frame* frame)>;
+  // `frame_bytes` is the size of the frame's body.
+  using OnResponse =
+      std::function<void(Status status, const wire::Frame* frame, size_t frame_bytes)>;
   struct Waiting {
     OnResponse on_response;
     std::unique_ptr<asio::steady_timer> timer;  // null for the Hello (connect_timer_ bounds it)
@@ -142,7 +144,7 @@ void ClientImpl::Send(uint64_t id, FrameBytes frame, OnResponse on_response) {
   asio::post(io_, [this, id, frame = std::move(frame),
                    on_response = std::move(on_response)]() mutable {
     if (Status refused = Admit(frame.size() - 4); !refused.ok()) {
-      on_response(refused, nullptr);
+      on_response(refused, nullptr, 0);
       return;
     }
     auto timer = std::make_unique<asio::steady_timer>(io_);
@@ -155,7 +157,7 @@ void ClientImpl::Send(uint64_t id, FrameBytes frame, OnResponse on_response) {
       waiting_.erase(it);
       late(Status::TimedOut("no response within " + std::to_string(options_.request_timeout_ms) +
                             " ms"),
-           nullptr);
+           nullptr, 0);
     });
     waiting_.emplace(id, Waiting{std::move(on_response), std::move(timer)});
     if (link_ == Link::kUp) {
@@ -227,7 +229,7 @@ void ClientImpl::StartConnecting() {
 void ClientImpl::SendHello() {
   const uint64_t id = next_id_++;
   const uint64_t generation = generation_;
-  waiting_.emplace(id, Waiting{[this, generation](Status status, const wire::Frame* frame) {
+  waiting_.emplace(id, Waiting{[this, generation](Status status, const wire::Frame* frame, size_t) {
                                  if (generation != generation_) return;  // already failed
                                  if (status.ok()) status = AcceptHello(*frame);
                                  if (status.ok()) {
@@ -251,6 +253,10 @@ Status ClientImpl::AcceptHello(const wire::Frame& frame) {
   }
   ServerInfo info = DecodeHelloReply(*reply);
   server_max_frame_bytes_ = info.max_frame_bytes;
+  // Responses may be as large as the server says they can be; a server that does not say is
+  // held to our own limit.
+  parser_.set_max_frame_bytes(info.max_reply_bytes != 0 ? info.max_reply_bytes
+                                                        : options_.max_frame_bytes);
   if (on_first_connect_) info_ = std::move(info);  // read by callers only after this
   return Status::Ok();
 }
@@ -289,7 +295,7 @@ void ClientImpl::Disconnect(const Status& why) {
   waiting_.clear();
   for (auto& [id, w] : waiting) {
     if (w.timer) w.timer->cancel();
-    w.on_response(why, nullptr);
+    w.on_response(why, nullptr, 0);
   }
   if (on_first_connect_) std::exchange(on_first_connect_, nullptr)(why);
 }
@@ -334,9 +340,10 @@ void ClientImpl::DoRead() {
           FrameParser::State state = parser_.Feed(read_buf_.data() + offset, n - offset, &consumed);
           offset += consumed;
           if (state == FrameParser::State::kBad) {
-            Disconnect(Status::Corruption("response frame length " +
-                                          std::to_string(parser_.bad_length()) +
-                                          " is outside 1..max_frame_bytes"));
+            Disconnect(Status::Corruption(
+                "response frame length " + std::to_string(parser_.bad_length()) +
+                " is outside 1.." + std::to_string(parser_.max_frame_bytes()) +
+                " (the server's max_reply_bytes, or ClientOptions::max_frame_bytes)"));
             return;
           }
           if (state == FrameParser::State::kComplete) {
@@ -364,29 +371,18 @@ void ClientImpl::OnFrame(std::vector<uint8_t> body) {
   OnResponse on_response = std::move(it->second.on_response);
   if (it->second.timer) it->second.timer->cancel();
   waiting_.erase(it);
-  on_response(Status::Ok(), frame);
+  on_response(Status::Ok(), frame, body.size());
 }
 
 void ClientImpl::ApplyAsync(std::span<const Op> ops, Callback done) {
   const uint64_t id = next_id_++;
   const size_t expected = ops.size();
   Send(id, EncodeApplyRequest(id, ops),
-       [expected, done = std::move(done)](Status status, const wire::Frame* frame) {
+       [expected, done = std::move(done)](Status status, const wire::Frame* frame,
+                                          size_t frame_bytes) {
          std::vector<Result<OpResult>> results;
-         if (status.ok()) status = DecodeError(frame->error());
-         if (status.ok()) {
-           const wire::ApplyResponse* response = frame->body_as_ApplyResponse();
-           const size_t n = response && response->results() ? response->results()->size() : 0;
-           if (response == nullptr || n != expected) {
-             status = Status::Corruption("expected " + std::to_string(expected) + " results, got " +
-                                         std::to_string(n));
-           } else {
-             results.reserve(n);
-             for (const wire::OpResult* r : *response->results()) {
-               results.push_back(DecodeOpResult(*r));
-             }
-           }
-         }
+         if (status.ok()) status = DecodeApplyResponse(*frame, frame_bytes, expected, &results);
+         if (!status.ok()) results.clear();
          done(std::move(status), std::move(results));
        });
 }
@@ -410,17 +406,16 @@ Result<StoreStats> ClientImpl::Stats() {
   }
   std::promise<Result<StoreStats>> promise;
   const uint64_t id = next_id_++;
-  Send(id, EncodeStatsRequest(id),
-       [&](Status status, const wire::Frame* frame) {
-         if (status.ok()) status = DecodeError(frame->error());
-         if (!status.ok()) {
-           promise.set_value(status);
-         } else if (const wire::StatsResponse* stats = frame->body_as_StatsResponse()) {
-           promise.set_value(DecodeStats(*stats));
-         } else {
-           promise.set_value(Status::Corruption("expected StatsResponse"));
-         }
-       });
+  Send(id, EncodeStatsRequest(id), [&](Status status, const wire::Frame* frame, size_t) {
+    if (status.ok()) status = DecodeError(frame->error());
+    if (!status.ok()) {
+      promise.set_value(status);
+    } else if (const wire::StatsResponse* stats = frame->body_as_StatsResponse()) {
+      promise.set_value(DecodeStats(*stats));
+    } else {
+      promise.set_value(Status::Corruption("expected StatsResponse"));
+    }
+  });
   return promise.get_future().get();
 }
 

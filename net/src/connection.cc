@@ -48,7 +48,10 @@ void Connection::Close() {
 void Connection::DoRead() {
   if (reading_ || closed_ || peer_eof_ || draining_) return;
   if (close_after_ && !lingering_) return;  // no new requests; input is discarded once lingering
-  if (!close_after_ && (inflight_ >= options_.max_inflight || buf_begin_ < buf_end_)) return;
+  if (!close_after_ && (inflight_ >= options_.max_inflight || buf_begin_ < buf_end_ ||
+                        queued_bytes_ >= options_.max_queued_reply_bytes)) {
+    return;
+  }
   reading_ = true;
   socket_.async_read_some(asio::buffer(read_buf_),
                           [self = shared_from_this()](const boost::system::error_code& ec,
@@ -78,8 +81,9 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
 }
 
 void Connection::ProcessBuffered() {
-  while (buf_begin_ < buf_end_ && inflight_ < options_.max_inflight && !close_after_ &&
-         !draining_ && !closed_) {
+  while (buf_begin_ < buf_end_ && inflight_ < options_.max_inflight &&
+         queued_bytes_ < options_.max_queued_reply_bytes && !close_after_ && !draining_ &&
+         !closed_) {
     size_t consumed = 0;
     FrameParser::State state =
         parser_.Feed(read_buf_.data() + buf_begin_, buf_end_ - buf_begin_, &consumed);
@@ -118,6 +122,7 @@ void Connection::ProcessBuffered() {
 void Connection::OnReply(FrameBytes frame) {
   --in_engine_;
   if (closed_) return;
+  queued_bytes_ += frame.size();
   outbox_.push_back(Outgoing{std::move(frame), true});
   // The other replies of the same batch are on their way: write once they are all queued (one
   // syscall for a pipelined client's whole batch instead of one for the first reply and one
@@ -131,6 +136,7 @@ void Connection::OnReply(FrameBytes frame) {
 }
 
 void Connection::Send(FrameBytes frame) {
+  queued_bytes_ += frame.size();
   outbox_.push_back(Outgoing{std::move(frame), false});
   DoWrite();
 }
@@ -160,6 +166,7 @@ void Connection::DoWrite() {
                       }
                       for (const Outgoing& out : self->writing_) {
                         if (out.answers_request) --self->inflight_;
+                        self->queued_bytes_ -= out.bytes.size();
                       }
                       self->writing_.clear();
                       self->last_activity_ = Clock::now();

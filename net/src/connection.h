@@ -9,7 +9,9 @@
 // Pipelining: a client may send requests without waiting for responses. Up to
 // max_inflight requests are read ahead (counting those answered but not yet written); past
 // that the connection stops reading, so a client that floods or stops reading gets TCP
-// backpressure instead of growing the server's memory.
+// backpressure instead of growing the server's memory. Reading also stops while
+// max_queued_reply_bytes of responses wait to be written: a few requests for large records
+// would otherwise pile up far more memory than many small ones.
 //
 // Closing after an error: the error frame is written, then the sending side is shut down and
 // incoming bytes are discarded until the peer closes (bounded by kLingerMs), so the peer reads
@@ -39,6 +41,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     size_t max_frame_bytes = 4u << 20;
     int64_t idle_timeout_ms = 300'000;
     size_t max_inflight = 256;
+    size_t max_queued_reply_bytes = 8u << 20;
     std::function<void(std::string_view)> log;
   };
   using OnClosed = std::function<void(const std::shared_ptr<Connection>&)>;
@@ -98,6 +101,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   size_t in_engine_ = 0;  // requests given to the handler, not yet replied
   size_t inflight_ = 0;   // requests read, response not yet written
+  size_t queued_bytes_ = 0;  // bytes of outbox_ and writing_
   Clock::time_point last_activity_;  // last complete request read or response written
   Clock::time_point close_deadline_;  // hard limit once closing after an error
 

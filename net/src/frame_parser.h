@@ -33,12 +33,16 @@ class FrameParser {
   // Forgets any partial frame and a kBad: the start of a new stream.
   void Reset();
 
+  // Applies to frames whose length prefix is not yet complete (a client learns the server's
+  // max_reply_bytes from its HelloReply).
+  void set_max_frame_bytes(size_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
+
   // The offending length after kBad.
   uint64_t bad_length() const { return length_; }
   size_t max_frame_bytes() const { return max_frame_bytes_; }
 
  private:
-  const size_t max_frame_bytes_;
+  size_t max_frame_bytes_;
   uint8_t prefix_[4] = {};
   size_t prefix_bytes_ = 0;  // 0..4 bytes of the prefix received
   uint64_t length_ = 0;      // valid once prefix_bytes_ == 4

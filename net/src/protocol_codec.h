@@ -31,14 +31,38 @@ using FrameBytes = flatbuffers::DetachedBuffer;
 
 // Runs the FlatBuffers Verifier over a frame body (no length prefix) and returns its root, or
 // nullptr when the bytes are not a well-formed Frame. Nothing may be read from a frame before.
+//
+// Its work is proportional to `size`. FlatBuffers lets any number of references point at one
+// object and its Verifier checks an object once per reference, so a frame that shares objects
+// could cost far more than its size: one op listing 1,000,000 statuses, referenced 10,000
+// times, is 4 MB and 10^10 string checks. An encoder never shares tables or vectors of tables
+// or strings, so a frame without sharing holds at most one table and one status per 4 bytes;
+// a frame counting more (per reference) fails verification once it has.
+//
+// A frame that passes may still name a body type and carry no body (a union's value is
+// optional): callers check the body for null.
 const wire::Frame* VerifyFrame(const uint8_t* data, size_t size);
 
 // --- decoding -----------------------------------------------------------------------------
-// NotSupported for an op type this build does not know.
-Result<Op> DecodeOp(const wire::Op& op);
+// InvalidArgument when `frame` names a body type but carries no body (see VerifyFrame).
+Status CheckBodyPresent(const wire::Frame& frame);
+// NotSupported for an op type this build does not know. InvalidArgument, with ValidateOp's
+// message, when its condition lists more than limits.max_status_set statuses: the count is
+// checked before anything is sized from it.
+Result<Op> DecodeOp(const wire::Op& op, const Limits& limits);
+// InvalidArgument when the payloads of `request`'s ops (payload and update.payload) add up to
+// more than `frame_bytes`: only ops sharing one payload vector can do that, and they would make
+// a small frame write (and a response carry) many times its size.
+Status CheckPayloadsFitFrame(const wire::ApplyRequest& request, size_t frame_bytes);
 // Status::Ok() for null; code 0 inside an Error is Corruption (an error must say what failed).
 Status DecodeError(const wire::Error* error);
 Result<OpResult> DecodeOpResult(const wire::OpResult& result);
+// The response to an ApplyRequest of `expected` ops, from a verified frame of `frame_bytes`
+// bytes: the whole-request error if it carries one; Corruption when it has no ApplyResponse
+// body, not exactly `expected` results, or results whose bytes add up to more than the frame
+// (results sharing one record, which would decode into many copies of it).
+Status DecodeApplyResponse(const wire::Frame& frame, size_t frame_bytes, size_t expected,
+                           std::vector<Result<OpResult>>* results);
 StoreStats DecodeStats(const wire::StatsResponse& stats);
 ServerInfo DecodeHelloReply(const wire::HelloReply& reply);
 
@@ -53,6 +77,10 @@ FrameBytes EncodeApplyRequest(uint64_t id, std::span<const Op> ops);
 void AppendApplyRequest(flatbuffers::FlatBufferBuilder& b, uint64_t id, std::span<const Op> ops,
                         std::string* out);
 FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> results);
+// At least the size, length prefix included, of EncodeApplyResponse's frame for `results`, and
+// at most about 2 KB plus 100 bytes per result more: computed from the results' field sizes, so
+// a server checks a response against its limit before building it.
+size_t ApplyResponseBytesBound(std::span<const Result<OpResult>> results);
 FrameBytes EncodeStatsRequest(uint64_t id);
 FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& stats);
 // A whole-request error (id >= 1) or a connection-level one (id 0, the connection then closes).

@@ -14,8 +14,10 @@ RequestHandler::RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* wa
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
   if (root == nullptr) {
-    Status s = Status::Corruption("frame of " + std::to_string(frame.size()) +
-                                  " bytes failed verification");
+    Status s = Status::Corruption(
+        "frame of " + std::to_string(frame.size()) +
+        " bytes failed verification (malformed, or objects shared between references: more "
+        "tables or condition statuses than a frame of its size holds)");
     reply(EncodeError(0, s));
     return s;
   }
@@ -24,6 +26,13 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
     Status s = Status::InvalidArgument("request id 0 is reserved for connection errors");
     reply(EncodeError(0, s));
     return s;
+  }
+
+  // A union's value is optional in FlatBuffers: a frame can name a body type, pass the Verifier
+  // and carry no body. Before the Hello that ends the connection like any other first frame.
+  if (Status s = CheckBodyPresent(*root); !s.ok()) {
+    reply(EncodeError(id, s));
+    return session->greeted ? Status::Ok() : s;
   }
 
   if (!session->greeted) {
@@ -49,7 +58,7 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
 
   switch (root->body_type()) {
     case wire::Body::ApplyRequest:
-      HandleApply(id, root->body_as_ApplyRequest(),
+      HandleApply(id, *root->body_as_ApplyRequest(),
                   std::make_shared<std::vector<uint8_t>>(std::move(frame)), std::move(reply));
       return Status::Ok();
     case wire::Body::StatsRequest:
@@ -71,9 +80,9 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
   }
 }
 
-void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
+void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
                                  std::shared_ptr<std::vector<uint8_t>> frame, Reply reply) {
-  const auto* wire_ops = request->ops();
+  const auto* wire_ops = request.ops();
   const size_t n = wire_ops ? wire_ops->size() : 0;
   // Checked before decoding anything: the op count alone decides.
   if (n > info_.limits.max_batch_ops) {
@@ -81,6 +90,10 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
                               "request has " + std::to_string(n) +
                               " operations; max_batch_ops is " +
                               std::to_string(info_.limits.max_batch_ops))));
+    return;
+  }
+  if (Status s = CheckPayloadsFitFrame(request, frame->size()); !s.ok()) {
+    reply(EncodeError(id, s));
     return;
   }
   // Ops this server cannot decode (unknown types) get their error here and are left out of the
@@ -93,7 +106,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
   std::shared_ptr<std::vector<std::pair<size_t, Op>>> waits;
   const auto received = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
-    Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)));
+    Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits);
     if (!op.ok()) {
       if (!decode_errors) decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
       (*decode_errors)[i] = op.status();
@@ -127,7 +140,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
       results = std::move(merged);
     }
     if (!waits) {
-      reply(EncodeApplyResponse(id, results));
+      reply(EncodeResponse(id, results));
       return;
     }
     std::vector<std::pair<size_t, Op>> waiting;
@@ -137,7 +150,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
       }
     }
     if (waiting.empty()) {
-      reply(EncodeApplyResponse(id, results));
+      reply(EncodeResponse(id, results));
       return;
     }
     // Reply once every waiting Begin has its final result.
@@ -152,16 +165,32 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest* request,
     for (auto& [i, op] : waiting) {
       Result<OpResult> last = pending->results[i];
       waiter_->Wait(op, received + std::chrono::milliseconds(op.wait_ms), std::move(last),
-                    [id, i = i, frame, pending, reply](Result<OpResult> final_result) {
+                    [this, id, i = i, frame, pending, reply](Result<OpResult> final_result) {
                       std::unique_lock<std::mutex> lock(pending->mu);
                       pending->results[i] = std::move(final_result);
                       if (--pending->remaining > 0) return;
                       std::vector<Result<OpResult>> all = std::move(pending->results);
                       lock.unlock();
-                      reply(EncodeApplyResponse(id, all));
+                      reply(EncodeResponse(id, all));
                     });
     }
   });
+}
+
+FrameBytes RequestHandler::EncodeResponse(uint64_t id,
+                                          std::span<const Result<OpResult>> results) const {
+  // Checked from the results' sizes, before a byte of the response is built: 1,000 Gets of one
+  // 1 MiB record would otherwise make a 1 GiB frame out of a 36 KB request.
+  const size_t bound = ApplyResponseBytesBound(results);
+  if (info_.max_reply_bytes != 0 && bound > info_.max_reply_bytes) {
+    return EncodeError(
+        id, Status::InvalidArgument(
+                "response of about " + std::to_string(bound) + " bytes exceeds max_reply_bytes " +
+                std::to_string(info_.max_reply_bytes) +
+                "; the operations were applied, their results are not returned (read fewer or "
+                "smaller records per request)"));
+  }
+  return EncodeApplyResponse(id, results);
 }
 
 void RequestHandler::HandleStats(uint64_t id, Reply reply) {

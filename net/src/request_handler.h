@@ -41,8 +41,10 @@ class RequestHandler {
   const ServerInfo& info() const { return info_; }
 
  private:
-  void HandleApply(uint64_t id, const wire::ApplyRequest* request,
+  void HandleApply(uint64_t id, const wire::ApplyRequest& request,
                    std::shared_ptr<std::vector<uint8_t>> frame, Reply reply);
+  // The ApplyResponse, or an error frame when it would exceed info_.max_reply_bytes.
+  FrameBytes EncodeResponse(uint64_t id, std::span<const Result<OpResult>> results) const;
   void HandleStats(uint64_t id, Reply reply);
 
   Store* const store_;

@@ -75,6 +75,7 @@ class ServerImpl final : public Server {
     ServerInfo info;
     info.server_version = "idemstored " IDEM_VERSION;
     info.max_frame_bytes = o.max_frame_bytes;
+    info.max_reply_bytes = o.max_reply_bytes;
     info.max_inflight_requests = o.max_inflight_per_connection;
     info.idle_timeout_ms = o.idle_timeout_ms;
     info.limits = o.limits;
@@ -143,7 +144,9 @@ Status ServerImpl::Listen() {
   }
   if (options_.io_threads < 1 || options_.engine_threads < 0 || options_.max_connections < 1 ||
       options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
-      options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1) {
+      options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1 ||
+      options_.max_reply_bytes < 1024 || options_.max_reply_bytes > 0xffffffffu ||
+      options_.max_queued_reply_bytes < 1) {
     return Status::InvalidArgument("server options out of range");
   }
   tcp::endpoint endpoint(address, options_.port);
@@ -160,6 +163,7 @@ Status ServerImpl::Listen() {
   connection_options_.max_frame_bytes = options_.max_frame_bytes;
   connection_options_.idle_timeout_ms = options_.idle_timeout_ms;
   connection_options_.max_inflight = options_.max_inflight_per_connection;
+  connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
   return Status::Ok();
 }

@@ -208,6 +208,19 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          if (n.ok()) flags.server.max_frame_bytes = *n;
          return n.status();
        }},
+      {"--max-reply-bytes",
+       [&](std::string_view v) {
+         // Floor: an error frame must fit; ceiling: the 32-bit length prefix.
+         Result<size_t> n = ParseInt<size_t>("--max-reply-bytes", v, 1024, 0xffffffffu);
+         if (n.ok()) flags.server.max_reply_bytes = *n;
+         return n.status();
+       }},
+      {"--max-queued-reply-bytes",
+       [&](std::string_view v) {
+         Result<size_t> n = ParseInt<size_t>("--max-queued-reply-bytes", v, 1, size_t{1} << 40);
+         if (n.ok()) flags.server.max_queued_reply_bytes = *n;
+         return n.status();
+       }},
       {"--idle-timeout",
        [&](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--idle-timeout", v);
@@ -352,6 +365,14 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             here that does not fit stops the start (exit 2). Raise the limit
                             with LimitNOFILE= (systemd) or ulimit -n
   --max-frame-bytes N       largest frame accepted (default 4194304)
+  --max-reply-bytes N       largest response sent, announced to clients (default 4194304);
+                            a request whose response would be larger gets INVALID_ARGUMENT
+                            naming this limit (its operations were applied, their results
+                            are not returned): read fewer or smaller records per request
+  --max-queued-reply-bytes N
+                            per connection: while this many response bytes wait for a client
+                            that does not read them, no more of its requests are read
+                            (default 8388608)
   --idle-timeout DUR        close connections idle this long (default 5m)
   --default-ttl DUR         TTL of records in namespaces without a policy (default 24h)
   --max-ttl DUR             longest TTL they accept (default 30d)

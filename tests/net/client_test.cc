@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "hostile_frames.h"
 #include "protocol_codec.h"
 #include "test_server.h"
 
@@ -25,9 +26,12 @@ using namespace std::chrono_literals;
 // A one-connection fake server: answers Hello (with `protocol_version`), then does `after`.
 class FakeServer {
  public:
-  enum class After { kIgnoreRequests, kCloseOnFirstRequest };
+  enum class After { kIgnoreRequests, kCloseOnFirstRequest, kAnswer };
+  // For kAnswer: the body of the response to request `id`.
+  using Answer = std::function<std::vector<uint8_t>(uint64_t id)>;
 
-  FakeServer(After after, uint32_t protocol_version = kProtocolVersion) {
+  FakeServer(After after, uint32_t protocol_version = kProtocolVersion, Answer answer = nullptr)
+      : answer_(std::move(answer)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -49,11 +53,14 @@ class FakeServer {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:
-  bool ReadFrame() {
+  bool ReadFrame(uint64_t* id = nullptr) {
     uint8_t prefix[4];
     if (!ReadExactly(prefix, 4)) return false;
     std::vector<uint8_t> body(prefix[0] | prefix[1] << 8 | prefix[2] << 16);
-    return ReadExactly(body.data(), body.size());
+    if (!ReadExactly(body.data(), body.size())) return false;
+    const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+    if (id) *id = frame ? frame->id() : 0;
+    return true;
   }
   bool ReadExactly(uint8_t* p, size_t n) {
     while (n > 0) {
@@ -71,14 +78,23 @@ class FakeServer {
     auto reply = wire::CreateHelloReply(b, protocol_version, b.CreateString("fake"), 1 << 20, 100);
     FrameBytes frame = FinishFrame(b, wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
     ::send(conn_fd_, frame.data(), frame.size(), MSG_NOSIGNAL);
-    while (ReadFrame()) {
+    uint64_t id = 0;
+    while (ReadFrame(&id)) {
       if (after == After::kCloseOnFirstRequest) {
         ::shutdown(conn_fd_, SHUT_RDWR);
         return;
       }
+      if (after == After::kAnswer) {
+        std::vector<uint8_t> body = answer_(id);
+        uint32_t n = static_cast<uint32_t>(body.size());
+        uint8_t prefix[4] = {uint8_t(n), uint8_t(n >> 8), uint8_t(n >> 16), uint8_t(n >> 24)};
+        ::send(conn_fd_, prefix, 4, MSG_NOSIGNAL);
+        ::send(conn_fd_, body.data(), body.size(), MSG_NOSIGNAL);
+      }
     }
   }
 
+  Answer answer_;
   int listen_fd_ = -1;
   int conn_fd_ = -1;
   uint16_t port_ = 0;
@@ -119,6 +135,45 @@ TEST(ProtocolCodecTest, StatsRoundTripEveryField) {
   StoreStats out = DecodeStats(*frame->body_as_StatsResponse());
   for (auto field : fields) EXPECT_EQ(in.*field, out.*field);
   EXPECT_EQ("sync", out.durability);
+}
+
+// The bound a server checks max_reply_bytes against, before building a response: never below
+// the encoded size, and close to it (2 KB of vtables, then 100 bytes per result) for every shape
+// of result.
+TEST(ProtocolCodecTest, ApplyResponseBytesBoundIsCloseAboveTheEncodedSize) {
+  std::vector<Result<OpResult>> results;
+  Record full;
+  full.status = "PENDING";
+  full.fingerprint = std::string(64, 'f');
+  full.payload = std::string(1000, 'p');
+  full.owner = "worker-7";
+  full.version = 1, full.fence = 2, full.created_ms = 3, full.updated_ms = 4;
+  full.expires_at_ms = 5, full.lease_until_ms = 6;
+  for (int i = 0; i < 50; ++i) {
+    OpResult found;
+    found.outcome = Outcome::kFound;
+    found.record = full;
+    found.record->payload.resize(static_cast<size_t>(i * 37 % 1001));
+    found.record->status.resize(static_cast<size_t>(1 + i % 7));
+    results.push_back(found);
+    OpResult empty_record;
+    empty_record.outcome = Outcome::kInserted;
+    empty_record.record = Record{};
+    results.push_back(empty_record);
+    OpResult issued;
+    issued.outcome = Outcome::kIssued;
+    issued.token = std::string(static_cast<size_t>(i), 't');
+    results.push_back(issued);
+    results.push_back(OpResult{});  // NOT_FOUND, no record
+    results.push_back(Status::InvalidArgument(std::string(static_cast<size_t>(i * 3), 'm')));
+    for (size_t n : {size_t{0}, size_t{1}, results.size()}) {
+      std::span<const Result<OpResult>> some(results.data(), n);
+      const size_t encoded = EncodeApplyResponse(7, some).size();
+      const size_t bound = ApplyResponseBytesBound(some);
+      EXPECT_GE(bound, encoded) << n << " results";
+      EXPECT_LE(bound, encoded + 2200 + 100 * n) << n << " results";
+    }
+  }
 }
 
 TEST(ClientTest, UnreachableServerIsIOError) {
@@ -361,6 +416,106 @@ TEST(ClientTest, ServerStopAnswersOrFailsEveryRequest) {
     Result<OpResult> r = server.engine().Get("ns", key);
     ASSERT_OK(r);
     EXPECT_EQ(Outcome::kFound, r->outcome) << key;
+  }
+}
+
+// A hostile (or broken) server must not crash its clients either: an ApplyResponse without its
+// body, or without its results vector, is Corruption for that call.
+TEST(ClientTest, AResponseWithoutItsBodyIsCorruption) {
+  FakeServer fake(FakeServer::After::kAnswer, kProtocolVersion, [](uint64_t id) {
+    return testing::FrameWithoutBody(id, wire::Body::ApplyResponse);
+  });
+  ClientOptions options;
+  options.address = fake.address();
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  std::vector<Result<OpResult>> results;
+  Status s = (*client)->Apply(std::vector<Op>{}, &results);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  s = (*client)->Apply(std::vector<Op>{Op::Get("ns", "k")}, &results);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE((*client)->Stats().status().IsCorruption());
+}
+
+TEST(ClientTest, AResponseWithoutItsResultsIsCorruption) {
+  FakeServer fake(FakeServer::After::kAnswer, kProtocolVersion, [](uint64_t id) {
+    flatbuffers::FlatBufferBuilder b;
+    auto response = wire::CreateApplyResponse(b);  // no results vector
+    b.Finish(wire::CreateFrame(b, id, wire::Body::ApplyResponse, response.Union()));
+    return testing::Body(b);
+  });
+  ClientOptions options;
+  options.address = fake.address();
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  std::vector<Result<OpResult>> results;
+  Status s = (*client)->Apply(std::vector<Op>{}, &results);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+}
+
+// Eight results pointing at one record with a 512 KiB payload: a 512 KiB frame that decodes into
+// 4 MiB of copies (with more ops, into gigabytes). A server never shares records: Corruption.
+TEST(ClientTest, ResultsSharingOneRecordAreCorruption) {
+  FakeServer fake(FakeServer::After::kAnswer, kProtocolVersion, [](uint64_t id) {
+    return testing::SharedResultFrame(id, 8, 512 * 1024);
+  });
+  ClientOptions options;
+  options.address = fake.address();
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  std::vector<Result<OpResult>> results;
+  Status s = (*client)->Apply(std::vector<Op>(8, Op::Get("ns", "k")), &results);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(results.empty());
+}
+
+// Five 1 MiB records in one reply: above the server's max_reply_bytes (4 MiB by default). Before,
+// the server built the reply and the client dropped the connection on its length; now the
+// request fails with an error that names the limit and the connection stays up.
+TEST(ClientTest, AReplyAboveMaxReplyBytesIsAClearError) {
+  testing::TestServer server;
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  const std::string payload(1 << 20, 'p');
+  const std::vector<std::string> keys = {"big-0", "big-1", "big-2", "big-3", "big-4"};
+  std::vector<Op> gets;
+  for (const std::string& key : keys) {
+    ASSERT_OK((*client)->Insert("ns", key, "NEW", payload));
+    gets.push_back(Op::Get("ns", key));
+  }
+  std::vector<Result<OpResult>> results;
+  Status s = (*client)->Apply(gets, &results);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("max_reply_bytes")) << s.ToString();
+  gets.resize(3);  // 3 MiB: fits
+  ASSERT_OK((*client)->Apply(gets, &results));
+  ASSERT_EQ(3u, results.size());
+  ASSERT_OK(results[2]);
+  ASSERT_TRUE(results[2]->record.has_value());
+  EXPECT_TRUE(payload == results[2]->record->payload);
+}
+
+// A client takes responses up to what the server announces, not only its own default (4 MiB).
+TEST(ClientTest, ResponsesUpToTheServersMaxReplyBytesAreRead) {
+  ServerOptions options;
+  options.max_reply_bytes = 8u << 20;
+  testing::TestServer server(options);
+  auto client = server.Connect();
+  ASSERT_OK(client);
+  EXPECT_EQ(8u << 20, (*client)->server_info().max_reply_bytes);
+  const std::string payload(1 << 20, 'p');
+  const std::vector<std::string> keys = {"big-0", "big-1", "big-2", "big-3", "big-4"};
+  std::vector<Op> gets;
+  for (const std::string& key : keys) {
+    ASSERT_OK((*client)->Insert("ns", key, "NEW", payload));
+    gets.push_back(Op::Get("ns", key));
+  }
+  std::vector<Result<OpResult>> results;
+  ASSERT_OK((*client)->Apply(gets, &results));  // a 5 MiB response
+  ASSERT_EQ(5u, results.size());
+  for (const Result<OpResult>& r : results) {
+    ASSERT_OK(r);
+    EXPECT_EQ(payload.size(), r->record->payload.size());
   }
 }
 

@@ -63,6 +63,11 @@ class RawSocket {
     return Send(prefix, 4) && Send(body);
   }
   void ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+  // A small receive buffer, so that replies the test does not read stay in the server.
+  void ShrinkReceiveBuffer() {
+    int bytes = 64 * 1024;
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  }
 
   // Reads one frame body into *body, or reports the peer's close, within `timeout`.
   ReadResult ReadFrame(std::vector<uint8_t>* body,

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "hostile_frames.h"
 #include "idem/engine.h"
 #include "support/temp_dir.h"
 #include "test_server.h"
@@ -168,6 +171,88 @@ TEST_F(RequestHandlerTest, Stats) {
   ASSERT_NE(nullptr, stats);
   EXPECT_EQ(1u, stats->ops());
   EXPECT_EQ("async", stats->durability()->str());
+}
+
+// A union's value is optional in FlatBuffers: a frame can say "ApplyRequest" and carry none, and
+// the Verifier accepts it. Every body type without its body is a clear error, never a crash.
+TEST_F(RequestHandlerTest, ABodyTypeWithoutItsBodyIsAnError) {
+  Greet();
+  for (uint8_t type = 1; type <= uint8_t(wire::Body::MAX); ++type) {
+    SCOPED_TRACE("body type " + std::to_string(type));
+    Status s = HandleBody(testing::FrameWithoutBody(10 + type, wire::Body(type)));
+    EXPECT_TRUE(s.ok()) << s.ToString();  // the connection stays usable
+    EXPECT_EQ(10u + type, Reply()->id());
+    Status error = ReplyError();
+    EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
+    EXPECT_NE(std::string::npos, error.message().find("no body")) << error.ToString();
+  }
+  ASSERT_OK(Handle(EncodeApplyRequest(30, std::vector<Op>{Op::Insert("ns", "k", "NEW")})));
+  EXPECT_EQ((std::vector<std::string>{"INSERTED"}), Outcomes());
+}
+
+TEST_F(RequestHandlerTest, AHelloWithoutItsBodyIsRefused) {
+  Status s = HandleBody(testing::FrameWithoutBody(1, wire::Body::Hello));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_TRUE(ReplyError().IsInvalidArgument());
+  EXPECT_FALSE(session_.greeted);
+}
+
+// 10,000 references to one op whose condition lists 1,000,000 statuses: 4 MB on the wire, 10^10
+// strings for a Verifier that checks a shared object once per reference (11-25 s before). A
+// frame without shared objects never lists more statuses than it has 4-byte offsets, so this one
+// fails verification, after work proportional to its size.
+TEST_F(RequestHandlerTest, SharedObjectsCannotMultiplyTheVerifiersWork) {
+  Greet();
+  std::vector<uint8_t> frame = testing::SharedOpFrame(2, 10'000, 1'000'000);
+  EXPECT_LT(frame.size(), 4'100'000u);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = HandleBody(std::move(frame));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(ReplyError().IsCorruption());
+  EXPECT_LT(elapsed, std::chrono::seconds(2));  // ~10 ms; generous for sanitizer builds
+}
+
+// 100 references to that op verified in ~1 s and decoded into 100 vectors of 1,000,000 views
+// (1.6 GB) before the engine refused them for max_status_set.
+TEST_F(RequestHandlerTest, AValidFrameSharingOneOpIsRefusedBeforeDecoding) {
+  Greet();
+  Status s = HandleBody(testing::SharedOpFrame(2, 8, 1'000'000));
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(ReplyError().IsCorruption());
+}
+
+// Without sharing, one op may list as many statuses as the frame holds offsets: that op, and
+// only it, fails for max_status_set (as 17 statuses do), and no vector is sized from the count.
+TEST_F(RequestHandlerTest, AMillionStatusesInOneOpAreThatOpsError) {
+  Greet();
+  fb::FlatBufferBuilder b;
+  auto s = b.CreateString("S");
+  auto big = wire::CreateCondition(b, b.CreateVector(std::vector(1'000'000, s)));
+  auto bad = wire::CreateOp(b, wire::OpType::CompareAndSet, b.CreateString("ns"),
+                            b.CreateVector(std::vector<uint8_t>{'k'}), 0, 0, 0, 0, big);
+  auto good = wire::CreateOp(b, wire::OpType::Insert, b.CreateString("ns"),
+                             b.CreateVector(std::vector<uint8_t>{'k'}), b.CreateString("NEW"));
+  auto request = wire::CreateApplyRequest(b, b.CreateVector(std::vector{bad, good}));
+  b.Finish(wire::CreateFrame(b, 3, wire::Body::ApplyRequest, request.Union()));
+  ASSERT_OK(HandleBody(testing::Body(b)));
+  EXPECT_EQ((std::vector<std::string>{"INVALID_ARGUMENT", "INSERTED"}), Outcomes());
+  Result<OpResult> first = DecodeOpResult(*Reply()->body_as_ApplyResponse()->results()->Get(0));
+  EXPECT_NE(std::string::npos, first.status().message().find("max_status_set"))
+      << first.status().ToString();
+}
+
+// Eight Inserts pointing at one 64 KiB payload: a 66 KB frame asking for 512 KiB of writes (with
+// max_batch_ops ops, 10,000 times the frame). Payloads are never shared by an encoder: refused.
+TEST_F(RequestHandlerTest, OpsSharingOnePayloadAreRefused) {
+  Greet();
+  ASSERT_OK(HandleBody(testing::SharedPayloadFrame(4, 8, 64 * 1024)));
+  EXPECT_EQ(4u, Reply()->id());
+  Status error = ReplyError();
+  EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
+  EXPECT_NE(std::string::npos, error.message().find("payload")) << error.ToString();
+  ASSERT_OK(Handle(EncodeApplyRequest(5, std::vector<Op>{Op::Get("ns", "shared-0")})));
+  EXPECT_EQ((std::vector<std::string>{"NOT_FOUND"}), Outcomes());
 }
 
 }  // namespace

@@ -31,6 +31,8 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--durability", "async", "--io-threads", "3",
                                  "--engine-threads=4", "--max-connections", "10",
                                  "--max-frame-bytes", "65536", "--idle-timeout", "500ms",
+                                 "--max-reply-bytes", "1048576", "--max-queued-reply-bytes",
+                                 "2097152",
                                  "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
                                  "payments=7d,max=30d", "--retention", "locks=10s,forever",
                                  "--block-cache-mb", "32", "--memtable-mb=16", "--memtable", "skiplist",
@@ -48,6 +50,8 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(10u, f->server.max_connections);
   EXPECT_TRUE(f->max_connections_set);
   EXPECT_EQ(65536u, f->server.max_frame_bytes);
+  EXPECT_EQ(1u << 20, f->server.max_reply_bytes);
+  EXPECT_EQ(2u << 20, f->server.max_queued_reply_bytes);
   EXPECT_EQ(500, f->server.idle_timeout_ms);
   EXPECT_EQ(3'600'000, f->engine.default_retention.default_ttl_ms);
   EXPECT_EQ(2 * 86'400'000, f->engine.default_retention.max_ttl_ms);
@@ -128,6 +132,9 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--idle-timeout", "0s"}, "--idle-timeout"},
            {{"--idle-timeout", "soon"}, "--idle-timeout"},
            {{"--max-frame-bytes", "12"}, "--max-frame-bytes"},
+           {{"--max-reply-bytes", "12"}, "--max-reply-bytes"},
+           {{"--max-reply-bytes", "4294967296"}, "--max-reply-bytes"},
+           {{"--max-queued-reply-bytes", "0"}, "--max-queued-reply-bytes"},
            {{"--retention", "nosep"}, "--retention"},
            {{"--retention", "a=1h,sometimes"}, "--retention"},
            {{"--retention", "a=1h,max=x"}, "--retention"},

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "hostile_frames.h"
 #include "protocol_codec.h"
 #include "raw_socket.h"
 #include "test_server.h"
@@ -414,6 +415,87 @@ TEST_F(ServerTest, NonLoopbackNeedsAllowRemote) {
   EXPECT_TRUE(server.status().IsInvalidArgument()) << server.status().ToString();
   options.host = "not-an-ip";
   EXPECT_TRUE(Server::Start(engine->get(), options).status().IsInvalidArgument());
+}
+
+// A frame that names a body type but carries no body took the server down (a null
+// dereference in the handler). Now it is an error on that request; the connection and every
+// other client carry on.
+TEST_F(ServerTest, ApplyRequestWithoutItsBodyIsAnErrorAndTheServerCarriesOn) {
+  StartServer();
+  auto other = server_->Connect();
+  ASSERT_OK(other);
+  auto socket = Greeted();
+  ASSERT_TRUE(socket->SendFrame(testing::FrameWithoutBody(2, wire::Body::ApplyRequest)));
+  uint64_t id = 0;
+  Status error = ReadError(*socket, &id);
+  EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
+  EXPECT_EQ(2u, id);
+  ASSERT_TRUE(socket->Send(EncodeApplyRequest(3, std::vector<Op>{Op::Get("ns", "k")})));
+  ASSERT_OK(ReadError(*socket, &id));
+  EXPECT_EQ(3u, id);
+  ASSERT_OK((*other)->Insert("ns", "other", "NEW"));
+  ExpectServing();
+}
+
+// A 4 MB frame of 10,000 references to one op with 1,000,000 statuses held the event loop for
+// 11-25 s, for every client. Now it is refused quickly and other clients are served meanwhile.
+TEST_F(ServerTest, AFrameOfSharedObjectsDoesNotStallTheServer) {
+  StartServer();
+  auto socket = Greeted();
+  ASSERT_TRUE(socket->SendFrame(testing::SharedOpFrame(2, 10'000, 1'000'000)));
+  EXPECT_TRUE(ReadError(*socket).IsCorruption());
+  EXPECT_TRUE(socket->WaitClosed());
+  ExpectServing();
+}
+
+// A client that asks for large records and stops reading: the server reads no more of its
+// requests once max_queued_reply_bytes of replies wait for it (TCP backpressure), instead of
+// building every reply (two unread requests of 1,000 Gets held 3.8 GB).
+TEST_F(ServerTest, UnreadRepliesStopTheServerReadingThatConnection) {
+  StartServer();  // defaults: 4 MiB replies, 8 MiB of them queued per connection
+  auto client = server_->Connect();
+  ASSERT_OK(client);
+  const std::string payload(1 << 20, 'p');
+  ASSERT_OK((*client)->Insert("ns", "big", "NEW", payload));
+  auto ops = [&] { return server_->engine().Stats()->ops; };
+  auto socket = Greeted();
+  socket->ShrinkReceiveBuffer();
+  const uint64_t before = ops();
+  constexpr int kRequests = 40;  // 40 MiB of replies
+  int applied = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(socket->Send(EncodeApplyRequest(10 + i, std::vector<Op>{Op::Get("ns", "big")})));
+    // Wait until the server has applied it; a server that stopped reading never does.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (ops() - before < uint64_t(i) + 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    applied = static_cast<int>(ops() - before);
+    if (applied <= i) break;
+  }
+  std::printf("requests applied before the server stopped reading: %d of %d\n", applied, kRequests);
+  // The kernel's socket buffers take a few MiB of replies (the server's send buffer grows up to
+  // tcp_wmem's maximum, 4 MiB by default); the server queues 8 MiB more, and the request in
+  // flight when it stops adds one.
+  long wmem_max = 4 << 20;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_wmem", "r")) {
+    long low = 0, initial = 0;
+    if (std::fscanf(f, "%ld %ld %ld", &low, &initial, &wmem_max) != 3) wmem_max = 4 << 20;
+    std::fclose(f);
+  }
+  EXPECT_LE(applied, static_cast<int>(wmem_max >> 20) + 8 + 4);
+  EXPECT_LT(applied, kRequests);
+  // Reading resumes as the client reads: every request sent is answered, in order.
+  int sent = std::min(applied + 1, kRequests);
+  for (int i = 0; i < sent; ++i) {
+    std::vector<uint8_t> body;
+    ASSERT_EQ(ReadResult::kFrame, socket->ReadFrame(&body));
+    const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+    ASSERT_NE(nullptr, frame);
+    EXPECT_EQ(10u + i, frame->id());
+    ASSERT_NE(nullptr, frame->body_as_ApplyResponse());
+  }
+  ExpectServing();
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ struct ClientOptions {
   std::string address = "127.0.0.1:7878";  // HOST:PORT
   int64_t connect_timeout_ms = 5'000;
   int64_t request_timeout_ms = 10'000;       // per Apply; TimedOut after it
-  size_t max_frame_bytes = 4u << 20;         // responses above this are rejected (Corruption)
+  // Responses above this are rejected (Corruption) until the HelloReply, and from servers that
+  // do not announce max_reply_bytes; a server's announced max_reply_bytes replaces it.
+  size_t max_frame_bytes = 4u << 20;
   std::string client_name = "idem::Client";  // sent in Hello, shown in the server's log
   // When the connection is lost (a server restart, the server's idle timeout), the next call
   // connects again. After a failed attempt the calls fail at once for reconnect_backoff_ms,

@@ -50,6 +50,15 @@ struct ServerOptions {
   // Requests read ahead per connection while earlier ones are still in the engine; past it the
   // server stops reading that socket until responses go out (TCP backpressure).
   size_t max_inflight_per_connection = 256;
+  // Largest response frame the server sends, announced in HelloReply (clients accept responses
+  // up to it). A request whose response would be larger fails with INVALID_ARGUMENT instead; its
+  // ops were applied. At most 2^32 - 1 (the frame's length prefix).
+  size_t max_reply_bytes = 4u << 20;
+  // Per connection: while this many response bytes wait to be written (a client that asks faster
+  // than it reads), the server reads no more of its requests (TCP backpressure). Requests already
+  // read still answer, so a connection holds at most about this plus max_inflight_per_connection
+  // responses of up to max_reply_bytes.
+  size_t max_queued_reply_bytes = 8u << 20;
   // Stop() waits this long for in-flight requests to be answered before closing connections.
   int64_t stop_grace_ms = 5'000;
   bool handle_signals = false;  // SIGINT/SIGTERM end Wait()
