@@ -10,3 +10,5 @@ idem_add_test(prezeroed_wal_test engine/prezeroed_wal_test.cc LIBS idem_engine_i
 idem_add_test(lifecycle_test engine/lifecycle_test.cc LIBS idem_engine)
 idem_add_test(lifecycle_race_test engine/lifecycle_race_test.cc LIBS idem_engine)
 idem_add_test(duration_test engine/duration_test.cc LIBS idem_engine)
+idem_add_test(data_damage_test engine/data_damage_test.cc LIBS idem_engine)
+idem_add_test(wal_scan_test engine/wal_scan_test.cc LIBS idem_engine_internal)

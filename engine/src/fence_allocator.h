@@ -25,6 +25,8 @@ class FenceAllocator {
  public:
   // Reads the reservation from `db` (which must outlive this object).
   static Result<uint64_t> LoadReservation(rocksdb::DB* db);
+  // Durably sets the reservation (for a repair, with no allocator running on `db`).
+  static Status StoreReservation(rocksdb::DB* db, uint64_t reserved);
   FenceAllocator(rocksdb::DB* db, uint64_t reserved) : db_(db), next_(reserved), reserved_(reserved) {}
 
   // The next fence; IOError if the reservation could not be made durable.

@@ -15,6 +15,7 @@
 #include <rocksdb/env.h>
 #include <rocksdb/write_batch.h>
 
+#include "data_dir_check.h"
 #include "expiry_stats.h"
 #include "fence_allocator.h"
 #include "io_accounting.h"
@@ -581,6 +582,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
   }
+  // Before RocksDB sees the directory: what it would "recover" by dropping data (a damaged WAL)
+  // or by starting over (a missing CURRENT) is refused here, with every file left as it is.
+  if (Status st = CheckDataDirectory(dir, options); !st.ok()) return st;
   if (!options.create_if_missing && !std::filesystem::exists(dir + "/CURRENT")) {
     return Status::NotFound("no idemstore database in " + dir + " (and create_if_missing is off)");
   }
@@ -611,6 +615,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   auto io = std::make_shared<IoAccounting>();
   rocks_options.listeners.push_back(io);
   rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);
+  if (s.IsCorruption()) {  // what RocksDB refuses itself, e.g. a closed WAL shorter than it was
+    return Status::Corruption(FromRocks(s).message() + ". To salvage what is readable: " +
+                              SalvageCommand(dir));
+  }
   if (!s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::DB> db(raw);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
