@@ -201,16 +201,27 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
         "the readable WAL records (rocksdb::RepairDB)");
   } else if (Status st = SalvageWithManifest(dir, rocks); !st.ok()) {
     report.lines.push_back("opening it with its MANIFEST failed (" + st.ToString() +
-                           "): rebuilding the MANIFEST instead (rocksdb::RepairDB)");
+                           "): rebuilding the MANIFEST instead (rocksdb::RepairDB); what the "
+                           "unusable files held is lost and cannot be counted");
+    report.loss_uncounted = true;
     rebuild = true;
   } else {
     report.lines.push_back("replayed every readable WAL record and flushed them to a table file");
   }
   if (rebuild) {
     if (rocksdb::Status s = rocksdb::RepairDB(dir, rocks); !s.ok()) return FromRocks(s);
+    std::string lost_tables;
+    for (const auto& e : fs::directory_iterator(dir + "/lost", ec)) {
+      if (e.path().extension() == ".sst") lost_tables += " " + e.path().filename().string();
+    }
+    if (!lost_tables.empty()) {
+      report.loss_uncounted = true;
+      report.lines.push_back("table files RocksDB could not read, moved to " + dir + "/lost:" +
+                             lost_tables + " (their records are lost, uncounted)");
+    }
     if (fs::exists(dir + "/lost")) {
-      report.lines.push_back("files RocksDB could not use, and the replaced MANIFEST, are in " +
-                             dir + "/lost");
+      report.lines.push_back("the replaced MANIFEST and the WALs it converted are in " + dir +
+                             "/lost");
     }
   }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "idem/result.h"
 
@@ -52,5 +53,9 @@ struct WalScan {
 
 // Scans the WAL at `path`. IOError if it cannot be read.
 Result<WalScan> ScanWal(const std::string& path);
+
+// The CRC-32C of `bytes`, as RocksDB's crc32c::Value: with SSE4.2 where the CPU has it, else
+// (or if `portable`) with a table. Exposed so tests check that both agree.
+uint32_t Crc32c(std::string_view bytes, bool portable = false);
 
 }  // namespace idem

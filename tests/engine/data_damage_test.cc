@@ -49,9 +49,12 @@ class DataDamageTest : public ::testing::TestWithParam<Durability> {
   }
 
   // Open must fail with a message containing each of `words`, and change nothing in `db`.
-  void ExpectRefused(const std::string& db, std::vector<std::string> words,
-                     bool salvageable = true) {
-    const DirSnapshot before = Snapshot(db);
+  void ExpectRefused(const std::string& db, std::vector<std::string> words, bool salvageable = true,
+                     bool rocksdb_refuses = false) {
+    const auto snapshot = [&] {
+      return rocksdb_refuses ? testing::WithoutInfoLogs(Snapshot(db)) : Snapshot(db);
+    };
+    const DirSnapshot before = snapshot();
     auto engine = Engine::Open(db, options_);
     ASSERT_FALSE(engine.ok()) << "opened, holding " << testing::CountRecords(**engine, kRecords)
                               << " of " << kRecords << " acknowledged records";
@@ -61,7 +64,7 @@ class DataDamageTest : public ::testing::TestWithParam<Durability> {
     if (salvageable) {
       EXPECT_THAT(engine.status().message(), HasSubstr("idemctl --data " + db + " repair"));
     }
-    const DirSnapshot after = Snapshot(db);
+    const DirSnapshot after = snapshot();
     EXPECT_TRUE(before == after) << "before: " << testing::Describe(before)
                                  << "\nafter: " << testing::Describe(after);
   }
@@ -126,6 +129,21 @@ TEST_P(DataDamageTest, MissingCurrentAndWalRefusesTheStart) {
   std::filesystem::remove(db + "/CURRENT");
   for (const std::string& wal : testing::WalFiles(db)) std::filesystem::remove(wal);
   ExpectRefused(db, {"CURRENT", ".sst"});
+}
+
+// Damage RocksDB refuses itself (a table file the MANIFEST lists is gone) points at the salvage
+// path too. Only RocksDB's info log rotates.
+TEST_P(DataDamageTest, AMissingTableFileRefusesTheStartWithTheSalvagePath) {
+  const std::string db = CleanlyClosed();
+  {
+    auto engine = Engine::Open(db, options_);
+    ASSERT_OK(engine);
+    ASSERT_OK((*engine)->Flush());
+  }
+  for (const auto& e : std::filesystem::directory_iterator(db)) {
+    if (e.path().extension() == ".sst") std::filesystem::remove(e.path());
+  }
+  ExpectRefused(db, {"No such file", "MANIFEST-"}, /*salvageable=*/true, /*rocksdb_refuses=*/true);
 }
 
 TEST_P(DataDamageTest, ANonEmptyDirectoryThatHoldsNoDatabaseIsNotTakenOver) {

@@ -39,6 +39,13 @@ inline DirSnapshot Snapshot(const std::string& dir) {
   return s;
 }
 
+// The snapshot without RocksDB's info logs (LOG, LOG.old.*), which every DB::Open rotates, also
+// one that fails: for refusals that only RocksDB makes.
+inline DirSnapshot WithoutInfoLogs(DirSnapshot s) {
+  std::erase_if(s.files, [](const auto& f) { return f.first.starts_with("LOG"); });
+  return s;
+}
+
 inline std::string Describe(const DirSnapshot& s) {
   std::string out;
   for (const auto& [name, size_hash] : s.files) {

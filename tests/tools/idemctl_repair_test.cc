@@ -89,6 +89,22 @@ TEST_F(IdemctlRepairTest, RebuildsADatabaseWhoseCurrentIsGone) {
   EXPECT_THAT(r.output, HasSubstr("CURRENT"));
 }
 
+TEST_F(IdemctlRepairTest, SaysWhenTheLossCannotBeCounted) {
+  {
+    auto engine = Engine::Open(db_, options_);  // records 0..3999 reach a table file
+    ASSERT_TRUE(engine.ok());
+    ASSERT_OK((*engine)->Flush());
+  }
+  for (const auto& e : std::filesystem::directory_iterator(db_)) {
+    if (e.path().extension() == ".sst") std::filesystem::remove(e.path());
+  }
+  testing::CommandResult r = Repair();
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_EQ(0, Recovered());
+  EXPECT_THAT(r.output, HasSubstr("cannot be counted"));
+  EXPECT_THAT(r.output, HasSubstr("uncounted"));
+}
+
 TEST_F(IdemctlRepairTest, RefusesWithoutADataDirectory) {
   testing::CommandResult r = testing::RunCommand(std::string(IDEMCTL_PATH) + " --data " +
                                                  dir_.Sub("nowhere") + " repair 2>&1");
