@@ -1,6 +1,8 @@
 #include "data_dir_check.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
@@ -134,7 +136,12 @@ Status CheckDataDirectory(const std::string& dir, const EngineOptions& options) 
   // Every WAL, oldest first (WAL numbers increase; the names are zero-padded, but sort by value).
   std::vector<std::pair<uint64_t, std::string>> wals;
   for (const std::string& name : names) {
-    if (IsWalFileName(name)) wals.emplace_back(std::stoull(name), dir + "/" + name);
+    uint64_t number = 0;
+    if (!IsWalFileName(name)) continue;
+    if (std::from_chars(name.data(), name.data() + name.size() - 4, number).ec != std::errc()) {
+      number = UINT64_MAX;  // too many digits for RocksDB to have written: scanned last
+    }
+    wals.emplace_back(number, dir + "/" + name);
   }
   std::sort(wals.begin(), wals.end());
   std::vector<WalScan> scans;

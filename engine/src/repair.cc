@@ -6,6 +6,8 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -48,19 +50,22 @@ Status CopyAside(const std::string& dir, const std::string& backup, RepairReport
   fs::copy(dir, backup, fs::copy_options::recursive, ec);
   if (ec) {
     return Status::IOError("cannot copy " + dir + " to " + backup + ": " + ec.message() +
-                           " (nothing in " + dir + " was changed)");
+                           " (nothing in " + dir + " was changed; remove the partial copy)");
   }
   uint64_t files = 0, bytes = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    const std::string copy = backup + "/" + fs::relative(e.path(), dir).string();
-    if (fs::file_size(copy, ec) != e.file_size() || ec) {
-      return Status::IOError("the copy " + copy + " differs from " + e.path().string() +
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string copy = backup + "/" + fs::relative(it->path(), dir, ec).string();
+    const uint64_t size = it->file_size(ec);
+    std::error_code copy_ec;
+    if (ec || fs::file_size(copy, copy_ec) != size || copy_ec) {
+      return Status::IOError("the copy " + copy + " differs from " + it->path().string() +
                              " (nothing in " + dir + " was changed)");
     }
     files++;
-    bytes += e.file_size();
+    bytes += size;
   }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
   ::sync();
   report->lines.push_back("copied " + dir + " to " + backup + " (" + std::to_string(files) +
                           " files, " + std::to_string(bytes) + " bytes) before changing anything");
@@ -70,9 +75,11 @@ Status CopyAside(const std::string& dir, const std::string& backup, RepairReport
 // What each WAL holds, and what its damage destroyed.
 Status ReportWals(const std::string& dir, RepairReport* report) {
   std::vector<std::string> wals;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (IsWalFileName(e.path().filename().string())) wals.push_back(e.path().string());
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (IsWalFileName(it->path().filename().string())) wals.push_back(it->path().string());
   }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
   std::sort(wals.begin(), wals.end());
   for (const std::string& path : wals) {
     Result<WalScan> scan = ScanWal(path);
@@ -166,11 +173,12 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound("nothing to repair: no directory " + dir);
   bool database = false;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     database |= name == "CURRENT" || name.starts_with("MANIFEST-") || name.ends_with(".sst") ||
                 IsWalFileName(name);
   }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
   if (!database) return Status::NotFound("nothing to repair: no database files in " + dir);
   EngineOptions engine = options.engine;
   if (!engine.clock) engine.clock = SystemClock::Default();
@@ -194,7 +202,7 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
   }
   if (Status st = ReportWals(dir, &report); !st.ok()) return st;
 
-  bool rebuild = !fs::exists(dir + "/CURRENT");
+  bool rebuild = !fs::exists(dir + "/CURRENT", ec);
   if (rebuild) {
     report.lines.push_back(
         "CURRENT is missing: rebuilding the MANIFEST from the table files and "
@@ -211,15 +219,15 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
   if (rebuild) {
     if (rocksdb::Status s = rocksdb::RepairDB(dir, rocks); !s.ok()) return FromRocks(s);
     std::string lost_tables;
-    for (const auto& e : fs::directory_iterator(dir + "/lost", ec)) {
-      if (e.path().extension() == ".sst") lost_tables += " " + e.path().filename().string();
+    for (fs::directory_iterator it(dir + "/lost", ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".sst") lost_tables += " " + it->path().filename().string();
     }
     if (!lost_tables.empty()) {
       report.loss_uncounted = true;
-      report.lines.push_back("table files RocksDB could not read, moved to " + dir + "/lost:" +
-                             lost_tables + " (their records are lost, uncounted)");
+      report.lines.push_back("table files RocksDB could not read, moved to " + dir +
+                             "/lost:" + lost_tables + " (their records are lost, uncounted)");
     }
-    if (fs::exists(dir + "/lost")) {
+    if (fs::exists(dir + "/lost", ec)) {
       report.lines.push_back("the replaced MANIFEST and the WALs it converted are in " + dir +
                              "/lost");
     }
