@@ -6,6 +6,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,9 +82,22 @@ Status ReportWals(const std::string& dir, RepairReport* report) {
   }
   if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
   std::sort(wals.begin(), wals.end());
+  std::optional<WalScan> previous;  // the WAL before, if it was intact
   for (const std::string& path : wals) {
     Result<WalScan> scan = ScanWal(path);
     if (!scan.ok()) return scan.status();
+    // Sequence numbers run on from one WAL to the next: a gap is a WAL cut at a record boundary.
+    if (previous && previous->records > 0 && scan->records > 0 &&
+        scan->first_sequence > previous->next_sequence) {
+      const uint64_t lost = scan->first_sequence - previous->next_sequence;
+      report->lost_operations += lost;
+      report->lines.push_back("operations " + std::to_string(previous->next_sequence) + " to " +
+                              std::to_string(scan->first_sequence - 1) + " are missing before " +
+                              fs::path(path).filename().string() +
+                              ": the WAL before it was cut at a record boundary (" +
+                              std::to_string(lost) + " operations)");
+    }
+    previous = scan->damage ? std::nullopt : std::optional<WalScan>(*scan);
     std::string line = "WAL " + fs::path(path).filename().string() + ": " +
                        std::to_string(scan->file_bytes) + " bytes, " +
                        std::to_string(scan->records) + " records";

@@ -616,8 +616,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptio
   rocks_options.listeners.push_back(io);
   rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);
   if (s.IsCorruption()) {  // what RocksDB refuses itself, e.g. a closed WAL shorter than it was
-    return Status::Corruption(FromRocks(s).message() + ". To salvage what is readable: " +
-                              SalvageCommand(dir));
+    std::string message = FromRocks(s).message();
+    if (message.ends_with('.')) message.pop_back();
+    return Status::Corruption(message + ". To salvage what is readable: " + SalvageCommand(dir));
   }
   if (!s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::DB> db(raw);

@@ -2,13 +2,12 @@
 // changes nothing — instead of silently dropping acknowledged records (a garbled or cut WAL) or
 // starting an empty database over the old one (a missing CURRENT). A torn last record, what a
 // crash leaves, still opens (engine_crash_test and prezeroed_wal_test cover that in depth).
-#include "support/data_damage.h"
-
 #include <gmock/gmock.h>
 
 #include <filesystem>
 
 #include "idem/engine.h"
+#include "support/data_damage.h"
 #include "support/engine_fixture.h"
 #include "support/temp_dir.h"
 
@@ -192,6 +191,27 @@ TEST_P(CutWalTest, WalOfACrashImageCutInHalfRefusesTheStart) {
   const std::string wal = testing::WalFiles(db).back();
   testing::CutWalInHalf(wal);
   ExpectRefused(db, {std::filesystem::path(wal).filename().string(), "cut short"});
+}
+
+// A WAL that is no longer written to but whose records are not flushed yet (here: the memtable
+// switched, and flushes wait for two). Cut exactly at a record boundary it reads as whole; the
+// MANIFEST knows the size it was synced at (track_and_verify_wals_in_manifest), so RocksDB
+// refuses. In both modes: RocksDB syncs a WAL before it retires it.
+TEST_P(DataDamageTest, AClosedWalCutAtARecordBoundaryRefusesTheStart) {
+  options_.write_buffer_bytes = 256 << 10;
+  options_.rocksdb_options = "min_write_buffer_number_to_merge=2;max_write_buffer_number=4";
+  const std::string db = dir_.Sub("db");
+  {
+    auto engine = Engine::Open(db, options_);
+    ASSERT_OK(engine);
+    testing::InsertRecords(**engine, 2500);
+  }
+  const std::vector<std::string> wals = testing::WalFiles(db);
+  ASSERT_EQ(2u, wals.size()) << "one retired WAL, one live";
+  testing::CutWalAfterRecords(wals[0], 21);  // the fence reservation and 20 batches
+  const std::string number = std::to_string(std::stoull(std::filesystem::path(wals[0]).stem()));
+  ExpectRefused(db, {"Size mismatch", "log number: " + number},
+                /*salvageable=*/true, /*rocksdb_refuses=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Durability, CutWalTest, ::testing::Values(Durability::kSync),

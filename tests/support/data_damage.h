@@ -92,6 +92,27 @@ inline void CutWalInHalf(const std::string& wal) {
   std::filesystem::resize_file(wal, WalDataEnd(wal) / 2);
 }
 
+// Cuts the WAL right after its first `n` logical records: at a record boundary, where the WAL
+// itself shows no damage. (RocksDB's log format: 32 KiB blocks of records with a 7-byte header,
+// length at bytes 4-5, type at 6: 1 full, 2 first, 3 middle, 4 last.)
+inline void CutWalAfterRecords(const std::string& wal, int n) {
+  const std::string bytes = ReadWholeFile(wal);
+  constexpr size_t kBlock = 32 * 1024;
+  size_t pos = 0;
+  for (int records = 0; records < n && pos < bytes.size();) {
+    if (kBlock - pos % kBlock < 7) {
+      pos += kBlock - pos % kBlock;  // the block's zero trailer
+      continue;
+    }
+    const size_t length = static_cast<uint8_t>(bytes[pos + 4]) |
+                          (static_cast<size_t>(static_cast<uint8_t>(bytes[pos + 5])) << 8);
+    const int type = bytes[pos + 6];
+    pos += 7 + length;
+    if (type == 1 || type == 4) records++;
+  }
+  std::filesystem::resize_file(wal, pos);
+}
+
 // Copies a database while `engine` is open and idle: what a power cut or SIGKILL leaves, since
 // every acknowledged write reached the WAL (and in sync mode the disk).
 inline void CopyCrashImage(const std::string& from, const std::string& to) {

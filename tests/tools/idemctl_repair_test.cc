@@ -89,6 +89,38 @@ TEST_F(IdemctlRepairTest, RebuildsADatabaseWhoseCurrentIsGone) {
   EXPECT_THAT(r.output, HasSubstr("CURRENT"));
 }
 
+// A retired WAL (its records not flushed yet) cut exactly at a record boundary: the WAL after it
+// starts at a later sequence number, and the gap is what was lost.
+TEST(IdemctlRepairWalGapTest, CountsWhatAWalCutAtARecordBoundaryLost) {
+  testing::TempDir dir;
+  const std::string db = dir.Sub("db");
+  EngineOptions options;
+  options.reclaim_interval_ms = 0;
+  options.write_buffer_bytes = 256 << 10;
+  options.rocksdb_options = "min_write_buffer_number_to_merge=2;max_write_buffer_number=4";
+  {
+    auto engine = Engine::Open(db, options);
+    ASSERT_OK(engine);
+    testing::InsertRecords(**engine, 2500);
+  }
+  const std::vector<std::string> wals = testing::WalFiles(db);
+  ASSERT_EQ(2u, wals.size());
+  // Cut the retired WAL after its 21st record (the fence reservation, then batches of 50
+  // inserts): a record boundary.
+  testing::CutWalAfterRecords(wals[0], 21);
+  ASSERT_FALSE(Engine::Open(db, options).ok());
+
+  testing::CommandResult r =
+      testing::RunCommand(std::string(IDEMCTL_PATH) + " --data " + db + " repair 2>&1");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  auto engine = Engine::Open(db, options);
+  ASSERT_OK(engine);
+  const int recovered = testing::CountRecords(**engine, 2500);
+  EXPECT_LT(recovered, 2500) << r.output;
+  EXPECT_GE(recovered, 1000) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("lost " + std::to_string(2500 - recovered) + " operations"));
+}
+
 TEST_F(IdemctlRepairTest, SaysWhenTheLossCannotBeCounted) {
   {
     auto engine = Engine::Open(db_, options_);  // records 0..3999 reach a table file
