@@ -75,7 +75,8 @@ Status DamagedMidLog(const std::string& path, const WalScan& scan, bool later_wa
                      const std::string& dir) {
   std::string after;
   if (scan.readable_after_damage > 0) {
-    after = std::to_string(scan.readable_after_damage) + " readable log records follow it";
+    after = std::to_string(scan.records_after_damage) + " whole records (write batches) and " +
+            std::to_string(scan.readable_after_damage) + " readable log fragments follow it";
     if (scan.resume_sequence > scan.next_sequence && scan.next_sequence > 0) {
       after += " (the damage destroyed operations " + std::to_string(scan.next_sequence) + " to " +
                std::to_string(scan.resume_sequence - 1) + ")";

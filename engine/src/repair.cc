@@ -108,7 +108,7 @@ Status ReportWals(const std::string& dir, RepairReport* report) {
     line += " before the damage at byte " + std::to_string(scan->damage->offset) + " (" +
             scan->damage->what + ")";
     if (!scan->TailOnly()) {
-      line += ", " + std::to_string(scan->readable_after_damage) + " readable log records after it";
+      line += ", " + std::to_string(scan->records_after_damage) + " whole records after it";
       if (scan->resume_sequence > scan->next_sequence && scan->next_sequence > 0) {
         const uint64_t lost = scan->resume_sequence - scan->next_sequence;
         report->lost_operations += lost;

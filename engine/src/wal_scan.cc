@@ -139,6 +139,7 @@ class Scanner {
   void Damaged(uint64_t offset, std::string what) {
     if (!scan_.damage) scan_.damage = WalScan::Damage{offset, std::move(what)};
     in_fragment_ = false;
+    fragment_after_damage_ = false;
   }
 
   void EndsInsideRecord(uint64_t at) {
@@ -148,6 +149,7 @@ class Scanner {
 
   // A zero header: zeros to the end of the block. The end of the log, unless records follow.
   void Zeros(uint64_t at) {
+    fragment_after_damage_ = false;
     if (scan_.damage) return;
     if (in_fragment_) {
       Damaged(fragment_start_, "a record torn off by zeros");
@@ -171,6 +173,11 @@ class Scanner {
     }
     if (scan_.damage) {
       scan_.readable_after_damage++;
+      if (type == kFullType || (type == kLastType && fragment_after_damage_)) {
+        scan_.records_after_damage++;
+      }
+      fragment_after_damage_ =
+          type == kFirstType || (type == kMiddleType && fragment_after_damage_);
       if ((type == kFullType || type == kFirstType) && scan_.resume_sequence == 0 &&
           payload.size() >= kBatchHeaderSize) {
         scan_.resume_sequence = DecodeFixed64(payload.data());
@@ -213,8 +220,9 @@ class Scanner {
   WalScan scan_;
   bool in_fragment_ = false;
   uint64_t fragment_start_ = 0;
-  std::string head_;                  // the first bytes of the fragmented record being read
-  std::optional<uint64_t> zeros_at_;  // a zero header seen in the intact part
+  std::string head_;                    // the first bytes of the fragmented record being read
+  std::optional<uint64_t> zeros_at_;    // a zero header seen in the intact part
+  bool fragment_after_damage_ = false;  // after the damage, inside a fragmented record
 };
 
 }  // namespace

@@ -41,6 +41,8 @@ struct WalScan {
   // Physical records with a valid checksum after the damage: data recovery would drop. None
   // means the damage is the log's tail.
   uint64_t readable_after_damage = 0;
+  // Of those, whole logical records (write batches): what a salvage can replay.
+  uint64_t records_after_damage = 0;
   // The sequence number of the first logical record read after the damage (0: none). The
   // operations between next_sequence and it are the ones the damage destroyed.
   uint64_t resume_sequence = 0;

@@ -160,6 +160,7 @@ TEST_F(WalScanTest, GarbledBytesWithRecordsAfterThemAreDamageAndTheGapIsCounted)
   // Recovery resumes at the first whole record after the damaged block.
   EXPECT_GT(scan.resume_sequence, 41u);
   EXPECT_EQ(1u, scan.resume_sequence % 10) << "a batch's first sequence number";
+  EXPECT_EQ(10u - (scan.resume_sequence - 1) / 10, scan.records_after_damage);
 }
 
 TEST_F(WalScanTest, AZeroedBlockWithRecordsAfterItIsDamage) {
