@@ -27,6 +27,11 @@ if(TARGET idemstored)
   target_compile_definitions(net_idemstored_test PRIVATE
     IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
   add_dependencies(net_idemstored_test idemstored)
+  # The same binary on damaged data directories.
+  idem_add_test(net_idemstored_damage_test net/idemstored_damage_test.cc LIBS idem_net)
+  target_compile_definitions(net_idemstored_damage_test PRIVATE
+    IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+  add_dependencies(net_idemstored_damage_test idemstored)
 endif()
 
 if(TARGET idemstored)

@@ -23,6 +23,14 @@ Result<uint64_t> FenceAllocator::LoadReservation(rocksdb::DB* db) {
   return coding::DecodeFixed64(value.data());
 }
 
+Status FenceAllocator::StoreReservation(rocksdb::DB* db, uint64_t reserved) {
+  std::string value;
+  coding::PutFixed64(&value, reserved);
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  return FromRocks(db->Put(sync, ReservationKey(), value));
+}
+
 Result<uint64_t> FenceAllocator::Next() {
   std::lock_guard<std::mutex> lock(mu_);
   if (next_ == reserved_) {

@@ -26,6 +26,8 @@ class FenceAllocator {
  public:
   // Reads the reservation from `db` (which must outlive this object).
   static Result<uint64_t> LoadReservation(rocksdb::DB* db);
+  // Durably sets the reservation (for a repair, with no allocator running on `db`).
+  static Status StoreReservation(rocksdb::DB* db, uint64_t reserved);
   // `synced_writes` (optional): held shared around the reservation's synced write (see the
   // engine's SyncWal for why).
   FenceAllocator(rocksdb::DB* db, uint64_t reserved, std::shared_mutex* synced_writes = nullptr)

@@ -19,6 +19,7 @@
 
 #include "anchored_clock.h"
 #include "clock_mark.h"
+#include "data_dir_check.h"
 #include "engine_open.h"
 #include "expiry_compaction_filter.h"
 #include "expiry_stats.h"
@@ -743,6 +744,9 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
   }
+  // Before RocksDB sees the directory: what it would "recover" by dropping data (a damaged WAL)
+  // or by starting over (a missing CURRENT) is refused here, with every file left as it is.
+  if (Status st = CheckDataDirectory(dir, options); !st.ok()) return st;
   if (!options.create_if_missing && !std::filesystem::exists(dir + "/CURRENT")) {
     return Status::NotFound("no idemstore database in " + dir + " (and create_if_missing is off)");
   }
@@ -776,6 +780,11 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
   rocks_options.listeners.push_back(io);
   rocks_options.listeners.push_back(health);
   rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);
+  if (s.IsCorruption()) {  // what RocksDB refuses itself, e.g. a closed WAL shorter than it was
+    std::string message = FromRocks(s).message();
+    if (message.ends_with('.')) message.pop_back();
+    return Status::Corruption(message + ". To salvage what is readable: " + SalvageCommand(dir));
+  }
   if (!s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::DB> db(raw);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());

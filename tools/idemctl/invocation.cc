@@ -30,6 +30,7 @@ const std::map<std::string_view, CommandSpec>& Commands() {
       {"renew", {2, {"fence", "lease"}}},
       {"unlock", {2, {"fence"}}},
       {"transition", {3, {"expect-version", "payload"}}},
+      {"repair", {0, {"backup"}}},
   };
   return commands;
 }
@@ -136,6 +137,9 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   }
   if (inv.server.empty() == inv.data_dir.empty()) {
     return Status::InvalidArgument("say where the store is: --server HOST:PORT or --data DIR");
+  }
+  if (inv.command == "repair" && inv.data_dir.empty()) {
+    return Status::InvalidArgument("repair works on a database directory: --data DIR");
   }
   for (; i < args.size(); ++i) {
     std::string_view a = args[i];
@@ -260,6 +264,11 @@ locks
   unlock NS KEY --fence N
 state machines
   transition NS KEY TO_STATUS [--expect-version N] [--payload TEXT]
+maintenance (--data only, with no server running on the directory)
+  repair [--backup DIR]             salvage a database that refuses to start (a damaged WAL, a
+                                    missing CURRENT): copies the directory to DIR first (default
+                                    DIR.before-repair-<UTC time>), then keeps what is readable
+                                    and reports what was lost
 
 Durations: 500ms, 30s, 15m, 24h, 7d. --json prints one JSON object per result:
 {"outcome": "INSERTED", "record": {"status": ..., "version": ..., "fence": ..., ...}}.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "idem/open_store.h"
+#include "idem/repair.h"
 #include "invocation.h"
 #include "output.h"
 
@@ -21,6 +22,20 @@ idem::Result<std::unique_ptr<idem::Store>> OpenStore(const idem::ctl::Invocation
   return idem::OpenStore(where);
 }
 
+// Salvages --data after copying it aside; prints what was found, kept and lost.
+int Repair(const idem::ctl::Invocation& inv) {
+  idem::RepairOptions options;
+  if (auto it = inv.flags.find("backup"); it != inv.flags.end()) options.backup_dir = it->second;
+  options.engine.reclaim_interval_ms = 0;
+  auto report = idem::RepairDatabase(inv.data_dir, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "idemctl: repair: %s\n", report.status().ToString().c_str());
+    return idem::ctl::ExitCodeFor(report.status());
+  }
+  for (const std::string& line : report->lines) std::printf("repair: %s\n", line.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,6 +49,7 @@ int main(int argc, char** argv) {
     std::fputs(idem::ctl::Usage().c_str(), stdout);
     return 0;
   }
+  if (inv->command == "repair") return Repair(*inv);
   auto store = OpenStore(*inv);
   if (!store.ok()) {
     if (inv->json) std::puts(idem::ctl::FormatErrorJson(store.status()).c_str());

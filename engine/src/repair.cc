@@ -1,0 +1,261 @@
+#include "idem/repair.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+
+#include "fence_allocator.h"
+#include "key_codec.h"
+#include "prezeroed_wal.h"
+#include "record_codec.h"
+#include "rocks_options.h"
+#include "rocks_status.h"
+#include "wal_scan.h"
+
+namespace idem {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How far a repair moves the fence reservation past the highest surviving fence: more fences
+// than one WAL's worth of operations could have handed out (a WAL is at most a few GB, an
+// operation tens of bytes), and still 2^24 repairs short of running out of 64 bits.
+constexpr uint64_t kRepairFenceJump = uint64_t{1} << 40;
+
+std::string UtcStamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &utc);
+  return buf;
+}
+
+// Copies `dir` to `backup` and checks that every file arrived whole, then syncs the file systems:
+// the copy must be on disk before the original is changed.
+Status CopyAside(const std::string& dir, const std::string& backup, RepairReport* report) {
+  std::error_code ec;
+  if (fs::exists(backup, ec)) {
+    return Status::InvalidArgument(backup + " already exists: choose another backup directory");
+  }
+  fs::copy(dir, backup, fs::copy_options::recursive, ec);
+  if (ec) {
+    return Status::IOError("cannot copy " + dir + " to " + backup + ": " + ec.message() +
+                           " (nothing in " + dir + " was changed; remove the partial copy)");
+  }
+  uint64_t files = 0, bytes = 0;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string copy = backup + "/" + fs::relative(it->path(), dir, ec).string();
+    const uint64_t size = it->file_size(ec);
+    std::error_code copy_ec;
+    if (ec || fs::file_size(copy, copy_ec) != size || copy_ec) {
+      return Status::IOError("the copy " + copy + " differs from " + it->path().string() +
+                             " (nothing in " + dir + " was changed)");
+    }
+    files++;
+    bytes += size;
+  }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
+  ::sync();
+  report->lines.push_back("copied " + dir + " to " + backup + " (" + std::to_string(files) +
+                          " files, " + std::to_string(bytes) + " bytes) before changing anything");
+  return Status::Ok();
+}
+
+// What each WAL holds, and what its damage destroyed.
+Status ReportWals(const std::string& dir, RepairReport* report) {
+  std::vector<std::string> wals;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (IsWalFileName(it->path().filename().string())) wals.push_back(it->path().string());
+  }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
+  std::sort(wals.begin(), wals.end());
+  std::optional<WalScan> previous;  // the WAL before, if it was intact
+  for (const std::string& path : wals) {
+    Result<WalScan> scan = ScanWal(path);
+    if (!scan.ok()) return scan.status();
+    // Sequence numbers run on from one WAL to the next: a gap is a WAL cut at a record boundary.
+    if (previous && previous->records > 0 && scan->records > 0 &&
+        scan->first_sequence > previous->next_sequence) {
+      const uint64_t lost = scan->first_sequence - previous->next_sequence;
+      report->lost_operations += lost;
+      report->lines.push_back("operations " + std::to_string(previous->next_sequence) + " to " +
+                              std::to_string(scan->first_sequence - 1) + " are missing before " +
+                              fs::path(path).filename().string() +
+                              ": the WAL before it was cut at a record boundary (" +
+                              std::to_string(lost) + " operations)");
+    }
+    previous = scan->damage ? std::nullopt : std::optional<WalScan>(*scan);
+    std::string line = "WAL " + fs::path(path).filename().string() + ": " +
+                       std::to_string(scan->file_bytes) + " bytes, " +
+                       std::to_string(scan->records) + " records";
+    if (!scan->damage) {
+      report->lines.push_back(line + ", intact");
+      continue;
+    }
+    line += " before the damage at byte " + std::to_string(scan->damage->offset) + " (" +
+            scan->damage->what + ")";
+    if (!scan->TailOnly()) {
+      line += ", " + std::to_string(scan->records_after_damage) + " whole records after it";
+      if (scan->resume_sequence > scan->next_sequence && scan->next_sequence > 0) {
+        const uint64_t lost = scan->resume_sequence - scan->next_sequence;
+        report->lost_operations += lost;
+        line += "; the damage destroyed " + std::to_string(lost) +
+                " operations (sequence numbers " + std::to_string(scan->next_sequence) + " to " +
+                std::to_string(scan->resume_sequence - 1) + ")";
+      } else {
+        report->loss_uncounted = true;
+        line += "; how many operations the damage destroyed cannot be counted";
+      }
+    } else if (scan->ends_inside_record) {
+      report->loss_uncounted = true;
+      line +=
+          "; the WAL ends there: what followed (if it was cut short) is gone and cannot be "
+          "counted";
+    } else {
+      line +=
+          "; the last record was torn by a crash mid-write (under sync durability it was "
+          "never acknowledged)";
+    }
+    report->lines.push_back(line);
+  }
+  return Status::Ok();
+}
+
+// Replays every readable WAL record, also those after damage, and flushes them to a table file.
+Status SalvageWithManifest(const std::string& dir, rocksdb::Options options) {
+  options.create_if_missing = false;
+  options.wal_recovery_mode = rocksdb::WALRecoveryMode::kSkipAnyCorruptedRecords;
+  options.track_and_verify_wals_in_manifest = false;  // a WAL cut short is what is salvaged
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
+  if (!s.ok()) return FromRocks(s);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  s = db->Flush(rocksdb::FlushOptions());
+  if (s.ok()) s = db->Close();
+  return FromRocks(s);
+}
+
+// Counts the salvaged records and raises the fence reservation far above every fence they
+// carry: records lost to the damage may have carried higher fences, which clients may hold, and
+// the reservation that covered them may be lost too. A fence must never be handed out twice.
+Status TakeInventory(const std::string& dir, rocksdb::Options options, RepairReport* report) {
+  options.create_if_missing = false;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
+  if (!s.ok()) return FromRocks(s);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  uint64_t max_fence = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (IsMetaKey(std::string_view(it->key().data(), it->key().size()))) continue;
+      report->records++;
+      Record record;
+      if (DecodeRecord(std::string_view(it->value().data(), it->value().size()), &record).ok()) {
+        max_fence = std::max(max_fence, record.fence);
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status());
+  }
+  Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
+  if (!reserved.ok()) return reserved.status();
+  const uint64_t raised = std::max(*reserved, max_fence + 1) + kRepairFenceJump;
+  if (Status st = FenceAllocator::StoreReservation(db.get(), raised); !st.ok()) return st;
+  report->lines.push_back("raised the fence reservation from " + std::to_string(*reserved) +
+                          " to " + std::to_string(raised) + " (the highest fence found is " +
+                          std::to_string(max_fence) +
+                          "): no fence a lost record carried is handed out again");
+  return FromRocks(db->Close());
+}
+
+}  // namespace
+
+Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions& options) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NotFound("nothing to repair: no directory " + dir);
+  bool database = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    database |= name == "CURRENT" || name.starts_with("MANIFEST-") || name.ends_with(".sst") ||
+                IsWalFileName(name);
+  }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
+  if (!database) return Status::NotFound("nothing to repair: no database files in " + dir);
+  EngineOptions engine = options.engine;
+  if (!engine.clock) engine.clock = SystemClock::Default();
+  Result<rocksdb::Options> tuned = MakeTunedRocksOptions(engine);
+  if (!tuned.ok()) return tuned.status();
+  rocksdb::Options rocks = std::move(*tuned);
+
+  RepairReport report;
+  report.backup_dir =
+      options.backup_dir.empty() ? dir + ".before-repair-" + UtcStamp() : options.backup_dir;
+  {
+    // RocksDB's own lock: no server may have the database open while it is copied and salvaged.
+    rocksdb::FileLock* lock = nullptr;
+    rocksdb::Status locked = rocks.env->LockFile(dir + "/LOCK", &lock);
+    if (!locked.ok()) {
+      return Status::Busy(dir + " is in use (" + locked.ToString() + "): stop its server first");
+    }
+    Status copied = CopyAside(dir, report.backup_dir, &report);
+    (void)rocks.env->UnlockFile(lock);  // RocksDB takes it again below
+    if (!copied.ok()) return copied;
+  }
+  if (Status st = ReportWals(dir, &report); !st.ok()) return st;
+
+  bool rebuild = !fs::exists(dir + "/CURRENT", ec);
+  if (rebuild) {
+    report.lines.push_back(
+        "CURRENT is missing: rebuilding the MANIFEST from the table files and "
+        "the readable WAL records (rocksdb::RepairDB)");
+  } else if (Status st = SalvageWithManifest(dir, rocks); !st.ok()) {
+    report.lines.push_back("opening it with its MANIFEST failed (" + st.ToString() +
+                           "): rebuilding the MANIFEST instead (rocksdb::RepairDB); what the "
+                           "unusable files held is lost and cannot be counted");
+    report.loss_uncounted = true;
+    rebuild = true;
+  } else {
+    report.lines.push_back("replayed every readable WAL record and flushed them to a table file");
+  }
+  if (rebuild) {
+    if (rocksdb::Status s = rocksdb::RepairDB(dir, rocks); !s.ok()) return FromRocks(s);
+    std::string lost_tables;
+    for (fs::directory_iterator it(dir + "/lost", ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".sst") lost_tables += " " + it->path().filename().string();
+    }
+    if (!lost_tables.empty()) {
+      report.loss_uncounted = true;
+      report.lines.push_back("table files RocksDB could not read, moved to " + dir +
+                             "/lost:" + lost_tables + " (their records are lost, uncounted)");
+    }
+    if (fs::exists(dir + "/lost", ec)) {
+      report.lines.push_back("the replaced MANIFEST and the WALs it converted are in " + dir +
+                             "/lost");
+    }
+  }
+
+  if (Status st = TakeInventory(dir, rocks, &report); !st.ok()) return st;
+  report.lines.push_back("the database now holds " + std::to_string(report.records) + " records");
+  report.lines.push_back(
+      "lost " + std::to_string(report.lost_operations) + " operations" +
+      (report.loss_uncounted ? ", and an uncounted number at a WAL's missing end" : "") +
+      " (an operation is one record written: an insert, an update or a delete)");
+  report.lines.push_back("the directory as it was before the repair is kept at " +
+                         report.backup_dir + "; remove it once the repaired database is verified");
+  return report;
+}
+
+}  // namespace idem
