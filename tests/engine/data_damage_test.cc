@@ -204,7 +204,7 @@ TEST_P(DataDamageTest, AClosedWalCutAtARecordBoundaryRefusesTheStart) {
   {
     auto engine = Engine::Open(db, options_);
     ASSERT_OK(engine);
-    testing::InsertRecords(**engine, 2500);
+    testing::InsertUntilOneWalRetired(**engine, db);
   }
   const std::vector<std::string> wals = testing::WalFiles(db);
   ASSERT_EQ(2u, wals.size()) << "one retired WAL, one live";

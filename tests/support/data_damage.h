@@ -123,24 +123,39 @@ inline void CopyCrashImage(const std::string& from, const std::string& to) {
 inline std::string DamageKey(int i) { return "order-" + std::to_string(i); }
 
 // Inserts records 0..n-1 ("dmg", DamageKey(i)) in batches of `batch`, each acknowledged.
-inline void InsertRecords(Engine& engine, int n, int batch = 50) {
-  for (int i = 0; i < n; i += batch) {
-    std::vector<Op> ops;
-    std::vector<std::string> keys, payloads;  // the ops borrow them
-    for (int j = i; j < std::min(n, i + batch); ++j) {
-      keys.push_back(DamageKey(j));
-      payloads.push_back("payload of " + keys.back() + std::string(80, 'x'));
-    }
-    for (size_t j = 0; j < keys.size(); ++j) {
-      ops.push_back(Op::Insert("dmg", keys[j], "DONE", payloads[j]));
-    }
-    std::vector<Result<OpResult>> results;
-    Status s = engine.Apply(ops, &results);
-    if (!s.ok()) throw std::runtime_error("apply: " + s.ToString());
-    for (const auto& r : results) {
-      if (!r.ok() || r->outcome != Outcome::kInserted) throw std::runtime_error("not inserted");
-    }
+// Inserts records [from, from + count) as one Apply; every one must be new.
+inline void InsertBatch(Engine& engine, int from, int count) {
+  std::vector<Op> ops;
+  std::vector<std::string> keys, payloads;  // the ops borrow them
+  for (int j = from; j < from + count; ++j) {
+    keys.push_back(DamageKey(j));
+    payloads.push_back("payload of " + keys.back() + std::string(80, 'x'));
   }
+  for (size_t j = 0; j < keys.size(); ++j) {
+    ops.push_back(Op::Insert("dmg", keys[j], "DONE", payloads[j]));
+  }
+  std::vector<Result<OpResult>> results;
+  Status s = engine.Apply(ops, &results);
+  if (!s.ok()) throw std::runtime_error("apply: " + s.ToString());
+  for (const auto& r : results) {
+    if (!r.ok() || r->outcome != Outcome::kInserted) throw std::runtime_error("not inserted");
+  }
+}
+
+inline void InsertRecords(Engine& engine, int n, int batch = 50) {
+  for (int i = 0; i < n; i += batch) InsertBatch(engine, i, std::min(n - i, batch));
+}
+
+// Inserts batches of 50 records from 0 on until RocksDB has retired one WAL (the memtable
+// switched once: two WAL files) and returns how many it inserted. With flushes waiting for two
+// immutable memtables (min_write_buffer_number_to_merge=2), the retired WAL stays unflushed.
+inline int InsertUntilOneWalRetired(Engine& engine, const std::string& dir, int max = 20'000) {
+  int n = 0;
+  for (; WalFiles(dir).size() < 2; n += 50) {
+    if (n >= max) throw std::runtime_error("no WAL retired after " + std::to_string(n));
+    InsertBatch(engine, n, 50);
+  }
+  return n;
 }
 
 // How many of records 0..n-1 the store holds.
