@@ -1,7 +1,7 @@
 // AcceptBackoff: what the acceptor does when accept() fails. The failures that matter (EMFILE,
-// ENFILE, ENOBUFS) last as long as their cause, and retrying at once spins the event loop while
-// logging the same line thousands of times; retrying on a fixed 100 ms timer still logged ten
-// lines a second for the whole of a connection flood. So a run of failures is one episode: its
+// ENFILE, ENOBUFS) last as long as their cause: retrying at once spins the event loop, and a
+// line per failure floods the log for the whole of a connection flood. So a run of failures is
+// one episode: its
 // first failure is logged, retries back off exponentially (10 ms doubling to 1 s), and the first
 // successful accept closes the episode with one line saying how many failed and for how long.
 // No I/O and no clock of its own (the caller passes the time), so tests drive it directly.

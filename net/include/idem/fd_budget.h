@@ -1,14 +1,14 @@
 // File descriptors: who may take how many. Every connection holds one, and so does every table
 // file RocksDB keeps open (by default all of them), its WAL, MANIFEST and info log, and the
-// server's own event loop and listening socket. Under a common limit of 1024 open files
-// (systemd's default soft limit for services), a connection flood used to take every
-// descriptor: RocksDB then failed to open its next WAL, the write failed, RocksDB stopped
-// accepting writes for good, and the refused clients never heard BUSY.
+// server's own event loop and listening socket. If connections may take them all, RocksDB
+// cannot open its next WAL or table file and every write fails; under a common limit of 1024
+// open files (systemd's default soft limit for services) a connection flood does exactly that.
 //
 // So idemstored budgets at start: it raises the soft limit to the hard one, then gives
 // connections, connections being refused with BUSY, the server's own descriptors and RocksDB's
 // files each a share that together fit the limit (PlanFdBudget). RocksDB's share becomes its
-// max_open_files, so its table cache closes files instead of running out.
+// max_open_files, so its table cache closes files instead of running out. (A server-side
+// concern that idemstored uses; it moves to the tools' library with the command-line code.)
 #pragma once
 
 #include <cstddef>
@@ -49,7 +49,7 @@ struct FdBudget {
 
 // The server's own descriptors: standard streams, the event loop's epoll/eventfd/timerfd, the
 // signal pipe, the listening socket, plus RocksDB's LOCK, WAL, MANIFEST, info LOG, directory
-// and new table files being written (18 measured at start; the rest is margin).
+// and new table files being written (about 18 at start; the rest is margin).
 inline constexpr size_t kServerOwnFds = 64;
 // RocksDB's share is never below this: a smaller table cache would reopen table files on most
 // reads. RocksDB keeps 10 of max_open_files for its own logs and the rest for table files.

@@ -39,7 +39,7 @@ struct ServerOptions {
   int engine_threads = 0;  // 0: the event loop applies (see above)
   size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
   // Connections over max_connections being sent BUSY at the same time (each holds a descriptor
-  // until its peer has read the error, at most Connection::kLingerMs). Past it the server stops
+  // until its peer has read the error, at most a second). Past it the server stops
   // accepting until one is done; further clients wait in the listen queue and get BUSY in turn.
   // So a flood never takes more descriptors than max_connections + this (idem/fd_budget.h).
   size_t max_refusing_connections = 32;
