@@ -100,20 +100,36 @@ int64_t AnchoredClock::NowMillis() const {
     std::this_thread::yield();  // a writer is publishing (a few stores, once per interval)
   }
   const int64_t now = EngineAt(s, mono);
-  // The new segment a check publishes starts exactly at `now`: returning it stays consistent.
+  // A check publishes a segment that starts at or after this reading, on the old segment's
+  // line: returning `now` stays consistent with it.
   if (mono >= next_check_mono_.load(std::memory_order_relaxed)) Check(mono);
   return now;
 }
 
-void AnchoredClock::Check(int64_t mono) const {
+void AnchoredClock::Check(int64_t due_mono) const {
   std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another caller is checking
-  if (mono < next_check_mono_.load(std::memory_order_relaxed)) return;  // one just did
+  if (due_mono < next_check_mono_.load(std::memory_order_relaxed)) return;  // one just did
   const int64_t wall = wall_->NowMillis();
+  // The new segment starts at a monotonic reading taken after readers are held off (seq_ odd),
+  // not at `due_mono`: a reader still on the old segment may have read the monotonic clock
+  // after `due_mono`, and had the new segment started earlier, the same instant would read
+  // lower through it whenever it runs slower than the old one (engine time going back).
+  seq_.fetch_add(1, std::memory_order_relaxed);  // odd: readers retry
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const int64_t mono = monotonic_->NowMillis();
   const Segment s = LoadSegment();
   const int64_t now = EngineAt(s, mono);
   const int64_t offset = wall - now;  // > 0: the engine is behind the wall clock
+  const int64_t correction = std::clamp(offset, -max_correction_ms_, max_correction_ms_);
+  seg_mono_.store(mono, std::memory_order_relaxed);
+  seg_engine_.store(now, std::memory_order_relaxed);
+  seg_correction_.store(correction, std::memory_order_relaxed);
+  seq_.fetch_add(1, std::memory_order_release);  // even again
+  next_check_mono_.store(mono + tuning_.check_interval_ms, std::memory_order_relaxed);
   const int64_t step = offset - expected_offset_;
+  expected_offset_ = offset - correction;
+  // Logged after publishing: readers do not wait for the log.
   if (std::llabs(step) > tuning_.step_threshold_ms) {
     diverged_ = true;
     const double slew_percent = static_cast<double>(tuning_.max_slew_ppm) / 1e4;
@@ -137,10 +153,6 @@ void AnchoredClock::Check(int64_t mono) const {
     diverged_ = false;  // this check's correction closes the gap
     log_("engine time and the wall clock agree again (" + FormatUtc(wall) + ")");
   }
-  const int64_t correction = std::clamp(offset, -max_correction_ms_, max_correction_ms_);
-  Publish(Segment{mono, now, correction});
-  next_check_mono_.store(mono + tuning_.check_interval_ms, std::memory_order_relaxed);
-  expected_offset_ = offset - correction;
 }
 
 void AnchoredClock::ContinueFrom(int64_t floor_ms) {

@@ -79,7 +79,7 @@ class AnchoredClock final : public Clock {
   int64_t EngineAt(const Segment& s, int64_t mono) const;
   Segment LoadSegment() const;           // only under write_mu_
   void Publish(const Segment& s) const;  // only under write_mu_
-  void Check(int64_t mono) const;
+  void Check(int64_t due_mono) const;    // due_mono: a reading that found the check due
 
   const std::shared_ptr<Clock> wall_;
   const std::shared_ptr<Clock> monotonic_;

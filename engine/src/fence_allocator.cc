@@ -40,6 +40,7 @@ Result<uint64_t> FenceAllocator::Next() {
     sync.sync = true;
     std::shared_lock<std::shared_mutex> synced_write;
     if (synced_writes_) synced_write = std::shared_lock<std::shared_mutex>(*synced_writes_);
+    if (health_ && health_->suspended()) return health_->Refusal();
     rocksdb::Status s = db_->Put(sync, ReservationKey(), value);
     if (!s.ok()) return FromRocks(s);
     reserved_ += kFenceChunk;

@@ -17,6 +17,7 @@
 #include <rocksdb/db.h>
 
 #include "idem/result.h"
+#include "write_health.h"
 
 namespace idem {
 
@@ -29,11 +30,20 @@ class FenceAllocator {
   // Durably sets the reservation (for a repair, with no allocator running on `db`).
   static Status StoreReservation(rocksdb::DB* db, uint64_t reserved);
   // `synced_writes` (optional): held shared around the reservation's synced write (see the
-  // engine's SyncWal for why).
-  FenceAllocator(rocksdb::DB* db, uint64_t reserved, std::shared_mutex* synced_writes = nullptr)
-      : db_(db), synced_writes_(synced_writes), next_(reserved), reserved_(reserved) {}
+  // engine's SyncWal for why). `health` (optional): a reservation is refused while writes are
+  // suspended, checked after taking `synced_writes` (a failed SyncWal suspends before it
+  // releases the lock; a reservation appended after it could be acknowledged by a later
+  // fdatasync on a WAL whose pages were lost).
+  FenceAllocator(rocksdb::DB* db, uint64_t reserved, std::shared_mutex* synced_writes = nullptr,
+                 const WriteHealth* health = nullptr)
+      : db_(db),
+        synced_writes_(synced_writes),
+        health_(health),
+        next_(reserved),
+        reserved_(reserved) {}
 
-  // The next fence; IOError if the reservation could not be made durable.
+  // The next fence; IOError if the reservation could not be made durable or writes are
+  // suspended when one is needed.
   Result<uint64_t> Next();
   // Every fence handed out so far is below this.
   uint64_t next() const;
@@ -41,6 +51,7 @@ class FenceAllocator {
  private:
   rocksdb::DB* const db_;
   std::shared_mutex* const synced_writes_;
+  const WriteHealth* const health_;
   mutable std::mutex mu_;
   uint64_t next_;      // guarded by mu_
   uint64_t reserved_;  // guarded by mu_: persisted reservation, next_ <= reserved_

@@ -59,7 +59,7 @@ class RocksEngine final : public Engine {
         clock_mark_(std::move(clock_mark)),
         env_(std::move(env)),
         db_(std::move(db)),
-        fences_(db_.get(), fence_reserved, &synced_writes_),
+        fences_(db_.get(), fence_reserved, &synced_writes_, health.get()),
         retention_(options_.retention.begin(), options_.retention.end()),
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
         state_graphs_(options_.state_graphs.begin(), options_.state_graphs.end()),
@@ -289,14 +289,16 @@ Status RocksEngine::SyncWal() {
   std::unique_lock<std::shared_mutex> no_synced_writes(synced_writes_);  // first: see above
   if (!health_->EnterSync()) return health_->Refusal();  // never SyncWAL a WAL that failed
   rocksdb::Status s = db_->SyncWAL();
-  health_->ExitSync();
-  no_synced_writes.unlock();
   if (!s.ok()) {
     // The WAL pages this sync could not write may be gone from the page cache already: no
-    // later sync can vouch for them. Only Recover's flush can (write_health.h).
+    // later sync can vouch for them. Only Recover's flush can (write_health.h). Suspended
+    // before the lock is released: a synced write waiting for it would otherwise append to
+    // this WAL, and its own fdatasync may succeed (Linux reports a writeback error once).
     health_->Suspend("a failed WAL sync (" + s.ToString() + ")");
-    return FromRocks(s);
   }
+  health_->ExitSync();
+  no_synced_writes.unlock();
+  if (!s.ok()) return FromRocks(s);
   wal_syncs_.fetch_add(1, std::memory_order_relaxed);
   AdvanceTo(deferred_synced_, covered);
   if (covered == begun) AdvanceTo(durable_floor_, begun);
@@ -442,11 +444,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     if (d.write == Decision::Write::kPut) {
       Record& record = *d.result.record;
       if (d.needs_fence) {
-        if (health_->suspended()) {  // a fence reservation is a write too
-          results->clear();
-          return health_->Refusal();
-        }
-        Result<uint64_t> fence = fences_.Next();
+        Result<uint64_t> fence = fences_.Next();  // refused while suspended: it may write
         if (!fence.ok()) {
           results->clear();
           return fence.status();
@@ -471,30 +469,33 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // no other operation on these keys can observe or act on the state before it is durable.
   // (ApplyDeferSync: durable at the caller's SyncWal, which acknowledges nothing before it.)
   if (batch.Count() > 0) {
+    const bool synced = !defer_sync && write_options_.sync;
+    std::shared_lock<std::shared_mutex> synced_write;
+    if (synced) synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
+    // Checked after the lock: a SyncWal that failed suspends before releasing it.
     if (health_->suspended()) {
       results->clear();
       return health_->Refusal();
     }
     // Once a second, the clock's high-water mark rides along (clock_mark.h).
-    const bool marked = clock_mark_ && clock_mark_->MaybeAddTo(&batch, now_ms);
+    std::unique_lock<std::mutex> mark_lock;
+    std::optional<int64_t> mark;
+    if (clock_mark_) mark = clock_mark_->MaybeAddTo(&batch, now_ms, &mark_lock);
     if (defer_sync) {
       const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
       for (size_t stripe : written_stripes) {
         stripe_ticket_[stripe].store(ticket, std::memory_order_release);
       }
     }
-    std::shared_lock<std::shared_mutex> synced_write;
-    if (!defer_sync && write_options_.sync) {
-      synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
-    }
     rocksdb::Status s = db_->Write(defer_sync ? deferred_write_options_ : write_options_, &batch);
+    if (s.ok() && mark && synced) clock_mark_->Synced(*mark);  // unsynced: no bound for removal
+    mark_lock = {};
     synced_write = {};
     if (defer_sync) deferred_done_.fetch_add(1, std::memory_order_acq_rel);
     if (!s.ok()) {
       results->clear();
       return FromRocks(s);
     }
-    if (marked) clock_mark_->Persisted(now_ms);
     writes_.fetch_add(1, std::memory_order_relaxed);
     if (!defer_sync && write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
@@ -611,10 +612,14 @@ Result<StoreStats> RocksEngine::Stats() {
 
 Status RocksEngine::WriteClockMark() {
   if (!clock_mark_) return Status::Ok();
+  // Synced whatever the durability mode: compaction output is synced, so the mark that bounds
+  // what it removes must be durable first (clock_mark.h). Once per reclaim interval.
+  std::shared_lock<std::shared_mutex> synced_write(synced_writes_);  // like ApplyImpl's
+  // After the lock: a SyncWal that failed suspends before releasing it.
   if (health_->suspended()) return health_->Refusal();
-  std::shared_lock<std::shared_mutex> synced_write;  // a synced write, like ApplyImpl's
-  if (write_options_.sync) synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
-  return clock_mark_->Write(db_.get(), write_options_, clock_->NowMillis());
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  return clock_mark_->Write(db_.get(), sync, clock_->NowMillis());
 }
 
 Status RocksEngine::CompactAll() {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -125,6 +127,47 @@ TEST_F(AnchoredClockTest, IdleTimeDoesNotTurnOneCorrectionIntoAJump) {
   const int64_t after = clock_.NowMillis();
   EXPECT_GE(after - before, kHour);
   EXPECT_LE(after - before, kHour + 50);
+}
+
+// A wall clock that runs `hook` (once) when read: a test's way into the middle of a check.
+class HookedClock final : public Clock {
+ public:
+  explicit HookedClock(int64_t now_ms) : clock_(now_ms) {}
+  int64_t NowMillis() const override {
+    if (armed_.exchange(false)) hook_();
+    return clock_.NowMillis();
+  }
+  void Advance(int64_t ms) { clock_.Advance(ms); }
+  void OnNextRead(std::function<void()> hook) {
+    hook_ = std::move(hook);
+    armed_ = true;
+  }
+
+ private:
+  ManualClock clock_;
+  std::function<void()> hook_;
+  mutable std::atomic<bool> armed_{false};
+};
+
+// A reader that loaded the segment before a check publishes a new one, and read the monotonic
+// clock after the check did, answers from the old segment: the new segment must not start
+// before that reading, or the same instant reads lower through it (here, when the check slows
+// engine time down).
+TEST(AnchoredClockRaceTest, AReaderDuringACheckNeverSeesTimeGoBackAfterIt) {
+  auto wall = std::make_shared<HookedClock>(kWallStart);
+  auto mono = std::make_shared<ManualClock>(0);
+  AnchoredClock clock(wall, mono, [](std::string_view) {});
+  mono->Advance(kSecond);        // a check is due
+  wall->Advance(kSecond - 500);  // the wall clock is 500 ms behind: the check slows down
+  int64_t other = 0;
+  wall->OnNextRead([&] {  // the checking thread reads the wall clock; meanwhile...
+    mono->Advance(100);
+    std::thread([&] { other = clock.NowMillis(); }).join();  // ...another thread reads the clock
+  });
+  const int64_t checker = clock.NowMillis();
+  EXPECT_EQ(kWallStart + kSecond, checker);
+  EXPECT_EQ(kWallStart + kSecond + 100, other);
+  EXPECT_GE(clock.NowMillis(), other) << "engine time went back";
 }
 
 TEST(AnchoredClockSystemTest, NeverGoesBackOnAnyThreadOnTheSystemClocks) {

@@ -331,16 +331,64 @@ TEST(ClockMarkTest, BoundsPhysicalRemoval) {
   EXPECT_EQ(std::nullopt, *none);
   EXPECT_EQ(kNow - kGrace, RemovableUntil(kNow, kGrace, &mark));
 
-  ASSERT_OK(mark.Write(db.get(), rocksdb::WriteOptions(), kNow - 10 * kSecond));
+  rocksdb::WriteOptions synced;
+  synced.sync = true;
+  ASSERT_OK(mark.Write(db.get(), synced, kNow - 10 * kSecond));
   EXPECT_EQ(kNow - 10 * kSecond - kGrace, RemovableUntil(kNow, kGrace, &mark));
   rocksdb::WriteBatch batch;
-  EXPECT_FALSE(mark.MaybeAddTo(&batch, kNow - 9500));  // less than a second later: not due
-  EXPECT_TRUE(mark.MaybeAddTo(&batch, kNow));
-  EXPECT_FALSE(mark.MaybeAddTo(&batch, kNow));  // one batch carries it
-  ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &batch).ok());
-  mark.Persisted(kNow);
+  std::unique_lock<std::mutex> held;
+  EXPECT_EQ(std::nullopt, mark.MaybeAddTo(&batch, kNow - 9500, &held));  // < 1 s later: not due
+  EXPECT_EQ(std::optional<int64_t>(kNow), mark.MaybeAddTo(&batch, kNow, &held));
+  EXPECT_TRUE(held.owns_lock());
+  std::unique_lock<std::mutex> other;
+  EXPECT_EQ(std::nullopt, mark.MaybeAddTo(&batch, kNow, &other));  // one batch carries it
+  ASSERT_TRUE(db->Write(synced, &batch).ok());
+  mark.Synced(kNow);
+  held = {};
   EXPECT_EQ(kNow - kGrace, RemovableUntil(kNow + kHour, kGrace, &mark));
 
+  ClockMark reloaded;
+  auto loaded = reloaded.Load(db.get());
+  ASSERT_OK(loaded);
+  EXPECT_EQ(std::optional<int64_t>(kNow), *loaded);
+}
+
+// Compaction output is synced: a mark that bounds removal must be durable, or a power cut can
+// restart the engine before records the compaction already removed expired.
+TEST(ClockMarkTest, OnlyASyncedMarkBoundsPhysicalRemoval) {
+  constexpr int64_t kNow = kStartWallMs;
+  testing::TempDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.Sub("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  ClockMark mark;
+  ASSERT_OK(mark.Write(db.get(), rocksdb::WriteOptions(), kNow - kMinute));  // an old store
+  rocksdb::WriteOptions synced;
+  synced.sync = true;
+  ClockMark reopened;
+  ASSERT_OK(reopened.Load(db.get()));
+  ASSERT_OK(reopened.Write(db.get(), rocksdb::WriteOptions(), kNow));  // async mode, say
+  EXPECT_EQ(kNow - kMinute, RemovableUntil(kNow, 0, &reopened)) << "an unsynced mark counted";
+  ASSERT_OK(reopened.Write(db.get(), synced, kNow + kSecond));
+  EXPECT_EQ(kNow + kSecond, RemovableUntil(kNow + kMinute, 0, &reopened));
+}
+
+// A batch reads its now_ms before it waits for its key locks, so marks can reach the database
+// out of order: the stored mark must still never go back.
+TEST(ClockMarkTest, TheStoredMarkNeverGoesBack) {
+  constexpr int64_t kNow = kStartWallMs;
+  testing::TempDir dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, dir.Sub("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  ClockMark mark;
+  ASSERT_OK(mark.Load(db.get()));
+  ASSERT_OK(mark.Write(db.get(), rocksdb::WriteOptions(), kNow));
+  ASSERT_OK(mark.Write(db.get(), rocksdb::WriteOptions(), kNow - 300));  // read 300 ms earlier
   ClockMark reloaded;
   auto loaded = reloaded.Load(db.get());
   ASSERT_OK(loaded);

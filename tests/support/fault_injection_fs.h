@@ -10,7 +10,9 @@
 #include <rocksdb/file_system.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "prezeroed_wal.h"  // IsWalFileName
@@ -33,6 +35,12 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   void FailFileCreation(Fault f) { create_ = f; }
   void FailInfoLogWrites(Fault f) { info_log_ = f; }
   void ClearAll() { wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone; }
+  // Called at the start of every WAL sync, on the syncing thread (so a test can hold a sync in
+  // flight); returning true fails that sync with EIO. Null: none.
+  void OnWalSync(std::function<bool()> hook) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    wal_sync_hook_ = std::move(hook);
+  }
   // Calls failed so far.
   int injected() const { return injected_.load(); }
 
@@ -91,6 +99,10 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     }
 
    private:
+    Fault SyncFault() const {
+      if (kind_ == Kind::kWal && fs_->RunWalSyncHook()) return Fault::kIoError;
+      return kind_ == Kind::kWal ? fs_->wal_sync_.load() : WriteFault();
+    }
     Fault WriteFault() const {
       switch (kind_) {
         case Kind::kWal:
@@ -102,11 +114,19 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
       }
       return Fault::kNone;
     }
-    Fault SyncFault() const { return kind_ == Kind::kWal ? fs_->wal_sync_.load() : WriteFault(); }
     FaultInjectionFs* const fs_;
     const std::string name_;
     const Kind kind_;
   };
+
+  bool RunWalSyncHook() {
+    std::function<bool()> hook;
+    {
+      std::lock_guard<std::mutex> lock(hook_mu_);
+      hook = wal_sync_hook_;
+    }
+    return hook && hook();
+  }
 
   rocksdb::IOStatus Inject(Fault f, const std::string& context, const std::string& file) {
     switch (f) {
@@ -128,6 +148,8 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   std::atomic<Fault> create_{Fault::kNone};
   std::atomic<Fault> info_log_{Fault::kNone};
   std::atomic<int> injected_{0};
+  std::mutex hook_mu_;
+  std::function<bool()> wal_sync_hook_;  // guarded by hook_mu_
 };
 
 }  // namespace idem::testing
