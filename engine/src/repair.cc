@@ -199,6 +199,13 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
   Result<rocksdb::Options> tuned = MakeTunedRocksOptions(engine);
   if (!tuned.ok()) return tuned.status();
   rocksdb::Options rocks = std::move(*tuned);
+  // No record is dropped by the repair: the expiry filter would run here on the raw wall clock,
+  // without the engine's anchored time and its grace, and could delete records that are live
+  // by the engine's time. Without automatic compactions nothing can run it; the engine's own
+  // compactions clean expired records later.
+  rocks.compaction_filter = nullptr;
+  rocks.compaction_filter_factory = nullptr;
+  rocks.disable_auto_compactions = true;
 
   RepairReport report;
   report.backup_dir =

@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "idem/engine.h"
+#include "idem/repair.h"
 #include "support/data_damage.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
@@ -136,6 +139,42 @@ TEST_F(IdemctlRepairTest, SaysWhenTheLossCannotBeCounted) {
   EXPECT_EQ(0, Recovered());
   EXPECT_THAT(r.output, HasSubstr("cannot be counted"));
   EXPECT_THAT(r.output, HasSubstr("uncounted"));
+}
+
+// The repair opens the database without the expiry compaction filter and without automatic
+// compactions: run by the wall clock (not the engine's anchored time, nor its grace), the filter
+// could physically delete records that are live by the engine's time. Records are cleaned later
+// by the engine's own compactions. RocksDB writes the options of each open to an OPTIONS file;
+// the latest is the repair's last open.
+TEST_F(IdemctlRepairTest, OpensWithoutTheExpiryFilterOrAutomaticCompactions) {
+  RepairOptions repair;
+  repair.backup_dir = dir_.Sub("backup");
+  // A wall clock a year ahead: by it, every record with an expiry has long expired.
+  repair.engine.clock = std::make_shared<ManualClock>(1'700'000'000'000 + 365LL * 86'400'000);
+  Result<RepairReport> report = RepairDatabase(db_, repair);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(static_cast<uint64_t>(kRecords), report->records);
+  std::filesystem::path latest;
+  for (const auto& e : std::filesystem::directory_iterator(db_)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("OPTIONS-") && !name.ends_with(".dbtmp") &&
+        (latest.empty() ||
+         std::stoull(name.substr(8)) > std::stoull(latest.filename().string().substr(8)))) {
+      latest = e.path();
+    }
+  }
+  ASSERT_FALSE(latest.empty());
+  std::stringstream text;
+  text << std::ifstream(latest).rdbuf();
+  auto option = [&](const std::string& name) {
+    std::smatch m;
+    const std::string all = text.str();
+    return std::regex_search(all, m, std::regex("\\n  " + name + "=(\\S+)")) ? m[1].str() : "?";
+  };
+  EXPECT_EQ("true", option("disable_auto_compactions"));
+  EXPECT_EQ("nullptr", option("compaction_filter_factory"));
+  EXPECT_EQ("nullptr", option("compaction_filter"));
+  EXPECT_EQ(kRecords, Recovered());
 }
 
 TEST_F(IdemctlRepairTest, RefusesWithoutADataDirectory) {
