@@ -7,6 +7,7 @@
 // - every acknowledged write is there afterwards, also after reopening.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "support/fault_injection_fs.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
+#include "write_health.h"
 
 namespace idem {
 namespace {
@@ -288,6 +290,51 @@ TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   Reopen();
   ExpectEveryAcknowledgedRecord();
   EXPECT_EQ("FOUND", Get("b"));  // flushed by the recovery, not replayed from the failed WAL
+}
+
+// Corruption and data loss (RocksDB's kUnrecoverableError class, or a corruption of any class
+// found by a background job) are not repaired by any retry: writes stop and stay stopped, no
+// recovery is attempted, and the refusal and the log tell the operator to restart (and to repair
+// if the start is refused). Before, Resume was retried every 2 s forever and clients read
+// "recovering (N attempts)".
+TEST(WriteHealthTest, ACorruptionIsNotRetriedAndTheRefusalSaysToRestart) {
+  const rocksdb::Status errors[] = {
+      rocksdb::Status(rocksdb::Status::Corruption("block checksum mismatch"),
+                      rocksdb::Status::Severity::kUnrecoverableError),
+      rocksdb::Status(rocksdb::Status::Corruption("block checksum mismatch"),
+                      rocksdb::Status::Severity::kHardError),
+      rocksdb::Status(rocksdb::Status::IOError("data loss"),
+                      rocksdb::Status::Severity::kUnrecoverableError)};
+  for (const rocksdb::Status& original : errors) {
+    std::mutex mu;
+    std::vector<std::string> log;
+    WriteHealth health([&](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu);
+      log.emplace_back(line);
+    });
+    std::atomic<int> attempts{0};
+    health.StartRecovery([&] {
+      ++attempts;
+      return Status::Ok();
+    });
+    rocksdb::Status error = original;
+    health.OnBackgroundError(rocksdb::BackgroundErrorReason::kCompaction, &error);
+    EXPECT_TRUE(health.suspended()) << original.ToString();
+    // Retries would start after 50 ms and double: several would have run by now.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(0, attempts.load()) << original.ToString();
+    EXPECT_TRUE(health.suspended()) << original.ToString();
+    const std::string refusal = health.Refusal().ToString();
+    EXPECT_EQ(std::string::npos, refusal.find("recovering")) << refusal;
+    EXPECT_NE(std::string::npos, refusal.find("restart")) << refusal;
+    EXPECT_NE(std::string::npos, refusal.find("idemctl --data DIR repair")) << refusal;
+    EXPECT_NE(std::string::npos, refusal.find(original.ToString())) << refusal;
+    health.StopRecovery();
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(log.empty());
+    EXPECT_NE(std::string::npos, log[0].find("restart")) << log[0];
+    EXPECT_EQ(std::string::npos, log[0].find("recovering")) << log[0];
+  }
 }
 
 }  // namespace
