@@ -7,8 +7,11 @@
 // - every acknowledged write is there afterwards, also after reopening.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -290,6 +293,40 @@ TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   Reopen();
   ExpectEveryAcknowledgedRecord();
   EXPECT_EQ("FOUND", Get("b"));  // flushed by the recovery, not replayed from the failed WAL
+}
+
+// A table file whose bytes went bad under the engine: the compaction that reads it fails with
+// a corruption (RocksDB's kUnrecoverableError). Writes stop and are refused with an error that
+// says to restart; no recovery is attempted; reads go on.
+TEST_P(DiskFaultTest, ACorruptTableFileFoundByACompactionStopsWritesUntilARestart) {
+  for (int i = 0; i < 2; ++i) {  // two table files over the same key range: compacted together
+    for (int k = 0; k < 500; ++k) {
+      ASSERT_OK(Insert("k" + std::to_string(k) + "-" + std::to_string(i)));
+    }
+    ASSERT_OK(engine_->Flush());
+  }
+  engine_.reset();
+  std::vector<std::filesystem::path> tables;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("db"))) {
+    if (e.path().extension() == ".sst") tables.push_back(e.path());
+  }
+  ASSERT_EQ(2u, tables.size());
+  std::sort(tables.begin(), tables.end());  // the first holds the keys "*-0"
+  {
+    std::fstream f(tables.front(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(tables.front()) / 4));
+    f.write("GARBLEDGARBLED!!", 16);
+  }
+  ASSERT_OK(Open());
+  Status compacted = engine_->CompactAll();
+  EXPECT_TRUE(compacted.IsCorruption()) << compacted.ToString();
+  const std::string refused = engine_->Insert("pay", "after", "PENDING").status().ToString();
+  EXPECT_NE(std::string::npos, refused.find("restart")) << refused;
+  EXPECT_EQ(std::string::npos, refused.find("recovering")) << refused;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // retries would have begun
+  EXPECT_FALSE(Logged("recovery attempt"));
+  EXPECT_TRUE(Logged("restart the server"));
+  EXPECT_EQ("FOUND", Get("k0-1"));  // in the intact file
 }
 
 // Corruption and data loss (RocksDB's kUnrecoverableError class, or a corruption of any class
