@@ -125,6 +125,51 @@ TEST(IdemctlRepairWalGapTest, CountsWhatAWalCutAtARecordBoundaryLost) {
   EXPECT_THAT(r.output, HasSubstr("lost " + std::to_string(inserted - recovered) + " operations"));
 }
 
+// WALs are read oldest first by number, not by name: past WAL 999999 the names grow a digit
+// and sort before it as strings. The same cut as above, with the two WALs numbered 999999 and
+// 1000000: the gap is still found between them (read in name order, the newer WAL came first
+// and no gap was seen).
+TEST(IdemctlRepairWalGapTest, WalsAreReadInNumberOrderPastWal999999) {
+  testing::TempDir dir;
+  const std::string db = dir.Sub("db");
+  EngineOptions options;
+  options.reclaim_interval_ms = 0;
+  options.write_buffer_bytes = 256 << 10;
+  options.rocksdb_options = "min_write_buffer_number_to_merge=2;max_write_buffer_number=4";
+  {
+    auto engine = Engine::Open(db, options);
+    ASSERT_OK(engine);
+    testing::InsertUntilOneWalRetired(**engine, db);
+  }
+  const std::vector<std::string> wals = testing::WalFiles(db);
+  ASSERT_EQ(2u, wals.size());
+  testing::CutWalAfterRecords(wals[0], 21);
+  std::filesystem::rename(wals[0], db + "/999999.log");
+  std::filesystem::rename(wals[1], db + "/1000000.log");
+  RepairOptions repair;
+  repair.backup_dir = dir.Sub("backup");
+  repair.engine = options;
+  Result<RepairReport> report = RepairDatabase(db, repair);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::string lines;
+  for (const std::string& line : report->lines) lines += line + "\n";
+  EXPECT_THAT(lines, HasSubstr("are missing before 1000000.log"));
+  EXPECT_GT(report->lost_operations, 0u) << lines;
+  EXPECT_LT(lines.find("WAL 999999.log"), lines.find("WAL 1000000.log")) << lines;
+}
+
+// A path that cannot be examined (here a symbolic-link loop) is an I/O error naming the cause,
+// not "no directory" (std::filesystem::is_directory's error was ignored).
+TEST(IdemctlRepairPathTest, APathThatCannotBeExaminedIsAnIoError) {
+  testing::TempDir dir;
+  std::filesystem::create_directory_symlink(dir.Sub("loop"), dir.Sub("loop"));
+  RepairOptions repair;
+  repair.backup_dir = dir.Sub("backup");
+  Result<RepairReport> report = RepairDatabase(dir.Sub("loop") + "/db", repair);
+  EXPECT_TRUE(report.status().IsIOError()) << report.status().ToString();
+  EXPECT_THAT(report.status().ToString(), HasSubstr("symbolic links"));
+}
+
 TEST_F(IdemctlRepairTest, SaysWhenTheLossCannotBeCounted) {
   {
     auto engine = Engine::Open(db_, options_);  // records 0..3999 reach a table file
