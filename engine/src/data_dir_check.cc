@@ -111,7 +111,10 @@ Status CheckDataDirectory(const std::string& dir, const EngineOptions& options) 
   if (!fs::exists(dir, ec)) {
     return ec ? Status::IOError("cannot read " + dir + ": " + ec.message()) : Status::Ok();
   }
-  if (!fs::is_directory(dir, ec)) return Status::InvalidArgument(dir + " is not a directory");
+  if (!fs::is_directory(dir, ec)) {
+    return ec ? Status::IOError("cannot read " + dir + ": " + ec.message())
+              : Status::InvalidArgument(dir + " is not a directory");
+  }
   std::vector<std::string> names;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     names.push_back(it->path().filename().string());
@@ -134,19 +137,10 @@ Status CheckDataDirectory(const std::string& dir, const EngineOptions& options) 
     (void)env->UnlockFile(lock);
   }
 
-  // Every WAL, oldest first (WAL numbers increase; the names are zero-padded, but sort by value).
-  std::vector<std::pair<uint64_t, std::string>> wals;
-  for (const std::string& name : names) {
-    uint64_t number = 0;
-    if (!IsWalFileName(name)) continue;
-    if (std::from_chars(name.data(), name.data() + name.size() - 4, number).ec != std::errc()) {
-      number = UINT64_MAX;  // too many digits for RocksDB to have written: scanned last
-    }
-    wals.emplace_back(number, dir + "/" + name);
-  }
-  std::sort(wals.begin(), wals.end());
+  Result<std::vector<std::string>> wals = ListWals(dir);  // oldest first
+  if (!wals.ok()) return wals.status();
   std::vector<WalScan> scans;
-  for (const auto& [number, path] : wals) {
+  for (const std::string& path : *wals) {
     Result<WalScan> scan = ScanWal(path);
     if (!scan.ok()) return scan.status();
     scans.push_back(std::move(*scan));
@@ -159,7 +153,7 @@ Status CheckDataDirectory(const std::string& dir, const EngineOptions& options) 
     const bool later_wals_hold_data =
         std::any_of(scans.begin() + static_cast<std::ptrdiff_t>(i) + 1, scans.end(),
                     [](const WalScan& s) { return s.records > 0 || s.readable_after_damage > 0; });
-    const std::string& path = wals[i].second;
+    const std::string& path = (*wals)[i];
     if (!scan.TailOnly() || later_wals_hold_data) {
       return DamagedMidLog(path, scan, later_wals_hold_data, dir);
     }

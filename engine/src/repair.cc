@@ -75,15 +75,10 @@ Status CopyAside(const std::string& dir, const std::string& backup, RepairReport
 
 // What each WAL holds, and what its damage destroyed.
 Status ReportWals(const std::string& dir, RepairReport* report) {
-  std::vector<std::string> wals;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (IsWalFileName(it->path().filename().string())) wals.push_back(it->path().string());
-  }
-  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
-  std::sort(wals.begin(), wals.end());
+  Result<std::vector<std::string>> wals = ListWals(dir);  // oldest first
+  if (!wals.ok()) return wals.status();
   std::optional<WalScan> previous;  // the WAL before, if it was intact
-  for (const std::string& path : wals) {
+  for (const std::string& path : *wals) {
     Result<WalScan> scan = ScanWal(path);
     if (!scan.ok()) return scan.status();
     // Sequence numbers run on from one WAL to the next: a gap is a WAL cut at a record boundary.
@@ -185,7 +180,11 @@ Status TakeInventory(const std::string& dir, rocksdb::Options options, RepairRep
 
 Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions& options) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Status::NotFound("nothing to repair: no directory " + dir);
+  if (!fs::is_directory(dir, ec)) {
+    return ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory
+               ? Status::IOError("cannot read " + dir + ": " + ec.message())
+               : Status::NotFound("nothing to repair: no directory " + dir);
+  }
   bool database = false;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -199,6 +198,13 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
   Result<rocksdb::Options> tuned = MakeTunedRocksOptions(engine);
   if (!tuned.ok()) return tuned.status();
   rocksdb::Options rocks = std::move(*tuned);
+  // No record is dropped by the repair: the expiry filter would run here on the raw wall clock,
+  // without the engine's anchored time and its grace, and could delete records that are live
+  // by the engine's time. Without automatic compactions nothing can run it; the engine's own
+  // compactions clean expired records later.
+  rocks.compaction_filter = nullptr;
+  rocks.compaction_filter_factory = nullptr;
+  rocks.disable_auto_compactions = true;
 
   RepairReport report;
   report.backup_dir =

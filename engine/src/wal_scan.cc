@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+#include <utility>
+
+#include "prezeroed_wal.h"
 
 namespace idem {
 namespace {
@@ -254,6 +258,26 @@ Result<WalScan> ScanWal(const std::string& path) {
     offset += want;
   }
   return scanner.Finish(offset);
+}
+
+Result<std::vector<std::string>> ListWals(const std::string& dir) {
+  std::vector<std::pair<uint64_t, std::string>> numbered;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!IsWalFileName(name)) continue;
+    uint64_t number = 0;
+    if (std::from_chars(name.data(), name.data() + name.size() - 4, number).ec != std::errc()) {
+      number = UINT64_MAX;  // too many digits for RocksDB to have written: last
+    }
+    numbered.emplace_back(number, it->path().string());
+  }
+  if (ec) return Status::IOError("cannot list " + dir + ": " + ec.message());
+  std::sort(numbered.begin(), numbered.end());
+  std::vector<std::string> paths;
+  paths.reserve(numbered.size());
+  for (auto& [number, path] : numbered) paths.push_back(std::move(path));
+  return paths;
 }
 
 }  // namespace idem

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "idem/result.h"
 
@@ -55,6 +56,11 @@ struct WalScan {
 
 // Scans the WAL at `path`. IOError if it cannot be read.
 Result<WalScan> ScanWal(const std::string& path);
+
+// The paths of the WALs ("<number>.log") in `dir`, oldest first: by number, not by name (past
+// 999999 the names grow a digit and sort before it as strings). A name with too many digits for
+// RocksDB to have written comes last. IOError if `dir` cannot be listed.
+Result<std::vector<std::string>> ListWals(const std::string& dir);
 
 // The CRC-32C of `bytes`, as RocksDB's crc32c::Value: with SSE4.2 where the CPU has it, else
 // (or if `portable`) with a table. Exposed so tests check that both agree.

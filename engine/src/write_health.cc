@@ -41,6 +41,7 @@ void WriteHealth::Log(std::string_view line) const {
 
 Status WriteHealth::Refusal() const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (unrecoverable_) return Status::IOError("writes stopped after " + cause_ + "; " + kRestart);
   return Status::IOError("writes suspended after " + cause_ + "; recovering (" +
                          std::to_string(attempts_) + " attempts so far)");
 }
@@ -56,6 +57,20 @@ void WriteHealth::Suspend(const std::string& cause) {
   }
   cv_.notify_all();
   Log("writes suspended after " + cause + "; reads go on; recovering by itself");
+}
+
+void WriteHealth::StopForGood(const std::string& cause) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++failures_;
+    if (unrecoverable_) return;
+    // This cause replaces a recoverable one: it is the one the operator must act on.
+    cause_ = cause;
+    unrecoverable_ = true;
+    suspended_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();  // a recovery in progress gives up
+  Log("writes stopped after " + cause + "; reads go on; " + kRestart);
 }
 
 bool WriteHealth::EnterSync() {
@@ -84,13 +99,17 @@ void WriteHealth::OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocks
   // A fatal I/O error would stop writes until a restart (DB::Resume refuses it). Lowered to a
   // hard error, writes still stop, and the engine's recovery can resume them: a failed write or
   // sync is recovered from the same way whatever the file (new files, memtables flushed).
-  // Corruption and data loss (kUnrecoverableError) keep their class: no retry repairs them.
+  // Corruption and data loss (kUnrecoverableError) keep their class: no retry repairs them, so
+  // none is made (DB::Resume would refuse them forever); writes stay stopped until a restart.
   if (error->IsIOError() && error->severity() == rocksdb::Status::Severity::kFatalError) {
     *error = rocksdb::Status(*error, rocksdb::Status::Severity::kHardError);
   }
   const std::string cause =
       std::string(ReasonName(reason)) + " failing (" + error->ToString() + ")";
-  if (error->severity() >= rocksdb::Status::Severity::kHardError) {
+  if (error->severity() >= rocksdb::Status::Severity::kUnrecoverableError ||
+      (error->IsCorruption() && error->severity() >= rocksdb::Status::Severity::kHardError)) {
+    StopForGood(cause);
+  } else if (error->severity() >= rocksdb::Status::Severity::kHardError) {
     Suspend(cause);
   } else {
     Log("background error, writes go on: " + cause);
@@ -119,7 +138,9 @@ void WriteHealth::StopRecovery() {
 void WriteHealth::RecoveryLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || suspended_.load(std::memory_order_relaxed); });
+    cv_.wait(lock, [this] {
+      return stopping_ || (suspended_.load(std::memory_order_relaxed) && !unrecoverable_);
+    });
     if (stopping_) return;
     const auto began = std::chrono::steady_clock::now();
     // A fault that comes back soon after a recovery (a burst of EIO, a disk that fills again)
@@ -127,9 +148,10 @@ void WriteHealth::RecoveryLoop() {
     int64_t delay_ms = resumed_before_ && began - last_resumed_ < std::chrono::seconds(10)
                            ? std::min(last_delay_ms_ * 2, kMaxRetryMs)
                            : kFirstRetryMs;
-    while (!stopping_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(delay_ms), [this] { return stopping_; });
-      if (stopping_) return;
+    while (!stopping_ && !unrecoverable_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(delay_ms),
+                   [this] { return stopping_ || unrecoverable_; });
+      if (stopping_ || unrecoverable_) break;
       const int64_t attempt = ++attempts_;
       const uint64_t failures = failures_;
       lock.unlock();
@@ -149,6 +171,7 @@ void WriteHealth::RecoveryLoop() {
       }
     }
     if (stopping_) return;
+    if (unrecoverable_) continue;  // waits for StopRecovery: writes stay stopped
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - began)
                         .count();

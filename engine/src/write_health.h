@@ -26,6 +26,10 @@
 //   of a recovery starts from the backoff reached before). Resume writes every memtable to new
 //   table files and syncs them, so the writes the failed WAL held are durable again from other
 //   pages than the ones the failed fsync may have lost; only then are writes taken again.
+// - Corruption and data loss (RocksDB's kUnrecoverableError, or a corruption a background job
+//   found) are not retried: no Resume repairs them. Writes stop for good, reads go on, and the
+//   refusal and the log say that a restart is needed (the start checks the data directory), and
+//   `idemctl --data DIR repair` if the start is then refused.
 #pragma once
 
 #include <rocksdb/listener.h>
@@ -48,6 +52,10 @@ class WriteHealth final : public rocksdb::EventListener {
  public:
   static constexpr int64_t kFirstRetryMs = 50;
   static constexpr int64_t kMaxRetryMs = 2000;
+  // What the operator does after an unrecoverable error (StopForGood).
+  static constexpr const char* kRestart =
+      "no retry repairs this: restart the server (if the start is then refused, run `idemctl "
+      "--data DIR repair`)";
 
   // `log`: EngineOptions::log (null: stderr).
   explicit WriteHealth(std::function<void(std::string_view)> log);
@@ -58,6 +66,8 @@ class WriteHealth final : public rocksdb::EventListener {
   Status Refusal() const;
   // Suspends writes after `cause` (the first cause of a suspension is the one reported).
   void Suspend(const std::string& cause);
+  // Stops writes until a restart: no recovery is attempted (or the one in progress gives up).
+  void StopForGood(const std::string& cause);
 
   // The gate. SyncWAL runs between EnterSync() (false: suspended, do not sync) and ExitSync().
   bool EnterSync();
@@ -91,6 +101,7 @@ class WriteHealth final : public rocksdb::EventListener {
   uint64_t failures_ = 0;       // guarded by mu_; Suspend calls, suspended already or not
   int syncs_in_flight_ = 0;     // guarded by mu_
   bool stopping_ = false;       // guarded by mu_
+  bool unrecoverable_ = false;  // guarded by mu_; StopForGood: no recovery until a restart
   // Recovery thread only: when writes last resumed, and the backoff it had reached.
   bool resumed_before_ = false;
   std::chrono::steady_clock::time_point last_resumed_;

@@ -253,10 +253,11 @@ Status ClientImpl::AcceptHello(const wire::Frame& frame) {
   }
   ServerInfo info = DecodeHelloReply(*reply);
   server_max_frame_bytes_ = info.max_frame_bytes;
-  // Responses may be as large as the server says they can be; a server that does not say is
-  // held to our own limit.
-  parser_.set_max_frame_bytes(info.max_reply_bytes != 0 ? info.max_reply_bytes
-                                                        : options_.max_frame_bytes);
+  // Responses may be as large as the server says they can be, up to our own cap (a server may
+  // announce 4 GiB); a server that does not say is held to our own limit.
+  parser_.set_max_frame_bytes(info.max_reply_bytes != 0
+                                  ? std::min<size_t>(info.max_reply_bytes, options_.max_reply_bytes)
+                                  : std::min(options_.max_frame_bytes, options_.max_reply_bytes));
   if (on_first_connect_) info_ = std::move(info);  // read by callers only after this
   return Status::Ok();
 }
@@ -343,7 +344,8 @@ void ClientImpl::DoRead() {
             Disconnect(Status::Corruption(
                 "response frame length " + std::to_string(parser_.bad_length()) +
                 " is outside 1.." + std::to_string(parser_.max_frame_bytes()) +
-                " (the server's max_reply_bytes, or ClientOptions::max_frame_bytes)"));
+                " (the server's max_reply_bytes capped by ClientOptions::max_reply_bytes, or"
+                " ClientOptions::max_frame_bytes)"));
             return;
           }
           if (state == FrameParser::State::kComplete) {

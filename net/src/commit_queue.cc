@@ -168,14 +168,17 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
     for (Op& op : item.ops) ops.push_back(std::move(op));
   }
   // A batch that wrote nothing and saw nothing unsynced is answered at once, even in defer_sync_
-  // mode (a duplicate on an idle server costs no fsync); a failed Apply may have read, so waits.
+  // mode (a duplicate on an idle server costs no fsync). So is a batch whose Apply failed: it
+  // is answered with its own error and no results, so nothing it may have read leaves; held,
+  // its refusal would wait for a sync that is refused too, and then read "not confirmed
+  // durable", as if the write might have happened.
   bool needs_sync = false;
   Status status = ApplyBatch(ops, &results, &needs_sync);
-  const bool hold = defer_sync_ && (needs_sync || !status.ok());
   if (status.ok() && results.size() != ops.size()) {
     status = Status::Corruption("store returned " + std::to_string(results.size()) +
                                 " results for " + std::to_string(ops.size()) + " operations");
   }
+  const bool hold = defer_sync_ && needs_sync && status.ok();
   // Held batches go straight into unsynced_, numbered under the lock the sync thread reads.
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   uint64_t seq = 0;

@@ -7,8 +7,11 @@
 // - every acknowledged write is there afterwards, also after reopening.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -21,6 +24,7 @@
 #include "support/fault_injection_fs.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
+#include "write_health.h"
 
 namespace idem {
 namespace {
@@ -343,6 +347,85 @@ TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   Reopen();
   ExpectEveryAcknowledgedRecord();
   EXPECT_EQ("FOUND", Get("b"));  // flushed by the recovery, not replayed from the failed WAL
+}
+
+// A table file whose bytes went bad under the engine: the compaction that reads it fails with
+// a corruption (RocksDB's kUnrecoverableError). Writes stop and are refused with an error that
+// says to restart; no recovery is attempted; reads go on.
+TEST_P(DiskFaultTest, ACorruptTableFileFoundByACompactionStopsWritesUntilARestart) {
+  for (int i = 0; i < 2; ++i) {  // two table files over the same key range: compacted together
+    for (int k = 0; k < 500; ++k) {
+      ASSERT_OK(Insert("k" + std::to_string(k) + "-" + std::to_string(i)));
+    }
+    ASSERT_OK(engine_->Flush());
+  }
+  engine_.reset();
+  std::vector<std::filesystem::path> tables;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("db"))) {
+    if (e.path().extension() == ".sst") tables.push_back(e.path());
+  }
+  ASSERT_EQ(2u, tables.size());
+  std::sort(tables.begin(), tables.end());  // the first holds the keys "*-0"
+  {
+    std::fstream f(tables.front(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(tables.front()) / 4));
+    f.write("GARBLEDGARBLED!!", 16);
+  }
+  ASSERT_OK(Open());
+  Status compacted = engine_->CompactAll();
+  EXPECT_TRUE(compacted.IsCorruption()) << compacted.ToString();
+  const std::string refused = engine_->Insert("pay", "after", "PENDING").status().ToString();
+  EXPECT_NE(std::string::npos, refused.find("restart")) << refused;
+  EXPECT_EQ(std::string::npos, refused.find("recovering")) << refused;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // retries would have begun
+  EXPECT_FALSE(Logged("recovery attempt"));
+  EXPECT_TRUE(Logged("restart the server"));
+  EXPECT_EQ("FOUND", Get("k0-1"));  // in the intact file
+}
+
+// Corruption and data loss (RocksDB's kUnrecoverableError class, or a corruption of any class
+// found by a background job) are not repaired by any retry: writes stop and stay stopped, no
+// recovery is attempted, and the refusal and the log tell the operator to restart (and to repair
+// if the start is refused). Before, Resume was retried every 2 s forever and clients read
+// "recovering (N attempts)".
+TEST(WriteHealthTest, ACorruptionIsNotRetriedAndTheRefusalSaysToRestart) {
+  const rocksdb::Status errors[] = {
+      rocksdb::Status(rocksdb::Status::Corruption("block checksum mismatch"),
+                      rocksdb::Status::Severity::kUnrecoverableError),
+      rocksdb::Status(rocksdb::Status::Corruption("block checksum mismatch"),
+                      rocksdb::Status::Severity::kHardError),
+      rocksdb::Status(rocksdb::Status::IOError("data loss"),
+                      rocksdb::Status::Severity::kUnrecoverableError)};
+  for (const rocksdb::Status& original : errors) {
+    std::mutex mu;
+    std::vector<std::string> log;
+    WriteHealth health([&](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu);
+      log.emplace_back(line);
+    });
+    std::atomic<int> attempts{0};
+    health.StartRecovery([&] {
+      ++attempts;
+      return Status::Ok();
+    });
+    rocksdb::Status error = original;
+    health.OnBackgroundError(rocksdb::BackgroundErrorReason::kCompaction, &error);
+    EXPECT_TRUE(health.suspended()) << original.ToString();
+    // Retries would start after 50 ms and double: several would have run by now.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(0, attempts.load()) << original.ToString();
+    EXPECT_TRUE(health.suspended()) << original.ToString();
+    const std::string refusal = health.Refusal().ToString();
+    EXPECT_EQ(std::string::npos, refusal.find("recovering")) << refusal;
+    EXPECT_NE(std::string::npos, refusal.find("restart")) << refusal;
+    EXPECT_NE(std::string::npos, refusal.find("idemctl --data DIR repair")) << refusal;
+    EXPECT_NE(std::string::npos, refusal.find(original.ToString())) << refusal;
+    health.StopRecovery();
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(log.empty());
+    EXPECT_NE(std::string::npos, log[0].find("restart")) << log[0];
+    EXPECT_EQ(std::string::npos, log[0].find("recovering")) << log[0];
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <fstream>
+#include <vector>
 
 #include "support/temp_dir.h"
 
@@ -89,6 +90,21 @@ class WalScanTest : public ::testing::Test {
   testing::TempDir dir_;
   LogBuilder log_;
 };
+
+// WALs oldest first, by number: 1000000.log after 999999.log, although it sorts first as a
+// string; other files are not WALs.
+TEST(ListWalsTest, ListsWalsByNumber) {
+  testing::TempDir dir;
+  for (const char* name : {"1000000.log", "999999.log", "000010.log", "LOG", "x.log", "CURRENT"}) {
+    std::ofstream(dir.Sub(name)) << "";
+  }
+  Result<std::vector<std::string>> wals = ListWals(dir.path());
+  ASSERT_TRUE(wals.ok()) << wals.status().ToString();
+  EXPECT_EQ((std::vector<std::string>{dir.Sub("000010.log"), dir.Sub("999999.log"),
+                                      dir.Sub("1000000.log")}),
+            *wals);
+  EXPECT_TRUE(ListWals(dir.Sub("missing")).status().IsIOError());
+}
 
 TEST(WalCrcTest, HardwareAndPortableCrc32cAgree) {
   EXPECT_EQ(0xE3069283u, Crc32c("123456789"));  // the CRC-32C check value

@@ -26,12 +26,15 @@ using namespace std::chrono_literals;
 // A one-connection fake server: answers Hello (with `protocol_version`), then does `after`.
 class FakeServer {
  public:
-  enum class After { kIgnoreRequests, kCloseOnFirstRequest, kAnswer };
+  // kAnswerRaw: sends answer_(id) as it is, length prefix included (or not).
+  enum class After { kIgnoreRequests, kCloseOnFirstRequest, kAnswer, kAnswerRaw };
   // For kAnswer: the body of the response to request `id`.
   using Answer = std::function<std::vector<uint8_t>(uint64_t id)>;
 
-  FakeServer(After after, uint32_t protocol_version = kProtocolVersion, Answer answer = nullptr)
-      : answer_(std::move(answer)) {
+  // `max_reply_bytes`: what the HelloReply announces (0: nothing).
+  FakeServer(After after, uint32_t protocol_version = kProtocolVersion, Answer answer = nullptr,
+             uint32_t max_reply_bytes = 0)
+      : answer_(std::move(answer)), max_reply_bytes_(max_reply_bytes) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -75,7 +78,14 @@ class FakeServer {
     conn_fd_ = ::accept(listen_fd_, nullptr, nullptr);
     if (conn_fd_ < 0 || !ReadFrame()) return;
     flatbuffers::FlatBufferBuilder b;
-    auto reply = wire::CreateHelloReply(b, protocol_version, b.CreateString("fake"), 1 << 20, 100);
+    auto version = b.CreateString("fake");
+    wire::HelloReplyBuilder hello(b);
+    hello.add_protocol_version(protocol_version);
+    hello.add_server_version(version);
+    hello.add_max_frame_bytes(1 << 20);
+    hello.add_max_batch_ops(100);
+    if (max_reply_bytes_ != 0) hello.add_max_reply_bytes(max_reply_bytes_);
+    auto reply = hello.Finish();
     FrameBytes frame = FinishFrame(b, wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
     ::send(conn_fd_, frame.data(), frame.size(), MSG_NOSIGNAL);
     uint64_t id = 0;
@@ -83,6 +93,10 @@ class FakeServer {
       if (after == After::kCloseOnFirstRequest) {
         ::shutdown(conn_fd_, SHUT_RDWR);
         return;
+      }
+      if (after == After::kAnswerRaw) {
+        std::vector<uint8_t> bytes = answer_(id);
+        ::send(conn_fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
       }
       if (after == After::kAnswer) {
         std::vector<uint8_t> body = answer_(id);
@@ -95,6 +109,7 @@ class FakeServer {
   }
 
   Answer answer_;
+  const uint32_t max_reply_bytes_;
   int listen_fd_ = -1;
   int conn_fd_ = -1;
   uint16_t port_ = 0;
@@ -451,6 +466,32 @@ TEST(ClientTest, AResponseWithoutItsResultsIsCorruption) {
   std::vector<Result<OpResult>> results;
   Status s = (*client)->Apply(std::vector<Op>{}, &results);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+}
+
+// A server may announce a max_reply_bytes of up to 4 GiB; the client holds it to its own
+// ClientOptions::max_reply_bytes (64 MiB by default). A response whose length prefix claims
+// more than that is Corruption at once, naming both limits, before a byte of it is allocated
+// (before, the client reserved the claimed 1 GiB and waited for it until the request timed out).
+TEST(ClientTest, AServersMaxReplyBytesIsCappedByTheClientsOwn) {
+  constexpr uint32_t kClaimed = 1u << 30;
+  FakeServer fake(
+      FakeServer::After::kAnswerRaw, kProtocolVersion,
+      [](uint64_t) {
+        return std::vector<uint8_t>{uint8_t(kClaimed), uint8_t(kClaimed >> 8),
+                                    uint8_t(kClaimed >> 16), uint8_t(kClaimed >> 24)};
+      },
+      /*max_reply_bytes=*/0xFFFFFFFF);
+  ClientOptions options;
+  options.address = fake.address();
+  options.request_timeout_ms = 2'000;
+  auto client = Client::Connect(options);
+  ASSERT_OK(client);
+  EXPECT_EQ(0xFFFFFFFFu, (*client)->server_info().max_reply_bytes);
+  std::vector<Result<OpResult>> results;
+  Status s = (*client)->Apply(std::vector<Op>{Op::Get("ns", "k")}, &results);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("1073741824")) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("ClientOptions::max_reply_bytes")) << s.ToString();
 }
 
 // Eight results pointing at one record with a 512 KiB payload: a 512 KiB frame that decodes into

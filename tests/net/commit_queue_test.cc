@@ -438,6 +438,26 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncAFullDiskFailsWritesNotTheProcess) {
   q.ExpectEveryAcknowledgedRecordAfterReopen();
 }
 
+// While writes are suspended, a refused write never happened: it is answered with the refusal
+// itself, by the flush that applied it, not held for a sync that is refused too and then
+// reported "not confirmed durable" (which says it may have been applied). The same for the
+// write whose WAL append failed: it is answered with its own error.
+TEST(CommitQueueTest, OnTheLoopUnderSyncARefusedWriteIsAnsweredAsRefused) {
+  FaultyDiskQueue q;
+  ASSERT_EQ("INSERTED", q.Insert("a"));
+  q.fs().FailWalAppends(testing::FaultInjectionFs::Fault::kNoSpace);
+  const std::string failed = q.Insert("b");
+  EXPECT_EQ(0u, failed.find("IO_ERROR: ")) << failed;
+  EXPECT_EQ(std::string::npos, failed.find("not confirmed durable")) << failed;
+  EXPECT_NE(std::string::npos, failed.find("No space left on device")) << failed;
+  for (const std::string key : {"c", "d"}) {
+    const std::string refused = q.Insert(key);
+    EXPECT_EQ(0u, refused.find("IO_ERROR: writes suspended after")) << refused;
+  }
+  q.fs().ClearAll();
+  ASSERT_TRUE(q.WaitUntilWritable());
+}
+
 // A burst of EIO from fdatasync: the batches whose sync failed are answered IO_ERROR (effect
 // unknown); reads go on; when the burst ends, writes work again without a restart (before, the
 // first failed sync failed every later request, reads included, until a restart).

@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "idem/engine.h"
+#include "idem/repair.h"
 #include "support/data_damage.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
@@ -122,6 +125,51 @@ TEST(IdemctlRepairWalGapTest, CountsWhatAWalCutAtARecordBoundaryLost) {
   EXPECT_THAT(r.output, HasSubstr("lost " + std::to_string(inserted - recovered) + " operations"));
 }
 
+// WALs are read oldest first by number, not by name: past WAL 999999 the names grow a digit
+// and sort before it as strings. The same cut as above, with the two WALs numbered 999999 and
+// 1000000: the gap is still found between them (read in name order, the newer WAL came first
+// and no gap was seen).
+TEST(IdemctlRepairWalGapTest, WalsAreReadInNumberOrderPastWal999999) {
+  testing::TempDir dir;
+  const std::string db = dir.Sub("db");
+  EngineOptions options;
+  options.reclaim_interval_ms = 0;
+  options.write_buffer_bytes = 256 << 10;
+  options.rocksdb_options = "min_write_buffer_number_to_merge=2;max_write_buffer_number=4";
+  {
+    auto engine = Engine::Open(db, options);
+    ASSERT_OK(engine);
+    testing::InsertUntilOneWalRetired(**engine, db);
+  }
+  const std::vector<std::string> wals = testing::WalFiles(db);
+  ASSERT_EQ(2u, wals.size());
+  testing::CutWalAfterRecords(wals[0], 21);
+  std::filesystem::rename(wals[0], db + "/999999.log");
+  std::filesystem::rename(wals[1], db + "/1000000.log");
+  RepairOptions repair;
+  repair.backup_dir = dir.Sub("backup");
+  repair.engine = options;
+  Result<RepairReport> report = RepairDatabase(db, repair);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::string lines;
+  for (const std::string& line : report->lines) lines += line + "\n";
+  EXPECT_THAT(lines, HasSubstr("are missing before 1000000.log"));
+  EXPECT_GT(report->lost_operations, 0u) << lines;
+  EXPECT_LT(lines.find("WAL 999999.log"), lines.find("WAL 1000000.log")) << lines;
+}
+
+// A path that cannot be examined (here a symbolic-link loop) is an I/O error naming the cause,
+// not "no directory" (std::filesystem::is_directory's error was ignored).
+TEST(IdemctlRepairPathTest, APathThatCannotBeExaminedIsAnIoError) {
+  testing::TempDir dir;
+  std::filesystem::create_directory_symlink(dir.Sub("loop"), dir.Sub("loop"));
+  RepairOptions repair;
+  repair.backup_dir = dir.Sub("backup");
+  Result<RepairReport> report = RepairDatabase(dir.Sub("loop") + "/db", repair);
+  EXPECT_TRUE(report.status().IsIOError()) << report.status().ToString();
+  EXPECT_THAT(report.status().ToString(), HasSubstr("symbolic links"));
+}
+
 TEST_F(IdemctlRepairTest, SaysWhenTheLossCannotBeCounted) {
   {
     auto engine = Engine::Open(db_, options_);  // records 0..3999 reach a table file
@@ -136,6 +184,42 @@ TEST_F(IdemctlRepairTest, SaysWhenTheLossCannotBeCounted) {
   EXPECT_EQ(0, Recovered());
   EXPECT_THAT(r.output, HasSubstr("cannot be counted"));
   EXPECT_THAT(r.output, HasSubstr("uncounted"));
+}
+
+// The repair opens the database without the expiry compaction filter and without automatic
+// compactions: run by the wall clock (not the engine's anchored time, nor its grace), the filter
+// could physically delete records that are live by the engine's time. Records are cleaned later
+// by the engine's own compactions. RocksDB writes the options of each open to an OPTIONS file;
+// the latest is the repair's last open.
+TEST_F(IdemctlRepairTest, OpensWithoutTheExpiryFilterOrAutomaticCompactions) {
+  RepairOptions repair;
+  repair.backup_dir = dir_.Sub("backup");
+  // A wall clock a year ahead: by it, every record with an expiry has long expired.
+  repair.engine.clock = std::make_shared<ManualClock>(1'700'000'000'000 + 365LL * 86'400'000);
+  Result<RepairReport> report = RepairDatabase(db_, repair);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(static_cast<uint64_t>(kRecords), report->records);
+  std::filesystem::path latest;
+  for (const auto& e : std::filesystem::directory_iterator(db_)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("OPTIONS-") && !name.ends_with(".dbtmp") &&
+        (latest.empty() ||
+         std::stoull(name.substr(8)) > std::stoull(latest.filename().string().substr(8)))) {
+      latest = e.path();
+    }
+  }
+  ASSERT_FALSE(latest.empty());
+  std::stringstream text;
+  text << std::ifstream(latest).rdbuf();
+  auto option = [&](const std::string& name) {
+    std::smatch m;
+    const std::string all = text.str();
+    return std::regex_search(all, m, std::regex("\\n  " + name + "=(\\S+)")) ? m[1].str() : "?";
+  };
+  EXPECT_EQ("true", option("disable_auto_compactions"));
+  EXPECT_EQ("nullptr", option("compaction_filter_factory"));
+  EXPECT_EQ("nullptr", option("compaction_filter"));
+  EXPECT_EQ(kRecords, Recovered());
 }
 
 TEST_F(IdemctlRepairTest, RefusesWithoutADataDirectory) {

@@ -33,7 +33,8 @@ struct RepairOptions {
   // Where the directory is copied first; it must not exist. Empty: "<dir>.before-repair-<UTC
   // time>", e.g. /var/lib/idem.before-repair-20261201T184500Z.
   std::string backup_dir;
-  // The options the database is run with: the table format, the compaction filter.
+  // The options the database is run with (the table format). The repair runs no compaction and
+  // no compaction filter: expired records stay until the engine's own compactions.
   EngineOptions engine;
 };
 

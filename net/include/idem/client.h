@@ -26,8 +26,13 @@ struct ClientOptions {
   int64_t connect_timeout_ms = 5'000;
   int64_t request_timeout_ms = 10'000;       // per Apply; TimedOut after it
   // Responses above this are rejected (Corruption) until the HelloReply, and from servers that
-  // do not announce max_reply_bytes; a server's announced max_reply_bytes replaces it.
+  // do not announce max_reply_bytes; a server's announced max_reply_bytes replaces it, up to
+  // max_reply_bytes below.
   size_t max_frame_bytes = 4u << 20;
+  // The client's own cap on a response frame, whatever the server announces (up to 4 GiB): the
+  // limit is min(announced max_reply_bytes, this). A longer response is Corruption, found from
+  // its length prefix before any of it is allocated, and ends the connection.
+  size_t max_reply_bytes = 64u << 20;
   std::string client_name = "idem::Client";  // sent in Hello, shown in the server's log
   // When the connection is lost (a server restart, the server's idle timeout), the next call
   // connects again. After a failed attempt the calls fail at once for reconnect_backoff_ms,
