@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/write_batch.h>
@@ -79,6 +80,10 @@ class RocksEngine final : public Engine {
     }
     reclaim_cv_.notify_all();
     if (reclaimer_.joinable()) reclaimer_.join();
+    // RocksDB 7.8's Resume waits for its own flush; if that flush fails (a fault that recurred
+    // during recovery), nothing schedules another and the wait never ends. Cancelling background
+    // work is what ends it, so that closing never hangs on a recovery in progress.
+    if (health_->suspended()) rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/false);
     health_->StopRecovery();
     // The next run continues from here, whatever its wall clock says.
     if (clock_mark_ && !health_->suspended()) {
