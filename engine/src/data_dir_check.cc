@@ -9,6 +9,7 @@
 
 #include <rocksdb/env.h>
 
+#include "operator_log.h"
 #include "prezeroed_wal.h"
 #include "wal_scan.h"
 
@@ -20,11 +21,7 @@ namespace fs = std::filesystem;
 constexpr size_t kNamesListed = 12;
 
 void Log(const EngineOptions& options, const std::string& line) {
-  if (options.log) {
-    options.log(line);
-  } else {
-    std::fprintf(stderr, "idem: %s\n", line.c_str());
-  }
+  LogToOperator(options.log, line);
 }
 
 // "a, b, c and 9 more"

@@ -31,6 +31,7 @@
 #include "key_codec.h"
 #include "key_locks.h"
 #include "key_watchers.h"
+#include "operator_log.h"
 #include "op_decision.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
@@ -206,9 +207,7 @@ class RocksEngine final : public Engine {
   std::thread reclaimer_;
 };
 
-void LogToStderr(std::string_view line) {
-  std::fprintf(stderr, "idem: %.*s\n", static_cast<int>(line.size()), line.data());
-}
+void LogToStderr(std::string_view line) { LogToOperator(nullptr, line); }
 
 // The live record a read returned: nullopt if absent or expired at `now_ms`.
 Result<std::optional<Record>> LiveRecord(const rocksdb::Status& read, const rocksdb::Slice& value,

@@ -1,5 +1,7 @@
 #include "write_health.h"
 
+#include "operator_log.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,11 +34,7 @@ WriteHealth::WriteHealth(std::function<void(std::string_view)> log) : log_(std::
 WriteHealth::~WriteHealth() { StopRecovery(); }
 
 void WriteHealth::Log(std::string_view line) const {
-  if (log_) {
-    log_(line);
-  } else {
-    std::fprintf(stderr, "idem: %.*s\n", static_cast<int>(line.size()), line.data());
-  }
+  LogToOperator(log_, line);
 }
 
 Status WriteHealth::Refusal() const {
