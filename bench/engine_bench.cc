@@ -9,8 +9,6 @@
 //                                                   wall clock alone)
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
-#include <benchmark/benchmark.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include <benchmark/benchmark.h>
 #include <rocksdb/db.h>
 
 #include "anchored_clock.h"
@@ -195,7 +194,8 @@ void BM_Get_Hit(benchmark::State& state) {
 }
 
 void BM_CompareAndSet(benchmark::State& state) {
-  // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED, payload.
+  // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
+  // payload.
   Engine& engine = *F().engine;
   uint64_t i = state.thread_index() * 7919;
   Condition when{{"DONE", "SUCCEEDED"}, {}, {}};
@@ -224,9 +224,9 @@ void TimeApplyBatches(benchmark::State& state, MakeOp make_op) {
     if (!engine.Apply(ops, &results).ok()) state.SkipWithError("apply failed");
   }
   state.SetItemsProcessed(state.iterations() * batch);
-  state.counters["per_item"] = benchmark::Counter(static_cast<double>(state.iterations() * batch),
-                                                  benchmark::Counter::kIsRate |
-                                                      benchmark::Counter::kInvert);
+  state.counters["per_item"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * batch),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // A group commit of N new keys. Per item, comparable with BM_Insert_New.
@@ -270,7 +270,9 @@ void BM_Clock_Engine(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(clock.NowMillis());
 }
 
-void Threads(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(2)->Threads(8)->UseRealTime(); }
+void Threads(benchmark::internal::Benchmark* b) {
+  b->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
+}
 
 BENCHMARK(BM_Clock_Wall)->Apply(Threads);
 BENCHMARK(BM_Clock_Engine)->Apply(Threads);

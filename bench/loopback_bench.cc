@@ -4,8 +4,6 @@
 //   BM_Loopback_RoundTrip       one request in flight: latency of an Insert of a new key
 //   BM_Loopback_Pipelined/N     N requests in flight on one connection (ApplyAsync): items/s
 // The engine runs with Durability::kAsync, as in the other benchmarks: fsync cost is the disk's.
-#include <benchmark/benchmark.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include <benchmark/benchmark.h>
 
 #include "idem/client.h"
 #include "idem/engine.h"

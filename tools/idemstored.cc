@@ -88,12 +88,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const char* durability =
-      flags->engine.durability == idem::Durability::kSync ? "sync" : "async";
+  const char* durability = flags->engine.durability == idem::Durability::kSync ? "sync" : "async";
   const char* background =
-      flags->engine.background_priority == idem::EngineOptions::BackgroundPriority::kLow
-          ? "low"
-          : "normal";
+      flags->engine.background_priority == idem::EngineOptions::BackgroundPriority::kLow ? "low"
+                                                                                         : "normal";
   // Tests read the real port from this line: keep "listening on HOST:PORT" stable.
   std::fprintf(
       stderr,

@@ -23,14 +23,14 @@
 // (async mode, ApplyDeferSync) can be lost in a power cut that keeps the compaction's output.
 #pragma once
 
-#include <rocksdb/db.h>
-#include <rocksdb/write_batch.h>
-
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <mutex>
 #include <optional>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include "idem/result.h"
 

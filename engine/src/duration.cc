@@ -8,8 +8,8 @@ namespace idem {
 namespace {
 
 // Longest suffix first, so "ms" is not read as "m" followed by garbage.
-constexpr std::array<std::pair<std::string_view, int64_t>, 5> kUnits{{
-    {"ms", 1}, {"s", kSecond}, {"m", kMinute}, {"h", kHour}, {"d", kDay}}};
+constexpr std::array<std::pair<std::string_view, int64_t>, 5> kUnits{
+    {{"ms", 1}, {"s", kSecond}, {"m", kMinute}, {"h", kHour}, {"d", kDay}}};
 
 Status Invalid(std::string_view text, std::string_view why) {
   return Status::InvalidArgument("duration \"" + std::string(text) + "\": " + std::string(why) +

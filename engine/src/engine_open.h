@@ -3,10 +3,10 @@
 // reaches them; Engine::Open is this function on the default file system.
 #pragma once
 
-#include <rocksdb/file_system.h>
-
 #include <memory>
 #include <string>
+
+#include <rocksdb/file_system.h>
 
 #include "idem/engine.h"
 

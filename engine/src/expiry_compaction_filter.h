@@ -18,9 +18,9 @@
 // here would destroy the evidence. Meta keys (fence reservation, clock mark) are never touched.
 #pragma once
 
-#include <rocksdb/compaction_filter.h>
-
 #include <memory>
+
+#include <rocksdb/compaction_filter.h>
 
 #include "clock_mark.h"
 #include "idem/clock.h"

@@ -11,9 +11,9 @@
 //   it cannot write, so the LOG's write errors are ignored here (lines are lost, nothing else).
 #pragma once
 
-#include <rocksdb/file_system.h>
-
 #include <memory>
+
+#include <rocksdb/file_system.h>
 
 #include "write_health.h"
 

@@ -241,9 +241,8 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
     }
     const char** matches = count <= kInline ? inline_matches : more_matches.data();
     if (!newest_first) {
-      std::sort(matches, matches + count, [](const char* a, const char* b) {
-        return ViewEntry(a).tag > ViewEntry(b).tag;
-      });
+      std::sort(matches, matches + count,
+                [](const char* a, const char* b) { return ViewEntry(a).tag > ViewEntry(b).tag; });
     }
     for (size_t i = 0; i < count && callback(callback_args, matches[i]); ++i) {
     }

@@ -36,7 +36,8 @@ class KeyLocks {
       for (size_t s : stripes_) locks_->stripes_[s].mu.lock();
     }
     ~Guard() {
-      for (auto it = stripes_.rbegin(); it != stripes_.rend(); ++it) locks_->stripes_[*it].mu.unlock();
+      for (auto it = stripes_.rbegin(); it != stripes_.rend(); ++it)
+        locks_->stripes_[*it].mu.unlock();
     }
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;

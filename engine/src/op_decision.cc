@@ -60,7 +60,8 @@ Decision DecideInsert(const Op& op, const Record* current, const DecisionInputs&
     d.result.fingerprint_matches = !FingerprintDiffers(op, *current);
     return d;
   }
-  Decision d = Create(Outcome::kInserted, op.status, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
+  Decision d =
+      Create(Outcome::kInserted, op.status, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
   d.result.record->payload.assign(op.payload);
   d.result.record->fingerprint.assign(op.fingerprint);
   return d;
@@ -239,20 +240,34 @@ bool ConditionHolds(const Condition& c, const Record& r) {
 
 Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
   switch (op.type) {
-    case OpType::kInsert: return DecideInsert(op, current, in);
-    case OpType::kCompareAndSet: return DecideCompareAndSet(op, current, in);
-    case OpType::kGet: return Answer(current ? Outcome::kFound : Outcome::kNotFound, current);
-    case OpType::kDelete: return DecideDelete(op, current);
-    case OpType::kBegin: return DecideBegin(op, current, in);
-    case OpType::kComplete: return DecideComplete(op, current, in);
-    case OpType::kAbort: return DecideAbort(op, current, in);
-    case OpType::kHeartbeat: return DecideHeartbeat(op, current, in);
-    case OpType::kIssueToken: return DecideIssueToken(current, in);
-    case OpType::kConsumeToken: return DecideConsumeToken(current, in);
-    case OpType::kLock: return DecideLock(op, current, in);
-    case OpType::kRenew: return DecideRenew(op, current, in);
-    case OpType::kUnlock: return DecideUnlock(op, current);
-    case OpType::kTransition: return DecideTransition(op, current, in);
+    case OpType::kInsert:
+      return DecideInsert(op, current, in);
+    case OpType::kCompareAndSet:
+      return DecideCompareAndSet(op, current, in);
+    case OpType::kGet:
+      return Answer(current ? Outcome::kFound : Outcome::kNotFound, current);
+    case OpType::kDelete:
+      return DecideDelete(op, current);
+    case OpType::kBegin:
+      return DecideBegin(op, current, in);
+    case OpType::kComplete:
+      return DecideComplete(op, current, in);
+    case OpType::kAbort:
+      return DecideAbort(op, current, in);
+    case OpType::kHeartbeat:
+      return DecideHeartbeat(op, current, in);
+    case OpType::kIssueToken:
+      return DecideIssueToken(current, in);
+    case OpType::kConsumeToken:
+      return DecideConsumeToken(current, in);
+    case OpType::kLock:
+      return DecideLock(op, current, in);
+    case OpType::kRenew:
+      return DecideRenew(op, current, in);
+    case OpType::kUnlock:
+      return DecideUnlock(op, current);
+    case OpType::kTransition:
+      return DecideTransition(op, current, in);
   }
   return Answer(Outcome::kNotFound, nullptr);  // unreachable: ValidateOp rejects unknown types
 }

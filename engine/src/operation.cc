@@ -4,46 +4,80 @@ namespace idem {
 
 std::string_view OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kInserted: return "INSERTED";
-    case Outcome::kExists: return "EXISTS";
-    case Outcome::kApplied: return "APPLIED";
-    case Outcome::kConditionFailed: return "CONDITION_FAILED";
-    case Outcome::kNotFound: return "NOT_FOUND";
-    case Outcome::kDeleted: return "DELETED";
-    case Outcome::kFound: return "FOUND";
-    case Outcome::kStarted: return "STARTED";
-    case Outcome::kInProgress: return "IN_PROGRESS";
-    case Outcome::kCompleted: return "COMPLETED";
-    case Outcome::kMismatch: return "MISMATCH";
-    case Outcome::kFenceMismatch: return "FENCE_MISMATCH";
-    case Outcome::kReleased: return "RELEASED";
-    case Outcome::kIssued: return "ISSUED";
-    case Outcome::kConsumed: return "CONSUMED";
-    case Outcome::kAlreadyConsumed: return "ALREADY_CONSUMED";
-    case Outcome::kAcquired: return "ACQUIRED";
-    case Outcome::kHeld: return "HELD";
-    case Outcome::kAlready: return "ALREADY";
-    case Outcome::kIllegal: return "ILLEGAL";
+    case Outcome::kInserted:
+      return "INSERTED";
+    case Outcome::kExists:
+      return "EXISTS";
+    case Outcome::kApplied:
+      return "APPLIED";
+    case Outcome::kConditionFailed:
+      return "CONDITION_FAILED";
+    case Outcome::kNotFound:
+      return "NOT_FOUND";
+    case Outcome::kDeleted:
+      return "DELETED";
+    case Outcome::kFound:
+      return "FOUND";
+    case Outcome::kStarted:
+      return "STARTED";
+    case Outcome::kInProgress:
+      return "IN_PROGRESS";
+    case Outcome::kCompleted:
+      return "COMPLETED";
+    case Outcome::kMismatch:
+      return "MISMATCH";
+    case Outcome::kFenceMismatch:
+      return "FENCE_MISMATCH";
+    case Outcome::kReleased:
+      return "RELEASED";
+    case Outcome::kIssued:
+      return "ISSUED";
+    case Outcome::kConsumed:
+      return "CONSUMED";
+    case Outcome::kAlreadyConsumed:
+      return "ALREADY_CONSUMED";
+    case Outcome::kAcquired:
+      return "ACQUIRED";
+    case Outcome::kHeld:
+      return "HELD";
+    case Outcome::kAlready:
+      return "ALREADY";
+    case Outcome::kIllegal:
+      return "ILLEGAL";
   }
   return "UNKNOWN";
 }
 
 std::string_view OpTypeName(OpType type) {
   switch (type) {
-    case OpType::kInsert: return "insert";
-    case OpType::kCompareAndSet: return "cas";
-    case OpType::kGet: return "get";
-    case OpType::kDelete: return "delete";
-    case OpType::kBegin: return "begin";
-    case OpType::kComplete: return "complete";
-    case OpType::kAbort: return "abort";
-    case OpType::kHeartbeat: return "heartbeat";
-    case OpType::kIssueToken: return "token-issue";
-    case OpType::kConsumeToken: return "token-consume";
-    case OpType::kLock: return "lock";
-    case OpType::kRenew: return "renew";
-    case OpType::kUnlock: return "unlock";
-    case OpType::kTransition: return "transition";
+    case OpType::kInsert:
+      return "insert";
+    case OpType::kCompareAndSet:
+      return "cas";
+    case OpType::kGet:
+      return "get";
+    case OpType::kDelete:
+      return "delete";
+    case OpType::kBegin:
+      return "begin";
+    case OpType::kComplete:
+      return "complete";
+    case OpType::kAbort:
+      return "abort";
+    case OpType::kHeartbeat:
+      return "heartbeat";
+    case OpType::kIssueToken:
+      return "token-issue";
+    case OpType::kConsumeToken:
+      return "token-consume";
+    case OpType::kLock:
+      return "lock";
+    case OpType::kRenew:
+      return "renew";
+    case OpType::kUnlock:
+      return "unlock";
+    case OpType::kTransition:
+      return "transition";
   }
   return "unknown";
 }
@@ -88,7 +122,6 @@ Op Op::Delete(std::string_view ns, std::string_view key, Condition condition) {
   op.condition = std::move(condition);
   return op;
 }
-
 
 Op Op::Begin(std::string_view ns, std::string_view key, std::string_view fingerprint,
              int64_t lease_ms, int64_t wait_ms, std::string_view owner) {

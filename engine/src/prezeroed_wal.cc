@@ -149,9 +149,9 @@ class PrezeroedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
   const uint64_t chunk_bytes_;
   std::mutex mu_;
   std::condition_variable extended_;  // an extension finished
-  uint64_t size_ = 0;       // guarded by mu_: bytes of data appended (or being appended)
-  uint64_t zero_end_ = 0;   // guarded by mu_: zeros were written and synced up to here
-  bool extending_ = false;  // guarded by mu_: MaybeExtend is writing zeros
+  uint64_t size_ = 0;                 // guarded by mu_: bytes of data appended (or being appended)
+  uint64_t zero_end_ = 0;             // guarded by mu_: zeros were written and synced up to here
+  bool extending_ = false;            // guarded by mu_: MaybeExtend is writing zeros
   bool stopped_ = false;    // guarded by mu_: no more extensions (closed, failed, untracked)
   bool size_known_ = true;  // guarded by mu_: size_ is where the data ends
 };

@@ -26,13 +26,13 @@
 #include "expiry_stats.h"
 #include "failure_safe_fs.h"
 #include "fence_allocator.h"
-#include "io_accounting.h"
 #include "idem/engine.h"
+#include "io_accounting.h"
 #include "key_codec.h"
 #include "key_locks.h"
 #include "key_watchers.h"
-#include "operator_log.h"
 #include "op_decision.h"
+#include "operator_log.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
 #include "rocks_options.h"
@@ -110,7 +110,8 @@ class RocksEngine final : public Engine {
                      needs_sync);
   }
   Status SyncWal() override;
-  WatchId Watch(std::string_view ns, std::string_view key, std::function<void()> on_change) override {
+  WatchId Watch(std::string_view ns, std::string_view key,
+                std::function<void()> on_change) override {
     return watchers_.Add(RecordKey(ns, key), std::move(on_change));
   }
   void Unwatch(WatchId id) override { watchers_.Remove(id); }
@@ -123,8 +124,8 @@ class RocksEngine final : public Engine {
 
  private:
   // needs_sync (with defer_sync): set when the batch wrote, or may have read an unsynced write.
-  Status ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
-                   bool defer_sync, bool* needs_sync);
+  Status ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results, bool defer_sync,
+                   bool* needs_sync);
   // Reads `keys` at one consistent view: values[i] and statuses[i] answer keys[i].
   void ReadAll(std::span<const rocksdb::Slice> keys, rocksdb::PinnableSlice* values,
                rocksdb::Status* statuses);
@@ -168,7 +169,7 @@ class RocksEngine final : public Engine {
   const EngineOptions options_;
   const std::shared_ptr<Clock> clock_;
   const std::shared_ptr<ClockMark> clock_mark_;  // null: a clock the caller supplied (no mark)
-  std::unique_ptr<rocksdb::Env> env_;  // over the engine's file systems; outlives db_
+  std::unique_ptr<rocksdb::Env> env_;            // over the engine's file systems; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
   rocksdb::WriteOptions deferred_write_options_;  // sync = false
@@ -351,7 +352,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     std::string key;    // the RocksDB key
     std::string token;  // IssueToken: the generated key
     size_t stripe = 0;
-    size_t read = 0;  // its slot in the batch's MultiGet
+    size_t read = 0;             // its slot in the batch's MultiGet
     bool may_share_key = false;  // another op of the batch hashes to the same stripe
   };
   std::vector<Prepared> prepared(ops.size());
@@ -463,7 +464,8 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     }
     if (d.write != Decision::Write::kNone) {
       if (defer_sync) written_stripes.push_back(p.stripe);
-      if (p.may_share_key) pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
+      if (p.may_share_key)
+        pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
       if (!watchers_.Empty()) written.push_back(p.key);
     }
     results->push_back(std::move(d.result));
@@ -532,7 +534,8 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     Result<OpResult>& r = (*results)[i];
-    if (op.type == OpType::kBegin && op.wait_ms > 0 && r.ok() && r->outcome == Outcome::kInProgress) {
+    if (op.type == OpType::kBegin && op.wait_ms > 0 && r.ok() &&
+        r->outcome == Outcome::kInProgress) {
       r = WaitForAttempt(op, std::move(r), start + std::chrono::milliseconds(op.wait_ms));
     }
   }
@@ -568,8 +571,10 @@ Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last
       return last;
     }
     // Sleep until the attempt changes, its lease ends (then Begin takes over), or the deadline.
-    const int64_t lease_left_ms = std::max<int64_t>(1, last->record->lease_until_ms - clock_->NowMillis());
-    auto wake = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(lease_left_ms));
+    const int64_t lease_left_ms =
+        std::max<int64_t>(1, last->record->lease_until_ms - clock_->NowMillis());
+    auto wake = std::min(
+        deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(lease_left_ms));
     {
       std::unique_lock<std::mutex> lock(signal->mu);
       signal->cv.wait_until(lock, wake, [&] { return signal->fired; });
@@ -732,8 +737,7 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
   if (!options.clock) {
     own_clock = std::make_shared<AnchoredClock>(
         options.wall_clock ? options.wall_clock : SystemClock::Default(),
-        options.monotonic_clock ? options.monotonic_clock : MonotonicClock::Default(),
-        options.log);
+        options.monotonic_clock ? options.monotonic_clock : MonotonicClock::Default(), options.log);
     clock_mark = std::make_shared<ClockMark>();
     options.clock = own_clock;
   }
@@ -770,15 +774,16 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
   }
   if (options.background_priority == EngineOptions::BackgroundPriority::kLow) {
     for (auto pool : {rocksdb::Env::Priority::HIGH, rocksdb::Env::Priority::LOW}) {
-      rocksdb::Status lowered = rocks_options.env->LowerThreadPoolCPUPriority(
-          pool, rocksdb::CpuPriority::kLow);
+      rocksdb::Status lowered =
+          rocks_options.env->LowerThreadPoolCPUPriority(pool, rocksdb::CpuPriority::kLow);
       if (!lowered.ok()) return FromRocks(lowered);
     }
   }
   auto health = std::make_shared<WriteHealth>(options.log);
   if (!fs) fs = rocks_options.env->GetFileSystem();
   fs = NewFailureSafeFileSystem(std::move(fs), health);
-  // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at close.
+  // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at
+  // close.
   if (options.durability == Durability::kSync && options.wal_prezero_chunk_bytes > 0) {
     fs = NewPrezeroedWalFileSystem(std::move(fs), options.wal_prezero_chunk_bytes);
   }

@@ -24,15 +24,24 @@ Status Status::FromCode(uint32_t code, std::string_view msg) {
 
 std::string_view CodeName(Status::Code code) {
   switch (code) {
-    case Status::Code::kOk: return "OK";
-    case Status::Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Status::Code::kNotFound: return "NOT_FOUND";
-    case Status::Code::kBusy: return "BUSY";
-    case Status::Code::kIOError: return "IO_ERROR";
-    case Status::Code::kCorruption: return "CORRUPTION";
-    case Status::Code::kTimedOut: return "TIMED_OUT";
-    case Status::Code::kNotSupported: return "NOT_SUPPORTED";
-    case Status::Code::kShutdown: return "SHUTDOWN";
+    case Status::Code::kOk:
+      return "OK";
+    case Status::Code::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case Status::Code::kNotFound:
+      return "NOT_FOUND";
+    case Status::Code::kBusy:
+      return "BUSY";
+    case Status::Code::kIOError:
+      return "IO_ERROR";
+    case Status::Code::kCorruption:
+      return "CORRUPTION";
+    case Status::Code::kTimedOut:
+      return "TIMED_OUT";
+    case Status::Code::kNotSupported:
+      return "NOT_SUPPORTED";
+    case Status::Code::kShutdown:
+      return "SHUTDOWN";
   }
   return "UNKNOWN";
 }

@@ -63,7 +63,9 @@ Status ValidateOp(const Op& op, const Limits& limits) {
   const auto payload = [&](std::string_view what) {
     return CheckLength(what, op.payload, 0, limits.max_payload_bytes);
   };
-  const auto owner = [&](size_t min) { return CheckLength("owner", op.owner, min, limits.max_owner_bytes); };
+  const auto owner = [&](size_t min) {
+    return CheckLength("owner", op.owner, min, limits.max_owner_bytes);
+  };
   const auto fence = [&]() {
     return op.condition.fence ? Status::Ok()
                               : Status::InvalidArgument(std::string(OpTypeName(op.type)) +
@@ -153,7 +155,8 @@ Result<int64_t> ResolveLease(int64_t lease_ms, const LifecyclePolicy& policy) {
 Status ValidateLifecycle(std::string_view ns, const LifecyclePolicy& p) {
   std::string where = ns.empty() ? "default lifecycle" : "lifecycle of '" + std::string(ns) + "'";
   if (p.max_lease_ms <= 0 || p.default_lease_ms <= 0 || p.default_lease_ms > p.max_lease_ms) {
-    return Status::InvalidArgument(where + ": leases must satisfy 0 < default_lease_ms <= max_lease_ms");
+    return Status::InvalidArgument(where +
+                                   ": leases must satisfy 0 < default_lease_ms <= max_lease_ms");
   }
   if (p.completed_ttl_ms < 0) return Status::InvalidArgument(where + ": completed_ttl_ms < 0");
   return Status::Ok();

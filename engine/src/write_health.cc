@@ -1,10 +1,10 @@
 #include "write_health.h"
 
-#include "operator_log.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+
+#include "operator_log.h"
 
 namespace idem {
 namespace {
@@ -33,9 +33,7 @@ WriteHealth::WriteHealth(std::function<void(std::string_view)> log) : log_(std::
 
 WriteHealth::~WriteHealth() { StopRecovery(); }
 
-void WriteHealth::Log(std::string_view line) const {
-  LogToOperator(log_, line);
-}
+void WriteHealth::Log(std::string_view line) const { LogToOperator(log_, line); }
 
 Status WriteHealth::Refusal() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -32,8 +32,6 @@
 //   `idemctl --data DIR repair` if the start is then refused.
 #pragma once
 
-#include <rocksdb/listener.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -43,6 +41,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include <rocksdb/listener.h>
 
 #include "idem/status.h"
 

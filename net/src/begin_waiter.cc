@@ -12,12 +12,12 @@ struct BeginWaiter::Waiting {
   Done done;
 
   std::mutex mu;
-  Result<OpResult> last;          // guarded by mu
-  uint64_t round = 0;             // guarded by mu; wakes of older rounds are ignored
-  bool awaiting_result = false;   // guarded by mu; the round's re-apply is in the queue
-  bool woken = false;             // guarded by mu; the round's watch or timer fired
-  Engine::WatchId watch = 0;      // guarded by mu
-  bool finished = false;          // guarded by mu
+  Result<OpResult> last;         // guarded by mu
+  uint64_t round = 0;            // guarded by mu; wakes of older rounds are ignored
+  bool awaiting_result = false;  // guarded by mu; the round's re-apply is in the queue
+  bool woken = false;            // guarded by mu; the round's watch or timer fired
+  Engine::WatchId watch = 0;     // guarded by mu
+  bool finished = false;         // guarded by mu
 
   Waiting(const Op& o, SteadyClock::time_point d, Result<OpResult> l, Done dn)
       : op(o), deadline(d), done(std::move(dn)), last(std::move(l)) {
@@ -81,11 +81,11 @@ void BeginWaiter::OnResult(const std::shared_ptr<Waiting>& w, uint64_t round, St
       // Sleep until the lease ends (engine clock) or the deadline (steady clock).
       int64_t lease_left_ms = 1;
       if (r->record) {
-        lease_left_ms = std::max<int64_t>(
-            1, r->record->lease_until_ms - engine_->options().clock->NowMillis());
+        lease_left_ms =
+            std::max<int64_t>(1, r->record->lease_until_ms - engine_->options().clock->NowMillis());
       }
-      auto to_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(
-          w->deadline - SteadyClock::now());
+      auto to_deadline =
+          std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - SteadyClock::now());
       sleep = std::max(std::chrono::milliseconds(0),
                        std::min(to_deadline, std::chrono::milliseconds(lease_left_ms)));
       retry_now = w->woken;

@@ -9,19 +9,19 @@
 // Each connection (or attempt) has a generation. Disconnect moves it on, so a late completion
 // of an old connection's read, write or timer finds it changed and does nothing: it cannot touch
 // the connection that replaced its own.
+#include "idem/client.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <deque>
 #include <future>
 #include <unordered_map>
-
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
 
 #include "frame_parser.h"
-#include "idem/client.h"
 #include "protocol_codec.h"
 
 namespace idem {
@@ -141,32 +141,32 @@ Status ClientImpl::ConnectFirst() {
 
 void ClientImpl::Send(uint64_t id, FrameBytes frame, OnResponse on_response) {
   // The frame is built; everything else happens on the I/O thread.
-  asio::post(io_, [this, id, frame = std::move(frame),
-                   on_response = std::move(on_response)]() mutable {
-    if (Status refused = Admit(frame.size() - 4); !refused.ok()) {
-      on_response(refused, nullptr, 0);
-      return;
-    }
-    auto timer = std::make_unique<asio::steady_timer>(io_);
-    timer->expires_after(std::chrono::milliseconds(options_.request_timeout_ms));
-    timer->async_wait([this, id](const boost::system::error_code& ec) {
-      if (ec) return;
-      auto it = waiting_.find(id);
-      if (it == waiting_.end()) return;
-      OnResponse late = std::move(it->second.on_response);
-      waiting_.erase(it);
-      late(Status::TimedOut("no response within " + std::to_string(options_.request_timeout_ms) +
-                            " ms"),
-           nullptr, 0);
-    });
-    waiting_.emplace(id, Waiting{std::move(on_response), std::move(timer)});
-    if (link_ == Link::kUp) {
-      outbox_.push_back(std::move(frame));
-      DoWrite();
-    } else {
-      held_.emplace_back(id, std::move(frame));
-    }
-  });
+  asio::post(io_,
+             [this, id, frame = std::move(frame), on_response = std::move(on_response)]() mutable {
+               if (Status refused = Admit(frame.size() - 4); !refused.ok()) {
+                 on_response(refused, nullptr, 0);
+                 return;
+               }
+               auto timer = std::make_unique<asio::steady_timer>(io_);
+               timer->expires_after(std::chrono::milliseconds(options_.request_timeout_ms));
+               timer->async_wait([this, id](const boost::system::error_code& ec) {
+                 if (ec) return;
+                 auto it = waiting_.find(id);
+                 if (it == waiting_.end()) return;
+                 OnResponse late = std::move(it->second.on_response);
+                 waiting_.erase(it);
+                 late(Status::TimedOut("no response within " +
+                                       std::to_string(options_.request_timeout_ms) + " ms"),
+                      nullptr, 0);
+               });
+               waiting_.emplace(id, Waiting{std::move(on_response), std::move(timer)});
+               if (link_ == Link::kUp) {
+                 outbox_.push_back(std::move(frame));
+                 DoWrite();
+               } else {
+                 held_.emplace_back(id, std::move(frame));
+               }
+             });
 }
 
 // Whether a request may go out; starts connecting when the link is down and may come up.

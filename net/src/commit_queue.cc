@@ -23,8 +23,7 @@ CommitQueue::~CommitQueue() { Stop(); }
 void CommitQueue::Submit(std::vector<Op> ops, Done done) {
   if (ops.size() > max_batch_ops_) {
     done(Status::InvalidArgument("request has " + std::to_string(ops.size()) +
-                                 " operations; max_batch_ops is " +
-                                 std::to_string(max_batch_ops_)),
+                                 " operations; max_batch_ops is " + std::to_string(max_batch_ops_)),
          {});
     return;
   }

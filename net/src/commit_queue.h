@@ -121,10 +121,10 @@ class CommitQueue {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Item> queue_;   // guarded by mu_
-  bool stopping_ = false;    // guarded by mu_
-  uint64_t applies_ = 0;     // guarded by mu_
-  uint64_t requests_ = 0;    // guarded by mu_
+  std::deque<Item> queue_;        // guarded by mu_
+  bool stopping_ = false;         // guarded by mu_
+  uint64_t applies_ = 0;          // guarded by mu_
+  uint64_t requests_ = 0;         // guarded by mu_
   bool flush_scheduled_ = false;  // guarded by mu_; loop mode: a FlushOnLoop is coming
   // Held for a whole FlushOnLoop: one flush at a time, so Stop's flush also waits for a flush
   // in progress on the loop, and no batch is applied after Stop's last sync.
@@ -140,17 +140,17 @@ class CommitQueue {
 
   const bool defer_sync_;  // on the loop, an Engine, Durability::kSync (see above)
   std::thread sync_thread_;
-  std::condition_variable sync_cv_;      // a batch was applied, or stopping
-  std::deque<Unsynced> unsynced_;        // guarded by mu_; in seq order
-  uint64_t applied_seq_ = 0;             // guarded by mu_; batches applied (ApplyDeferSync)
-  uint64_t synced_seq_ = 0;              // guarded by mu_; batches a finished sync covered
+  std::condition_variable sync_cv_;  // a batch was applied, or stopping
+  std::deque<Unsynced> unsynced_;    // guarded by mu_; in seq order
+  uint64_t applied_seq_ = 0;         // guarded by mu_; batches applied (ApplyDeferSync)
+  uint64_t synced_seq_ = 0;          // guarded by mu_; batches a finished sync covered
   // guarded by mu_: the last failed sync, and the last batch it covered. Batches up to there
   // fail; those after are answered by the syncs that cover them (the engine refuses to sync
   // until it has recovered from the failure: write_health.h).
   Status sync_error_;
   uint64_t sync_error_through_seq_ = 0;
-  bool release_posted_ = false;          // guarded by mu_; a ReleaseSynced is on its way
-  bool sync_stopping_ = false;           // guarded by mu_
+  bool release_posted_ = false;  // guarded by mu_; a ReleaseSynced is on its way
+  bool sync_stopping_ = false;   // guarded by mu_
 };
 
 }  // namespace idem

@@ -192,9 +192,9 @@ void Connection::MaybeFinish() {
 }
 
 void Connection::ArmTimer() {
-  timer_.expires_at(close_after_ ? close_deadline_
-                                 : last_activity_ + std::chrono::milliseconds(
-                                                        options_.idle_timeout_ms));
+  timer_.expires_at(close_after_
+                        ? close_deadline_
+                        : last_activity_ + std::chrono::milliseconds(options_.idle_timeout_ms));
   timer_.async_wait(
       [self = shared_from_this()](const boost::system::error_code& ec) { self->OnTimer(ec); });
 }

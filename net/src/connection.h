@@ -24,9 +24,8 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+#include <vector>
 
 #include <boost/asio.hpp>
 
@@ -99,19 +98,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Outgoing> outbox_;    // ready, not yet handed to the socket
   std::vector<Outgoing> writing_;  // the write in flight
 
-  size_t in_engine_ = 0;  // requests given to the handler, not yet replied
-  size_t inflight_ = 0;   // requests read, response not yet written
-  size_t queued_bytes_ = 0;  // bytes of outbox_ and writing_
-  Clock::time_point last_activity_;  // last complete request read or response written
+  size_t in_engine_ = 0;              // requests given to the handler, not yet replied
+  size_t inflight_ = 0;               // requests read, response not yet written
+  size_t queued_bytes_ = 0;           // bytes of outbox_ and writing_
+  Clock::time_point last_activity_;   // last complete request read or response written
   Clock::time_point close_deadline_;  // hard limit once closing after an error
-
 
   bool reading_ = false;
   bool writing_active_ = false;
   bool write_scheduled_ = false;  // a DoWrite is posted
-  bool peer_eof_ = false;     // the peer shut down its sending side
-  bool close_after_ = false;  // after an error: write what is pending, then close
-  bool lingering_ = false;    // close_after_ and all written: discarding input until EOF
+  bool peer_eof_ = false;         // the peer shut down its sending side
+  bool close_after_ = false;      // after an error: write what is pending, then close
+  bool lingering_ = false;        // close_after_ and all written: discarding input until EOF
   bool draining_ = false;
   bool closed_ = false;
 };

@@ -7,7 +7,8 @@ namespace idem {
 
 Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where) {
   if (where.server.empty() == where.data_dir.empty()) {
-    return Status::InvalidArgument("say where the store is: a server (HOST:PORT) or a data directory");
+    return Status::InvalidArgument(
+        "say where the store is: a server (HOST:PORT) or a data directory");
   }
   if (!where.server.empty()) {
     ClientOptions options;
@@ -22,7 +23,8 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where) {
   if (!engine.ok()) {
     const Status& s = engine.status();
     if (s.IsIOError() && s.message().find("lock") != std::string::npos) {
-      return Status::IOError(s.message() + " (is idemstored running on this directory? use --server)");
+      return Status::IOError(s.message() +
+                             " (is idemstored running on this directory? use --server)");
     }
     return s;
   }

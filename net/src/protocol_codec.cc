@@ -123,15 +123,13 @@ fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
   auto fingerprint = op.fingerprint.empty() ? 0 : Bytes(b, op.fingerprint);
   auto owner = op.owner.empty() ? 0 : b.CreateString(op.owner);
   return wire::CreateOp(b, static_cast<wire::OpType>(op.type), ns, key, status, payload,
-                        fingerprint, op.ttl_ms, condition, update, owner, op.lease_ms,
-                        op.wait_ms);
+                        fingerprint, op.ttl_ms, condition, update, owner, op.lease_ms, op.wait_ms);
 }
 
 fb::Offset<wire::Record> MakeRecord(fb::FlatBufferBuilder& b, const Record& r) {
-  return wire::CreateRecord(b, b.CreateString(r.status), r.version, r.fence,
-                            Bytes(b, r.fingerprint), Bytes(b, r.payload), r.created_ms,
-                            r.updated_ms, r.expires_at_ms, b.CreateString(r.owner),
-                            r.lease_until_ms);
+  return wire::CreateRecord(
+      b, b.CreateString(r.status), r.version, r.fence, Bytes(b, r.fingerprint), Bytes(b, r.payload),
+      r.created_ms, r.updated_ms, r.expires_at_ms, b.CreateString(r.owner), r.lease_until_ms);
 }
 
 fb::Offset<wire::OpResult> MakeOpResult(fb::FlatBufferBuilder& b, const Result<OpResult>& r) {
@@ -453,10 +451,10 @@ FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> re
 // (its six scalars present or not) of 24 bytes, 32 for OpResult of 16, 4 for Error of 8.
 size_t ApplyResponseBytesBound(std::span<const Result<OpResult>> results) {
   constexpr size_t kFrame = 160 + 64 * 24 + 32 * 16 + 4 * 8;  // prefix, root, Frame, vtables
-  constexpr size_t kOpResult = 4 + 32;  // its slot in the vector, the table
-  constexpr size_t kError = 24;         // the table, without the message
-  constexpr size_t kRecord = 80;        // the table: 4 offsets, 6 8-byte scalars
-  constexpr size_t kString = 12;        // length, terminator, padding
+  constexpr size_t kOpResult = 4 + 32;                        // its slot in the vector, the table
+  constexpr size_t kError = 24;                               // the table, without the message
+  constexpr size_t kRecord = 80;  // the table: 4 offsets, 6 8-byte scalars
+  constexpr size_t kString = 12;  // length, terminator, padding
   size_t n = kFrame;
   for (const Result<OpResult>& r : results) {
     n += kOpResult;
@@ -481,8 +479,8 @@ FrameBytes EncodeStatsRequest(uint64_t id) {
 FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
   fb::FlatBufferBuilder b(128);
   auto stats = wire::CreateStatsResponse(
-      b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence,
-      s.ops, s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
+      b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence, s.ops,
+      s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
       s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
       s.block_cache_capacity_bytes, s.table_readers_bytes);

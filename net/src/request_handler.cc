@@ -43,10 +43,9 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
       return s;
     }
     if (hello->protocol_version() != kProtocolVersion) {
-      Status s = Status::NotSupported("protocol version " +
-                                      std::to_string(hello->protocol_version()) +
-                                      " not supported; this server speaks " +
-                                      std::to_string(kProtocolVersion));
+      Status s = Status::NotSupported(
+          "protocol version " + std::to_string(hello->protocol_version()) +
+          " not supported; this server speaks " + std::to_string(kProtocolVersion));
       reply(EncodeError(id, s));
       return s;
     }
@@ -72,10 +71,10 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
       return Status::Ok();
     default:
       // A response type sent by a client, or a request type from a newer protocol revision.
-      reply(EncodeError(id, Status::NotSupported(
-                                "request type " +
-                                std::to_string(static_cast<int>(root->body_type())) +
-                                " not supported")));
+      reply(
+          EncodeError(id, Status::NotSupported("request type " +
+                                               std::to_string(static_cast<int>(root->body_type())) +
+                                               " not supported")));
       return Status::Ok();
   }
 }
@@ -86,10 +85,9 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
   const size_t n = wire_ops ? wire_ops->size() : 0;
   // Checked before decoding anything: the op count alone decides.
   if (n > info_.limits.max_batch_ops) {
-    reply(EncodeError(id, Status::InvalidArgument(
-                              "request has " + std::to_string(n) +
-                              " operations; max_batch_ops is " +
-                              std::to_string(info_.limits.max_batch_ops))));
+    reply(EncodeError(id, Status::InvalidArgument("request has " + std::to_string(n) +
+                                                  " operations; max_batch_ops is " +
+                                                  std::to_string(info_.limits.max_batch_ops))));
     return;
   }
   if (Status s = CheckPayloadsFitFrame(request, frame->size()); !s.ok()) {
@@ -120,8 +118,8 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
   }
   // `frame` rides along in the callbacks: the ops' string_views point into it.
   queue_->Submit(std::move(ops), [this, id, n, frame, decode_errors, waits, received,
-                                  reply = std::move(reply)](
-                                     Status status, std::vector<Result<OpResult>> results) {
+                                  reply = std::move(reply)](Status status,
+                                                            std::vector<Result<OpResult>> results) {
     if (!status.ok()) {
       reply(EncodeError(id, status));
       return;

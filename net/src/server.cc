@@ -9,13 +9,14 @@
 //  - With engine_threads > 0, that many threads in the CommitQueue call Store::Apply/Stats and
 //    post the responses back to each connection's strand; the I/O threads never touch the Store.
 //  - The thread that calls Wait()/Stop() (idemstored's main thread) only waits and coordinates.
+#include "idem/server.h"
+
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
-
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
@@ -24,7 +25,6 @@
 #include "begin_waiter.h"
 #include "commit_queue.h"
 #include "connection.h"
-#include "idem/server.h"
 #include "request_handler.h"
 
 #ifndef IDEM_VERSION
@@ -54,7 +54,7 @@ class ServerImpl final : public Server {
   uint16_t port() const override { return port_; }
   std::string address() const override {
     return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
-                                                          : options_.host) +
+                                                         : options_.host) +
            ":" + std::to_string(port_);
   }
   void Wait() override {
@@ -88,7 +88,8 @@ class ServerImpl final : public Server {
     return std::make_unique<BeginWaiter>(
         engine, queue_.get(), [this](std::chrono::milliseconds delay, std::function<void()> fn) {
           auto timer = std::make_shared<asio::steady_timer>(io_, delay);
-          timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); });
+          timer->async_wait(
+              [timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); });
         });
   }
   void Log(const std::string& line) const {
@@ -125,19 +126,20 @@ class ServerImpl final : public Server {
   State state_ = State::kListening;  // guarded by lifecycle_mu_
 
   std::mutex mu_;
-  std::condition_variable stop_cv_;    // stop_requested_ set, or a connection closed
-  bool stop_requested_ = false;        // guarded by mu_
+  std::condition_variable stop_cv_;  // stop_requested_ set, or a connection closed
+  bool stop_requested_ = false;      // guarded by mu_
   std::set<std::shared_ptr<Connection>> connections_;  // guarded by mu_; served and rejected
-  size_t served_ = 0;                  // guarded by mu_; connections counted against the limit
-  std::set<Connection*> rejected_;     // guarded by mu_; being sent BUSY
-  bool accept_paused_ = false;         // guarded by mu_; rejected_ is full
-  uint64_t refused_in_episode_ = 0;    // guarded by mu_; since the server last had a free slot
+  size_t served_ = 0;                // guarded by mu_; connections counted against the limit
+  std::set<Connection*> rejected_;   // guarded by mu_; being sent BUSY
+  bool accept_paused_ = false;       // guarded by mu_; rejected_ is full
+  uint64_t refused_in_episode_ = 0;  // guarded by mu_; since the server last had a free slot
 };
 
 Status ServerImpl::Listen() {
   boost::system::error_code ec;
   asio::ip::address address = asio::ip::make_address(options_.host, ec);
-  if (ec) return Status::InvalidArgument("listen host \"" + options_.host + "\" is not an IP address");
+  if (ec)
+    return Status::InvalidArgument("listen host \"" + options_.host + "\" is not an IP address");
   if (!address.is_loopback() && !options_.allow_remote) {
     return Status::InvalidArgument("refusing to listen on non-loopback address " + options_.host +
                                    " without allow_remote (--allow-remote)");

@@ -23,8 +23,8 @@ Result<Int> ParseInt(std::string_view flag, std::string_view text, Int min, Int 
   Int value{};
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    return Bad(flag, "expected an integer in [" + std::to_string(min) + ", " +
-                         std::to_string(max) + "], got \"" + std::string(text) + "\"");
+    return Bad(flag, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                         "], got \"" + std::string(text) + "\"");
   }
   return value;
 }
@@ -34,10 +34,12 @@ template <typename T>
 Status ParseChoice(std::string_view flag, std::string_view text,
                    std::pair<std::string_view, T> first, std::pair<std::string_view, T> second,
                    T* out) {
-  if (text == first.first) *out = first.second;
-  else if (text == second.first) *out = second.second;
-  else return Bad(flag, "expected " + std::string(first.first) + " or " +
-                            std::string(second.first));
+  if (text == first.first)
+    *out = first.second;
+  else if (text == second.first)
+    *out = second.second;
+  else
+    return Bad(flag, "expected " + std::string(first.first) + " or " + std::string(second.first));
   return Status::Ok();
 }
 
@@ -131,8 +133,9 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
   constexpr std::string_view kFlag = "--lifecycle";
   size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    return Bad(kFlag, "expected NS=PART[,PART...] with parts lease=DUR, max-lease=DUR, "
-                      "completed-ttl=DUR, remember-failures, max-response=BYTES");
+    return Bad(kFlag,
+               "expected NS=PART[,PART...] with parts lease=DUR, max-lease=DUR, "
+               "completed-ttl=DUR, remember-failures, max-response=BYTES");
   }
   std::string ns(text.substr(0, eq));
   const std::string where = std::string(kFlag) + " " + ns;
@@ -140,7 +143,8 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
   for (std::string_view part : SplitCommas(text.substr(eq + 1))) {
     size_t peq = part.find('=');
     std::string_view key = part.substr(0, peq);
-    std::string_view value = peq == std::string_view::npos ? std::string_view() : part.substr(peq + 1);
+    std::string_view value =
+        peq == std::string_view::npos ? std::string_view() : part.substr(peq + 1);
     if (key == "remember-failures" && peq == std::string_view::npos) {
       spec.remember_failures = true;
       continue;
@@ -176,7 +180,11 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   using Setter = std::function<Status(std::string_view)>;
   const std::map<std::string_view, Setter> valued = {
       {"--listen", [&](std::string_view v) { return ParseListen(v, &flags.server); }},
-      {"--data", [&](std::string_view v) { flags.data_dir = std::string(v); return Status::Ok(); }},
+      {"--data",
+       [&](std::string_view v) {
+         flags.data_dir = std::string(v);
+         return Status::Ok();
+       }},
       {"--durability",
        [&](std::string_view v) {
          return ParseChoice("--durability", v, {"sync", Durability::kSync},
@@ -332,7 +340,8 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   for (const auto& [ns, spec] : lifecycle) {
     LifecyclePolicy policy = flags.engine.default_lifecycle;
     policy.default_lease_ms = spec.lease_ms.value_or(policy.default_lease_ms);
-    policy.max_lease_ms = spec.max_lease_ms.value_or(std::max(policy.max_lease_ms, policy.default_lease_ms));
+    policy.max_lease_ms =
+        spec.max_lease_ms.value_or(std::max(policy.max_lease_ms, policy.default_lease_ms));
     policy.completed_ttl_ms = spec.completed_ttl_ms.value_or(policy.completed_ttl_ms);
     policy.max_response_bytes = spec.max_response_bytes.value_or(policy.max_response_bytes);
     policy.remember_failures = spec.remember_failures;

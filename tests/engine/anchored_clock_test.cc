@@ -3,14 +3,14 @@
 // clock at most 5 % fast or slow, and says so in the log.
 #include "anchored_clock.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace idem {
 namespace {

@@ -2,12 +2,13 @@
 // changes nothing — instead of silently dropping acknowledged records (a garbled or cut WAL) or
 // starting an empty database over the old one (a missing CURRENT). A torn last record, what a
 // crash leaves, still opens (engine_crash_test and prezeroed_wal_test cover that in depth).
-#include <gmock/gmock.h>
+#include "support/data_damage.h"
 
 #include <filesystem>
 
+#include <gmock/gmock.h>
+
 #include "idem/engine.h"
-#include "support/data_damage.h"
 #include "support/engine_fixture.h"
 #include "support/temp_dir.h"
 

@@ -5,8 +5,6 @@
 // - reads keep working;
 // - once the fault clears, writes work again within a bounded time, without a restart;
 // - every acknowledged write is there afterwards, also after reopening.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "engine_open.h"
 #include "idem/engine.h"

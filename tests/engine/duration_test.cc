@@ -24,8 +24,9 @@ TEST(Duration, PositiveRejectsZero) {
 }
 
 TEST(Duration, RejectsMalformedInputNamingIt) {
-  for (std::string_view bad : {"", "10", "ms", "-5s", "5 s", "5sec", "1.5h", "5S", "s5", "1h-",
-                               "1hh", "99999999999999999999d", "106751991168d", "9223372036854775807ms1ms"}) {
+  for (std::string_view bad :
+       {"", "10", "ms", "-5s", "5 s", "5sec", "1.5h", "5S", "s5", "1h-", "1hh",
+        "99999999999999999999d", "106751991168d", "9223372036854775807ms1ms"}) {
     Result<int64_t> r = ParseDurationMs(bad);
     ASSERT_TRUE(r.status().IsInvalidArgument()) << bad;
     EXPECT_NE(std::string::npos, r.status().message().find("\"" + std::string(bad) + "\"")) << bad;

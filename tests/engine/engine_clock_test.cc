@@ -6,8 +6,6 @@
 // live record; physical removal lags expiry by EngineOptions::expiry_grace_ms while reads treat a
 // record as gone at its expiry exactly; after a restart with the wall clock behind the time the
 // database already reached, time continues from there; and the operator is told.
-#include <rocksdb/db.h>
-#include <rocksdb/write_batch.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +14,9 @@
 #include <mutex>
 #include <optional>
 #include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include "clock_mark.h"
 #include "expiry_compaction_filter.h"

@@ -24,7 +24,8 @@ struct Ack {
 static_assert(sizeof(Ack) <= PIPE_BUF, "pipe writes of one Ack must be atomic");
 
 std::string AckKey(const Ack& a) {
-  return "l" + std::to_string(a.life) + "-t" + std::to_string(a.thread) + "-" + std::to_string(a.seq);
+  return "l" + std::to_string(a.life) + "-t" + std::to_string(a.thread) + "-" +
+         std::to_string(a.seq);
 }
 
 [[noreturn]] void RunWriter(const std::string& path, Durability durability, uint32_t life, int fd) {
@@ -67,7 +68,8 @@ TEST_P(EngineCrashTest, KilledWriterLosesNoAcknowledgedInsert) {
     close(fds[1]);
     const size_t target = acks.size() + 400;
     Ack ack;
-    while (acks.size() < target && read(fds[0], &ack, sizeof ack) == sizeof ack) acks.push_back(ack);
+    while (acks.size() < target && read(fds[0], &ack, sizeof ack) == sizeof ack)
+      acks.push_back(ack);
     ASSERT_EQ(0, kill(pid, SIGKILL));
     // Acks written before the kill are acknowledged too: drain them.
     while (read(fds[0], &ack, sizeof ack) == sizeof ack) acks.push_back(ack);

@@ -155,7 +155,8 @@ TEST_F(EngineTest, BackgroundReclaimerRemovesExpiredDataWithoutNewWrites) {
 
 TEST_F(EngineTest, StatsAccountForFlushesCompactionsAndDroppedRecords) {
   for (int i = 0; i < 100; ++i) {
-    ASSERT_EQ("INSERTED", Insert("x", "k" + std::to_string(i), "S", std::string(100, 'p'), "", 1000));
+    ASSERT_EQ("INSERTED",
+              Insert("x", "k" + std::to_string(i), "S", std::string(100, 'p'), "", 1000));
   }
   ASSERT_TRUE(engine().Flush().ok());
   clock_->Advance(1000);

@@ -107,8 +107,8 @@ TEST_P(EngineRaceTest, CompareAndSetFromTheSameVersionAppliesExactlyOnce) {
         for (int k = 0; k < kHotKeys; ++k) {
           int i = (k + t * 7) % kHotKeys;
           Condition from{{}, static_cast<uint64_t>(round + 1), {}};
-          auto r = engine().CompareAndSet("cas", HotKey(i), from,
-                                          {{}, "by" + std::to_string(t), {}});
+          auto r =
+              engine().CompareAndSet("cas", HotKey(i), from, {{}, "by" + std::to_string(t), {}});
           ASSERT_TRUE(r.ok());
           if (r->outcome == Outcome::kApplied) {
             applied[round][i]++;
@@ -151,8 +151,8 @@ TEST_P(EngineRaceTest, OverlappingBatchesNeitherDeadlockNorLoseUpdates) {
         ASSERT_TRUE(engine().Apply(reads, &gets).ok());
         std::vector<Op> ops;
         for (size_t j = 0; j < order.size(); ++j) {
-          ops.push_back(Op::CompareAndSet("ctr", keys[order[j]], {{}, gets[j]->record->version, {}},
-                                          {}));
+          ops.push_back(
+              Op::CompareAndSet("ctr", keys[order[j]], {{}, gets[j]->record->version, {}}, {}));
         }
         std::vector<Result<OpResult>> results;
         ASSERT_TRUE(engine().Apply(ops, &results).ok());

@@ -1,5 +1,4 @@
 // Every outcome of every engine operation, batches, limits, corruption and reopen.
-#include <rocksdb/db.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -7,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include <rocksdb/db.h>
 
 #include "key_codec.h"
 #include "support/engine_fixture.h"
@@ -114,7 +115,8 @@ TEST_F(EngineTest, CompareAndSetOnFence) {
 
 TEST_F(EngineTest, CompareAndSetAllConditionPartsMustHold) {
   ASSERT_EQ("INSERTED", Insert("x", "k", "A"));
-  EXPECT_EQ("CONDITION_FAILED", Name(engine().CompareAndSet("x", "k", {{"A"}, 2, {}}, {"B", {}, {}})));
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(engine().CompareAndSet("x", "k", {{"A"}, 2, {}}, {"B", {}, {}})));
   EXPECT_EQ("APPLIED", Name(engine().CompareAndSet("x", "k", {{"A"}, 1, {}}, {"B", {}, {}})));
 }
 
@@ -251,15 +253,15 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
              text.find("ExpiryCompactionFilterFactory") != std::string::npos;  // ours kept
   }
   EXPECT_TRUE(found);
-  for (std::string bad : {"no_such_option=1", "level0_file_num_compaction_trigger=many", "junk",
-                          // the memtable and the key order are the engine's (hash_memtable.h)
-                          "memtable_factory=skip_list",
-                          "comparator=rocksdb.ReverseBytewiseComparator",
-                          // each would turn the hash memtable's writes into sorts or races
-                          "allow_concurrent_memtable_write=true", "inplace_update_support=true",
-                          "max_successive_merges=2",
-                          // RocksDB would drop it without a word under point-in-time recovery
-                          "recycle_log_file_num=4"}) {
+  for (std::string bad :
+       {"no_such_option=1", "level0_file_num_compaction_trigger=many", "junk",
+        // the memtable and the key order are the engine's (hash_memtable.h)
+        "memtable_factory=skip_list", "comparator=rocksdb.ReverseBytewiseComparator",
+        // each would turn the hash memtable's writes into sorts or races
+        "allow_concurrent_memtable_write=true", "inplace_update_support=true",
+        "max_successive_merges=2",
+        // RocksDB would drop it without a word under point-in-time recovery
+        "recycle_log_file_num=4"}) {
     tuned.rocksdb_options = bad;
     auto r = Engine::Open(dir_.Sub("bad"), tuned);
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad << ": " << r.status().ToString();
@@ -389,7 +391,8 @@ TEST_F(EngineTest, EveryLimitIsInvalidArgumentAndStoresNothing) {
   EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", std::string((1 << 20) + 1, 'p')));
   EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", std::string(65, 'f')));
   EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", "", kForever));
-  EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", "", options_.default_retention.max_ttl_ms + 1));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Insert("x", "k", "S", "", "", options_.default_retention.max_ttl_ms + 1));
   EXPECT_EQ("INVALID_ARGUMENT", Insert("x", "k", "S", "", "", -2));
   EXPECT_EQ("NOT_FOUND", Get("x", "k"));
   // Exactly at the limits is fine.

@@ -2,9 +2,6 @@
 // iterator, a flush and a log replay return must be what RocksDB's own skiplist would return.
 #include "hash_memtable.h"
 
-#include <rocksdb/db.h>
-#include <rocksdb/write_batch.h>
-
 #include <atomic>
 #include <map>
 #include <memory>
@@ -12,6 +9,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include "idem/clock.h"
 #include "idem/options.h"
@@ -76,9 +76,15 @@ class HashMemtableTest : public ::testing::Test {
 // Keys built to defeat the ordering shortcut: shared prefixes longer than its 32 bytes, keys
 // that are prefixes of others, embedded and trailing zero bytes, the empty key, 0xff bytes.
 std::string TrickyKey(std::mt19937_64& rng) {
-  static const std::vector<std::string> stems = {
-      "", "a", std::string(1, '\0'), std::string("ab\0", 3), "ab", std::string(40, 'p'),
-      "\x01payments", std::string(8, '\xff'), "order-"};
+  static const std::vector<std::string> stems = {"",
+                                                 "a",
+                                                 std::string(1, '\0'),
+                                                 std::string("ab\0", 3),
+                                                 "ab",
+                                                 std::string(40, 'p'),
+                                                 "\x01payments",
+                                                 std::string(8, '\xff'),
+                                                 "order-"};
   std::string key = stems[rng() % stems.size()];
   size_t tail = rng() % 12;
   for (size_t i = 0; i < tail; ++i) key.push_back(static_cast<char>("\0\x01z\xff"[rng() % 4]));
@@ -145,7 +151,8 @@ TEST_F(HashMemtableTest, ReopeningReplaysTheLogIntoTheHashMemtable) {
   Open(options);
   for (int i = 0; i < 5'000; ++i) {
     ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), "key" + std::to_string(i * 7919 % 10'007),
-                         "v" + std::to_string(i)).ok());
+                         "v" + std::to_string(i))
+                    .ok());
   }
   const auto before = Scan();
   Open(options);  // closing does not flush: the reopened memtable is rebuilt from the log

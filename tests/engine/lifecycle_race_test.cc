@@ -31,8 +31,10 @@ TEST_F(LifecycleRaceTest, OneStartedPerKey) {
       int i = (k + t * 3) % kKeys;
       auto r = engine().Execute(Op::Begin("pay", "k" + std::to_string(i)));
       ASSERT_TRUE(r.ok());
-      if (r->outcome == Outcome::kStarted) started[i]++;
-      else EXPECT_EQ(Outcome::kInProgress, r->outcome);
+      if (r->outcome == Outcome::kStarted)
+        started[i]++;
+      else
+        EXPECT_EQ(Outcome::kInProgress, r->outcome);
     }
   });
   for (int i = 0; i < kKeys; ++i) EXPECT_EQ(1, started[i].load()) << i;
@@ -41,7 +43,8 @@ TEST_F(LifecycleRaceTest, OneStartedPerKey) {
 TEST_F(LifecycleRaceTest, OneTakeoverWhenALeaseRunsOut) {
   constexpr int kKeys = 50;
   for (int i = 0; i < kKeys; ++i) {
-    ASSERT_EQ(Outcome::kStarted, engine().Execute(Op::Begin("pay", "k" + std::to_string(i), "", 1000))->outcome);
+    ASSERT_EQ(Outcome::kStarted,
+              engine().Execute(Op::Begin("pay", "k" + std::to_string(i), "", 1000))->outcome);
   }
   clock_->Advance(1000);
   std::vector<std::atomic<int>> started(kKeys);
@@ -59,15 +62,18 @@ TEST_F(LifecycleRaceTest, OneTakeoverWhenALeaseRunsOut) {
 TEST_F(LifecycleRaceTest, ExactlyOneSuccessfulTokenConsume) {
   constexpr int kTokens = 50;
   std::vector<std::string> tokens;
-  for (int i = 0; i < kTokens; ++i) tokens.push_back(engine().Execute(Op::IssueToken("form"))->token);
+  for (int i = 0; i < kTokens; ++i)
+    tokens.push_back(engine().Execute(Op::IssueToken("form"))->token);
   std::vector<std::atomic<int>> consumed(kTokens);
   RunCallers([&](int t) {
     for (int k = 0; k < kTokens; ++k) {
       int i = (k + t) % kTokens;
       auto r = engine().Execute(Op::ConsumeToken("form", tokens[i]));
       ASSERT_TRUE(r.ok());
-      if (r->outcome == Outcome::kConsumed) consumed[i]++;
-      else EXPECT_EQ(Outcome::kAlreadyConsumed, r->outcome);
+      if (r->outcome == Outcome::kConsumed)
+        consumed[i]++;
+      else
+        EXPECT_EQ(Outcome::kAlreadyConsumed, r->outcome);
     }
   });
   for (int i = 0; i < kTokens; ++i) EXPECT_EQ(1, consumed[i].load()) << i;

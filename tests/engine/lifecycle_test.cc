@@ -19,7 +19,8 @@ class LifecycleTest : public EngineTest {
     options_.lifecycle["remember"] = LifecyclePolicy{kLease, kHour, 0, /*remember_failures=*/true};
     options_.lifecycle["small"] = LifecyclePolicy{kLease, kHour, 0, false, /*max_response=*/8};
     options_.lifecycle["keep"] = LifecyclePolicy{kLease, kHour, /*completed_ttl=*/2 * kHour};
-    options_.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID>SHIPPED>DONE,WAIT_PAY>CLOSED");
+    options_.state_graphs["order"] =
+        *StateGraph::Parse("WAIT_PAY>PAYING>PAID>SHIPPED>DONE,WAIT_PAY>CLOSED");
   }
   Result<OpResult> Do(const Op& op) { return engine().Execute(op); }
   uint64_t Started(std::string_view ns, std::string_view key, std::string_view fp = {}) {
@@ -179,7 +180,8 @@ TEST_F(LifecycleTest, WaitingBeginReceivesTheResponseTheMomentTheHolderCompletes
 
 TEST_F(LifecycleTest, WaitingBeginStartsWhenTheHolderAborts) {
   uint64_t fence = Started("pay", "k");
-  auto waiter = std::async(std::launch::async, [&] { return Do(Op::Begin("pay", "k", "", 0, 20'000)); });
+  auto waiter =
+      std::async(std::launch::async, [&] { return Do(Op::Begin("pay", "k", "", 0, 20'000)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ("RELEASED", Name(Do(Op::Abort("pay", "k", fence))));
   auto r = waiter.get();
@@ -304,7 +306,8 @@ TEST_F(LifecycleTest, BadArgumentsAreInvalidArgument) {
   Op no_fence = Op::Complete("pay", "k", 1, "r");
   no_fence.condition.fence.reset();
   EXPECT_EQ("INVALID_ARGUMENT", Name(Do(no_fence)));
-  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 25 * kHour))));  // > max lease (24h)
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(Do(Op::Begin("pay", "k", "", 25 * kHour))));  // > max lease (24h)
   EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", -5))));
   EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 0, -1))));
   EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 0, 3'600'000))));  // > max wait

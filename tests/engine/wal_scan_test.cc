@@ -3,11 +3,11 @@
 // damage destroyed. (data_damage_test covers WALs RocksDB wrote.)
 #include "wal_scan.h"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <fstream>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "support/temp_dir.h"
 

@@ -2,10 +2,10 @@
 // summary when accepting works again.
 #include "accept_backoff.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace idem {
 namespace {

@@ -7,12 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "hostile_frames.h"
 #include "protocol_codec.h"
@@ -86,7 +86,8 @@ class FakeServer {
     hello.add_max_batch_ops(100);
     if (max_reply_bytes_ != 0) hello.add_max_reply_bytes(max_reply_bytes_);
     auto reply = hello.Finish();
-    FrameBytes frame = FinishFrame(b, wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
+    FrameBytes frame =
+        FinishFrame(b, wire::CreateFrame(b, 1, wire::Body::HelloReply, reply.Union()));
     ::send(conn_fd_, frame.data(), frame.size(), MSG_NOSIGNAL);
     uint64_t id = 0;
     while (ReadFrame(&id)) {
@@ -132,14 +133,24 @@ uint16_t UnusedPort() {
 // is dropped or swapped with another in the encoder or decoder).
 TEST(ProtocolCodecTest, StatsRoundTripEveryField) {
   StoreStats in;
-  uint64_t StoreStats::*fields[] = {
-      &StoreStats::estimated_live_records, &StoreStats::sst_bytes, &StoreStats::memtable_bytes,
-      &StoreStats::wal_bytes, &StoreStats::next_fence, &StoreStats::ops, &StoreStats::writes,
-      &StoreStats::user_bytes_written, &StoreStats::flush_bytes_written,
-      &StoreStats::compaction_bytes_read, &StoreStats::compaction_bytes_written,
-      &StoreStats::compactions, &StoreStats::records_dropped_by_compaction,
-      &StoreStats::live_sst_bytes, &StoreStats::wal_syncs, &StoreStats::block_cache_bytes,
-      &StoreStats::block_cache_capacity_bytes, &StoreStats::table_readers_bytes};
+  uint64_t StoreStats::*fields[] = {&StoreStats::estimated_live_records,
+                                    &StoreStats::sst_bytes,
+                                    &StoreStats::memtable_bytes,
+                                    &StoreStats::wal_bytes,
+                                    &StoreStats::next_fence,
+                                    &StoreStats::ops,
+                                    &StoreStats::writes,
+                                    &StoreStats::user_bytes_written,
+                                    &StoreStats::flush_bytes_written,
+                                    &StoreStats::compaction_bytes_read,
+                                    &StoreStats::compaction_bytes_written,
+                                    &StoreStats::compactions,
+                                    &StoreStats::records_dropped_by_compaction,
+                                    &StoreStats::live_sst_bytes,
+                                    &StoreStats::wal_syncs,
+                                    &StoreStats::block_cache_bytes,
+                                    &StoreStats::block_cache_capacity_bytes,
+                                    &StoreStats::table_readers_bytes};
   uint64_t value = 1000;
   for (auto field : fields) in.*field = ++value;
   in.durability = "sync";
@@ -425,8 +436,7 @@ TEST(ClientTest, ServerStopAnswersOrFailsEveryRequest) {
   }
   server.server().Stop();
   ASSERT_EQ(std::future_status::ready, all_done.get_future().wait_for(30s));
-  std::printf("stop under load: %zu acknowledged, %d failed\n", acknowledged.size(),
-              failed.load());
+  std::printf("stop under load: %zu acknowledged, %d failed\n", acknowledged.size(), failed.load());
   for (const std::string& key : acknowledged) {
     Result<OpResult> r = server.engine().Get("ns", key);
     ASSERT_OK(r);
@@ -497,9 +507,8 @@ TEST(ClientTest, AServersMaxReplyBytesIsCappedByTheClientsOwn) {
 // Eight results pointing at one record with a 512 KiB payload: a 512 KiB frame that decodes into
 // 4 MiB of copies (with more ops, into gigabytes). A server never shares records: Corruption.
 TEST(ClientTest, ResultsSharingOneRecordAreCorruption) {
-  FakeServer fake(FakeServer::After::kAnswer, kProtocolVersion, [](uint64_t id) {
-    return testing::SharedResultFrame(id, 8, 512 * 1024);
-  });
+  FakeServer fake(FakeServer::After::kAnswer, kProtocolVersion,
+                  [](uint64_t id) { return testing::SharedResultFrame(id, 8, 512 * 1024); });
   ClientOptions options;
   options.address = fake.address();
   auto client = Client::Connect(options);

@@ -1,7 +1,5 @@
 #include "commit_queue.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -11,6 +9,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "engine_open.h"
 #include "support/fault_injection_fs.h"

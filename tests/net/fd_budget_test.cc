@@ -2,10 +2,10 @@
 // the open-files limit; a default that does not fit is lowered, an explicit one refused.
 #include "idem/fd_budget.h"
 
-#include <gtest/gtest.h>
-
 #include <climits>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "idem/server.h"
 #include "idem/server_flags.h"

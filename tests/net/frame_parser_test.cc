@@ -1,10 +1,10 @@
 #include "frame_parser.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <random>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace idem {
 namespace {

@@ -1,8 +1,8 @@
 // The real idemstored on a damaged data directory: it exits without serving, says what is
 // damaged and how to salvage it, and leaves every file as it was.
-#include <gmock/gmock.h>
-
 #include <filesystem>
+
+#include <gmock/gmock.h>
 
 #include "idem/engine.h"
 #include "support/data_damage.h"

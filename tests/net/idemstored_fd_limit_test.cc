@@ -5,8 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +15,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "idem/client.h"
 #include "idem/fd_budget.h"

@@ -11,8 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -20,6 +18,8 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "idem/client.h"
 #include "support/server_process.h"
@@ -31,8 +31,6 @@ namespace {
 using testing::ServerProcess;
 
 using namespace std::chrono_literals;
-
-
 
 std::unique_ptr<Client> ConnectTo(const ServerProcess& server) {
   ClientOptions options;
@@ -130,8 +128,8 @@ TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {
 // there.
 void KillMidStreamLosesNothing(const std::string& durability) {
   testing::TempDir dir;
-  const std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--data", dir.Sub("db"),
-                                         "--durability", durability};
+  const std::vector<std::string> args = {"--listen",    "127.0.0.1:0",  "--data",
+                                         dir.Sub("db"), "--durability", durability};
   ServerProcess server(IDEMSTORED_PATH);
   ASSERT_TRUE(server.Start(args)) << server.output();
 
@@ -155,7 +153,8 @@ void KillMidStreamLosesNothing(const std::string& durability) {
         if (!client->Apply(ops, &results).ok()) return;  // the server is gone
         for (const auto& r : results) {
           if (!r.ok() || r->outcome != Outcome::kInserted) {
-            ADD_FAILURE() << key << ": " << (r.ok() ? OutcomeName(r->outcome) : r.status().ToString());
+            ADD_FAILURE() << key << ": "
+                          << (r.ok() ? OutcomeName(r->outcome) : r.status().ToString());
             return;
           }
         }
@@ -201,7 +200,9 @@ void KillMidStreamLosesNothing(const std::string& durability) {
   EXPECT_EQ(0u, missing);
 }
 
-TEST(IdemstoredTest, KillMidStreamLosesNoAcknowledgedWriteSync) { KillMidStreamLosesNothing("sync"); }
+TEST(IdemstoredTest, KillMidStreamLosesNoAcknowledgedWriteSync) {
+  KillMidStreamLosesNothing("sync");
+}
 TEST(IdemstoredTest, KillMidStreamLosesNoAcknowledgedWriteAsync) {
   KillMidStreamLosesNothing("async");
 }

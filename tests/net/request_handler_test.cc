@@ -1,9 +1,9 @@
 // The request handler without sockets: frames in, frames out, against a real Engine.
 #include "request_handler.h"
 
-#include <gtest/gtest.h>
-
 #include <chrono>
+
+#include <gtest/gtest.h>
 
 #include "hostile_frames.h"
 #include "idem/engine.h"
@@ -93,7 +93,8 @@ TEST_F(RequestHandlerTest, AnotherProtocolVersionIsRefused) {
   fb::FlatBufferBuilder b;
   auto hello = wire::CreateHello(b, 99, b.CreateString("future"));
   b.Finish(wire::CreateFrame(b, 1, wire::Body::Hello, hello.Union()));
-  Status s = HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()));
+  Status s =
+      HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()));
   EXPECT_EQ(Status::Code::kNotSupported, s.code());
   EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code());
 }
@@ -117,7 +118,8 @@ TEST_F(RequestHandlerTest, UnknownOpTypeFailsThatOpOnly) {
                              b.CreateVector(std::vector<uint8_t>{'k'}), b.CreateString("NEW"));
   auto request = wire::CreateApplyRequest(b, b.CreateVector(std::vector{bad, good, bad}));
   b.Finish(wire::CreateFrame(b, 3, wire::Body::ApplyRequest, request.Union()));
-  ASSERT_OK(HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize())));
+  ASSERT_OK(
+      HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize())));
   EXPECT_EQ((std::vector<std::string>{"NOT_SUPPORTED", "INSERTED", "NOT_SUPPORTED"}), Outcomes());
 }
 

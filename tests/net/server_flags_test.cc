@@ -1,8 +1,8 @@
 #include "idem/server_flags.h"
 
-#include <gtest/gtest.h>
-
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "support/temp_dir.h"
 
@@ -27,16 +27,42 @@ TEST(ServerFlagsTest, Defaults) {
 }
 
 TEST(ServerFlagsTest, EveryFlag) {
-  Result<ServerFlags> f = Parse({"--listen", "0.0.0.0:0", "--allow-remote", "--data=/tmp/x",
-                                 "--durability", "async", "--io-threads", "3",
-                                 "--engine-threads=4", "--max-connections", "10",
-                                 "--max-frame-bytes", "65536", "--idle-timeout", "500ms",
-                                 "--max-reply-bytes", "1048576", "--max-queued-reply-bytes",
+  Result<ServerFlags> f = Parse({"--listen",
+                                 "0.0.0.0:0",
+                                 "--allow-remote",
+                                 "--data=/tmp/x",
+                                 "--durability",
+                                 "async",
+                                 "--io-threads",
+                                 "3",
+                                 "--engine-threads=4",
+                                 "--max-connections",
+                                 "10",
+                                 "--max-frame-bytes",
+                                 "65536",
+                                 "--idle-timeout",
+                                 "500ms",
+                                 "--max-reply-bytes",
+                                 "1048576",
+                                 "--max-queued-reply-bytes",
                                  "2097152",
-                                 "--default-ttl", "1h", "--max-ttl", "2d", "--retention",
-                                 "payments=7d,max=30d", "--retention", "locks=10s,forever",
-                                 "--block-cache-mb", "32", "--memtable-mb=16", "--memtable", "skiplist",
-                                 "--background-priority", "low", "--wal-prezero", "off",
+                                 "--default-ttl",
+                                 "1h",
+                                 "--max-ttl",
+                                 "2d",
+                                 "--retention",
+                                 "payments=7d,max=30d",
+                                 "--retention",
+                                 "locks=10s,forever",
+                                 "--block-cache-mb",
+                                 "32",
+                                 "--memtable-mb=16",
+                                 "--memtable",
+                                 "skiplist",
+                                 "--background-priority",
+                                 "low",
+                                 "--wal-prezero",
+                                 "off",
                                  "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
@@ -72,7 +98,8 @@ TEST(ServerFlagsTest, EveryFlag) {
 }
 
 TEST(ServerFlagsTest, LifecycleFlags) {
-  Result<ServerFlags> f = Parse({"--default-lease", "45s", "--state-graph", "order=NEW>PAID>SHIPPED,NEW>CANCELLED"});
+  Result<ServerFlags> f =
+      Parse({"--default-lease", "45s", "--state-graph", "order=NEW>PAID>SHIPPED,NEW>CANCELLED"});
   ASSERT_OK(f);
   EXPECT_EQ(45'000, f->engine.default_lifecycle.default_lease_ms);
   const StateGraph& graph = f->engine.state_graphs.at("order");
@@ -83,8 +110,10 @@ TEST(ServerFlagsTest, LifecycleFlags) {
 }
 
 TEST(ServerFlagsTest, PerNamespaceLifecyclePolicies) {
-  Result<ServerFlags> f = Parse({"--lifecycle", "pay=lease=10s,max-lease=2h,completed-ttl=7d,remember-failures,max-response=65536",
-                                 "--lifecycle=queue=completed-ttl=1h", "--default-lease", "45s"});
+  Result<ServerFlags> f =
+      Parse({"--lifecycle",
+             "pay=lease=10s,max-lease=2h,completed-ttl=7d,remember-failures,max-response=65536",
+             "--lifecycle=queue=completed-ttl=1h", "--default-lease", "45s"});
   ASSERT_OK(f);
   const LifecyclePolicy& pay = f->engine.lifecycle.at("pay");
   EXPECT_EQ(10'000, pay.default_lease_ms);
@@ -96,7 +125,8 @@ TEST(ServerFlagsTest, PerNamespaceLifecyclePolicies) {
   EXPECT_EQ(45'000, queue.default_lease_ms);  // --default-lease applies, whatever the order
   EXPECT_FALSE(queue.remember_failures);
   EXPECT_EQ(3'600'000, queue.completed_ttl_ms);
-  for (std::string_view bad : {"pay", "pay=lease", "pay=lease=soon", "pay=colour=red", "pay=max-response=-1"}) {
+  for (std::string_view bad :
+       {"pay", "pay=lease", "pay=lease=soon", "pay=colour=red", "pay=max-response=-1"}) {
     Result<ServerFlags> r = Parse({"--lifecycle", bad});
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad;
     EXPECT_NE(std::string::npos, r.status().message().find("--lifecycle")) << r.status().message();

@@ -1,11 +1,11 @@
 // The real server on 127.0.0.1:0 under hostile and awkward clients: bad frames, partial
 // frames, random bytes, idle clients, too many clients. After each, the server must still
 // serve other connections.
-#include <gtest/gtest.h>
-
 #include <future>
 #include <random>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "hostile_frames.h"
 #include "protocol_codec.h"
@@ -178,8 +178,8 @@ TEST_F(ServerTest, RandomFramesNeverBreakTheServer) {
       3, std::vector<Op>{Op::Insert("ns", "k", "NEW", "p", "f", 1000),
                          Op::CompareAndSet("ns", "k", {.status_in = {"A", "B"}, .version = 1},
                                            {.status = "X", .payload = "y", .ttl_ms = 5})}));
-  seeds.push_back(EncodeApplyRequest(4, std::vector<Op>{Op::Delete("ns", "k", {.fence = 3}),
-                                                        Op::Get("ns", "k")}));
+  seeds.push_back(EncodeApplyRequest(
+      4, std::vector<Op>{Op::Delete("ns", "k", {.fence = 3}), Op::Get("ns", "k")}));
   seeds.push_back(EncodeStatsRequest(5));
   seeds.push_back(EncodeHello(6, "again"));
 
@@ -406,7 +406,8 @@ TEST_F(ServerTest, StopAnswersWaitingBegins) {
 
 TEST_F(ServerTest, NonLoopbackNeedsAllowRemote) {
   testing::TempDir dir;
-  auto engine = Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  auto engine =
+      Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
   ASSERT_OK(engine);
   ServerOptions options;
   options.host = "0.0.0.0";

@@ -4,12 +4,12 @@
 // are tested without sleeping.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "idem/client.h"
 #include "idem/engine.h"
@@ -24,10 +24,10 @@ inline constexpr int64_t kHour = 3'600'000;
 inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>& clock) {
   EngineOptions options = TestEngineOptions(clock);
   options.limits.max_batch_ops = 64;
-  options.default_retention = {.default_ttl_ms = 24 * kHour, .max_ttl_ms = 48 * kHour,
-                               .allow_forever = false};
-  options.retention["forever"] = {.default_ttl_ms = kHour, .max_ttl_ms = kHour,
-                                  .allow_forever = true};
+  options.default_retention = {
+      .default_ttl_ms = 24 * kHour, .max_ttl_ms = 48 * kHour, .allow_forever = false};
+  options.retention["forever"] = {
+      .default_ttl_ms = kHour, .max_ttl_ms = kHour, .allow_forever = true};
   options.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID,WAIT_PAY>CLOSED");
   return options;
 }
@@ -38,10 +38,14 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
 enum class Mode { kEngine, kClient, kClientOnLoop, kClientOnLoopSync };
 inline const char* ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kEngine: return "Engine";
-    case Mode::kClient: return "Client";
-    case Mode::kClientOnLoop: return "ClientOnLoop";
-    case Mode::kClientOnLoopSync: return "ClientOnLoopSync";
+    case Mode::kEngine:
+      return "Engine";
+    case Mode::kClient:
+      return "Client";
+    case Mode::kClientOnLoop:
+      return "ClientOnLoop";
+    case Mode::kClientOnLoopSync:
+      return "ClientOnLoopSync";
   }
   return "?";
 }

@@ -89,8 +89,9 @@ TEST_P(StoreConformanceTest, WaitingBeginGetsTheResponseWhenTheHolderCompletes) 
   auto waiter = std::async(std::launch::async, [&] {
     return store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/20'000));
   });
-  ASSERT_EQ("APPLIED",
-            Name(store().Execute(Op::Complete("pay", "k", started->record->fence, "the response"))));
+  ASSERT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Complete("pay", "k", started->record->fence, "the response"))));
   ASSERT_EQ(std::future_status::ready, waiter.wait_for(15s));  // not the 20 s deadline
   Result<OpResult> r = waiter.get();
   ASSERT_OK(r);

@@ -49,8 +49,10 @@ TEST_P(StoreConformanceTest, SixteenCallersConsumeATokenExactlyOnce) {
       int i = (k + t) % kTokens;
       Result<OpResult> r = store().Execute(Op::ConsumeToken("form", tokens[i]));
       ASSERT_TRUE(r.ok());
-      if (r->outcome == Outcome::kConsumed) consumed[i]++;
-      else EXPECT_EQ(Outcome::kAlreadyConsumed, r->outcome);
+      if (r->outcome == Outcome::kConsumed)
+        consumed[i]++;
+      else
+        EXPECT_EQ(Outcome::kAlreadyConsumed, r->outcome);
     }
   });
   for (int i = 0; i < kTokens; ++i) EXPECT_EQ(1, consumed[i].load()) << i;

@@ -61,9 +61,9 @@ TEST_P(StoreConformanceTest, GetFindsLiveRecordsOnly) {
 TEST_P(StoreConformanceTest, CompareAndSetOnStatus) {
   ASSERT_EQ("INSERTED", Insert("k1"));
   clock_->Advance(10);
-  Result<OpResult> applied = store().CompareAndSet(
-      "pay", "k1", Condition{.status_in = {"PENDING"}},
-      Update{.status = "PAID", .payload = "receipt", .ttl_ms = 3 * kHour});
+  Result<OpResult> applied =
+      store().CompareAndSet("pay", "k1", Condition{.status_in = {"PENDING"}},
+                            Update{.status = "PAID", .payload = "receipt", .ttl_ms = 3 * kHour});
   ASSERT_OK(applied);
   EXPECT_EQ(Outcome::kApplied, applied->outcome);
   EXPECT_EQ("PAID", applied->record->status);
@@ -87,11 +87,11 @@ TEST_P(StoreConformanceTest, CompareAndSetOnVersionAndFence) {
             store().CompareAndSet("pay", "k1", {.version = 2}, {.status = "X"})->outcome);
   EXPECT_EQ(Outcome::kConditionFailed,
             store().CompareAndSet("pay", "k1", {.fence = fence + 1}, {.status = "X"})->outcome);
-  Result<OpResult> ok = store().CompareAndSet("pay", "k1", {.version = 1, .fence = fence},
-                                              {.payload = ""});
+  Result<OpResult> ok =
+      store().CompareAndSet("pay", "k1", {.version = 1, .fence = fence}, {.payload = ""});
   ASSERT_OK(ok);
   EXPECT_EQ(Outcome::kApplied, ok->outcome);
-  EXPECT_EQ("", ok->record->payload);      // an empty payload is a value, not "unchanged"
+  EXPECT_EQ("", ok->record->payload);        // an empty payload is a value, not "unchanged"
   EXPECT_EQ("PENDING", ok->record->status);  // unset: unchanged
 }
 
@@ -163,8 +163,9 @@ TEST_P(StoreConformanceTest, InputLimitsAreInvalidArgument) {
   EXPECT_EQ("INVALID_ARGUMENT",
             Insert("k", "PENDING", std::string(limits.max_fingerprint_bytes + 1, 'f')));
   EXPECT_EQ("INVALID_ARGUMENT", Name(store().Insert(std::string(65, 'n'), "k", "PENDING")));
-  EXPECT_EQ("INVALID_ARGUMENT",
-            Name(store().Insert("pay", "k", "PENDING", std::string(limits.max_payload_bytes + 1, 'p'))));
+  EXPECT_EQ(
+      "INVALID_ARGUMENT",
+      Name(store().Insert("pay", "k", "PENDING", std::string(limits.max_payload_bytes + 1, 'p'))));
   std::vector<std::string_view> statuses(limits.max_status_set + 1, "S");
   EXPECT_EQ("INVALID_ARGUMENT",
             Name(store().CompareAndSet("pay", "k", {.status_in = statuses}, {.status = "X"})));

@@ -1,10 +1,10 @@
 #include "bench_config.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace idem::bench {
 namespace {
@@ -37,10 +37,9 @@ TEST(BenchFlags, Defaults) {
 }
 
 TEST(BenchFlags, BothFlagForms) {
-  Result<BenchConfig> c =
-      Parse({"--server", "127.0.0.1:9000", "--connections=50", "-P", "16", "--duration=3s",
-             "--dup-ratio", "0.1", "--payload=200", "--ttl", "1h", "--json", "--quiet",
-             "--rate", "20000", "--server-pid=123"});
+  Result<BenchConfig> c = Parse({"--server", "127.0.0.1:9000", "--connections=50", "-P", "16",
+                                 "--duration=3s", "--dup-ratio", "0.1", "--payload=200", "--ttl",
+                                 "1h", "--json", "--quiet", "--rate", "20000", "--server-pid=123"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(9000, c->port);
   EXPECT_EQ(50, c->connections);

@@ -1,9 +1,9 @@
 #include "histogram.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <random>
+
+#include <gtest/gtest.h>
 
 namespace idem::bench {
 namespace {
@@ -58,7 +58,9 @@ TEST(LatencyHistogram, PercentilesOfOneToTenThousand) {
   EXPECT_EQ(10'000u, h.max());
   EXPECT_DOUBLE_EQ(5000.5, h.mean());
   // Upper bound of the bucket holding the exact percentile: within 1/128 above it.
-  auto near = [](uint64_t got, uint64_t exact) { return got >= exact && got <= exact + exact / 128; };
+  auto near = [](uint64_t got, uint64_t exact) {
+    return got >= exact && got <= exact + exact / 128;
+  };
   EXPECT_PRED2(near, h.Percentile(0.5), 5'000u);
   EXPECT_PRED2(near, h.Percentile(0.9), 9'000u);
   EXPECT_PRED2(near, h.Percentile(0.99), 9'900u);

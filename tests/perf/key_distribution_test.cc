@@ -1,10 +1,10 @@
 #include "key_distribution.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <map>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace idem::bench {
 namespace {

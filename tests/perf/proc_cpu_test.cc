@@ -4,10 +4,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 namespace idem::bench {
 namespace {

@@ -2,13 +2,14 @@
 // the binary documents every flag and exits 2 on a bad one.
 #include "cli.h"
 
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "idem/duration.h"
 
@@ -41,10 +42,30 @@ TEST(RetentionCommandLineTest, DefaultsAndQuickPreset) {
 }
 
 TEST(RetentionCommandLineTest, ReadsEveryKindOfValue) {
-  auto c = Parse({"--seed=42", "--ttls", "30m,2h", "--ns-ttl", "a=1h,*=2h", "--ns-ttl", "b=3h",
-                  "--strategies", "compaction-only", "--mix", "a:retry:1,b:human:2",
-                  "--param", "human.sigma=2", "--write-buffer", "8MiB", "--no-flush",
-                  "--drain", "0s", "--key-order", "time", "--json", "x.json", "--out", "d"});
+  auto c = Parse({"--seed=42",
+                  "--ttls",
+                  "30m,2h",
+                  "--ns-ttl",
+                  "a=1h,*=2h",
+                  "--ns-ttl",
+                  "b=3h",
+                  "--strategies",
+                  "compaction-only",
+                  "--mix",
+                  "a:retry:1,b:human:2",
+                  "--param",
+                  "human.sigma=2",
+                  "--write-buffer",
+                  "8MiB",
+                  "--no-flush",
+                  "--drain",
+                  "0s",
+                  "--key-order",
+                  "time",
+                  "--json",
+                  "x.json",
+                  "--out",
+                  "d"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(42u, c->workload.seed);
   EXPECT_EQ((std::vector<int64_t>{30 * kMinute, 2 * kHour}), c->ttls_ms);
@@ -83,19 +104,37 @@ TEST(RetentionCommandLineTest, BadInputNamesTheFlag) {
 
 TEST(RetentionCommandLineTest, HelpDocumentsEveryFlag) {
   const std::string help = HelpText();
-  for (const char* flag :
-       {"--seed", "--rate", "--duration", "--mix", "--param", "--trace", "--key-order", "--ttls",
-        "--ns-ttl", "--strategies", "--reclaim-every", "--sample-every", "--no-flush", "--drain",
-        "--write-buffer", "--payload-bytes", "--reclaim-fraction", "--work-dir", "--keep-dbs",
-        "--json", "--out", "--quick", "--quiet", "--help"}) {
+  for (const char* flag : {"--seed",
+                           "--rate",
+                           "--duration",
+                           "--mix",
+                           "--param",
+                           "--trace",
+                           "--key-order",
+                           "--ttls",
+                           "--ns-ttl",
+                           "--strategies",
+                           "--reclaim-every",
+                           "--sample-every",
+                           "--no-flush",
+                           "--drain",
+                           "--write-buffer",
+                           "--payload-bytes",
+                           "--reclaim-fraction",
+                           "--work-dir",
+                           "--keep-dbs",
+                           "--json",
+                           "--out",
+                           "--quick",
+                           "--quiet",
+                           "--help"}) {
     EXPECT_NE(std::string::npos, help.find(flag)) << flag;
   }
   EXPECT_NE(std::string::npos, help.find("default"));
 }
 
 int ExitCode(const std::string& args) {
-  const std::string command =
-      std::string(IDEM_RETENTION_BINARY) + " " + args + " >/dev/null 2>&1";
+  const std::string command = std::string(IDEM_RETENTION_BINARY) + " " + args + " >/dev/null 2>&1";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -3,11 +3,11 @@
 // reproduce.
 #include "delay_models.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "random.h"
 
@@ -70,9 +70,9 @@ TEST(RetentionDelayModelTest, CallbackScheduleIsTheCumulativeSumOfPerStepInterva
   std::vector<int64_t> delays;
   DrawDuplicateDelays(DelayModel::kCallbacks, Exactly(DelayModel::kCallbacks, 11), r, &delays);
   const int64_t s = 1000, m = 60 * s, h = 60 * m;
-  const std::vector<int64_t> expected = {15 * s, 30 * s, 1 * m, 4 * m, 14 * m, 34 * m,
-                                         h + 4 * m, 2 * h + 4 * m, 4 * h + 4 * m,
-                                         10 * h + 4 * m, 25 * h + 4 * m};
+  const std::vector<int64_t> expected = {
+      15 * s,    30 * s,        1 * m,         4 * m,          14 * m,        34 * m,
+      h + 4 * m, 2 * h + 4 * m, 4 * h + 4 * m, 10 * h + 4 * m, 25 * h + 4 * m};
   EXPECT_EQ(expected, delays);
   DrawDuplicateDelays(DelayModel::kCallbacks, Exactly(DelayModel::kCallbacks, 3), r, &delays);
   EXPECT_EQ(std::vector<int64_t>(expected.begin(), expected.begin() + 3), delays);
@@ -161,9 +161,12 @@ TEST(RetentionDelayModelTest, HumanRetriesAreLogNormal) {
   }
   const double median = p.median_ms, sigma = p.sigma;
   EXPECT_NEAR(median, Quantile(d, 0.5), median * 0.02);
-  EXPECT_NEAR(median * std::exp(sigma * 1.2816), Quantile(d, 0.9), median * std::exp(sigma * 1.2816) * 0.03);
-  EXPECT_NEAR(median * std::exp(sigma * 2.3263), Quantile(d, 0.99), median * std::exp(sigma * 2.3263) * 0.06);
-  EXPECT_NEAR(median * std::exp(sigma * sigma / 2), Mean(d), median * std::exp(sigma * sigma / 2) * 0.05);
+  EXPECT_NEAR(median * std::exp(sigma * 1.2816), Quantile(d, 0.9),
+              median * std::exp(sigma * 1.2816) * 0.03);
+  EXPECT_NEAR(median * std::exp(sigma * 2.3263), Quantile(d, 0.99),
+              median * std::exp(sigma * 2.3263) * 0.06);
+  EXPECT_NEAR(median * std::exp(sigma * sigma / 2), Mean(d),
+              median * std::exp(sigma * sigma / 2) * 0.05);
 }
 
 TEST(RetentionDelayModelTest, SeveralHumanRetriesComeSorted) {

@@ -11,9 +11,8 @@ namespace idem::retention {
 namespace {
 
 TEST(RetentionQuickRunTest, LongerTtlsMissNoMoreAndReclaimEmptiesTheDisk) {
-  const char* argv[] = {"idem-retention", "--quick",        "--strategies", "reclaim",
-                        "--ns-ttl",       "none",           "--ttls",       "1h,6h,1d,2d",
-                        "--duration",     "12h"};
+  const char* argv[] = {"idem-retention", "--quick", "--strategies", "reclaim",    "--ns-ttl",
+                        "none",           "--ttls",  "1h,6h,1d,2d",  "--duration", "12h"};
   auto config = ParseCommandLine(static_cast<int>(std::size(argv)), argv);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   auto workload = GenerateWorkload(config->workload);

@@ -1,10 +1,10 @@
 // Reports: the JSON carries every documented field, the table one row per policy, the SVG
 // files are well-formed documents with one line per series.
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 #include "byte_size.h"
 #include "idem/duration.h"

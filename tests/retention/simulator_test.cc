@@ -2,9 +2,9 @@
 // accounting of caught and missed duplicates is exact on hand-built workloads.
 #include "simulator.h"
 
-#include <gtest/gtest.h>
-
 #include <memory>
+
+#include <gtest/gtest.h>
 
 #include "idem/duration.h"
 #include "idem/engine.h"
@@ -41,13 +41,13 @@ SimOptions Options(int64_t drain_ms) {
 TEST(RetentionSimulatorTest, ADuplicateBeforeExpiryIsCaughtAndOneAtOrAfterExpiryIsMissed) {
   const Workload w = HandBuilt({
       {0, 1, 0, false},
-      {kHour - 1, 1, 0, true},          // 1 ms before expiry: caught
-      {kHour, 1, 0, true},              // exactly at expiry: missed, starts a new life
-      {2 * kHour - 1, 1, 0, true},      // inside the new life: caught
+      {kHour - 1, 1, 0, true},      // 1 ms before expiry: caught
+      {kHour, 1, 0, true},          // exactly at expiry: missed, starts a new life
+      {2 * kHour - 1, 1, 0, true},  // inside the new life: caught
       {2 * kHour + 5, 2, 0, false},
-      {3 * kHour + 5, 2, 0, true},      // exactly one TTL later: missed
+      {3 * kHour + 5, 2, 0, true},  // exactly one TTL later: missed
       {3 * kHour + 6, 3, 0, false},
-      {3 * kHour + 7, 3, 0, true},      // caught
+      {3 * kHour + 7, 3, 0, true},  // caught
   });
   TempDir dir;
   auto r = RunPolicy(w, OneTtl(kHour), Options(0), dir.Sub("db"));
@@ -74,8 +74,8 @@ TEST(RetentionSimulatorTest, ALongerTtlCatchesWhatAShorterOneMisses) {
 }
 
 TEST(RetentionSimulatorTest, PerNamespaceTtlsApplyToTheirNamespace) {
-  Workload w = HandBuilt({{0, 1, 0, false}, {0, 2, 1, false}, {2 * kHour, 1, 0, true},
-                          {2 * kHour, 2, 1, true}});
+  Workload w = HandBuilt(
+      {{0, 1, 0, false}, {0, 2, 1, false}, {2 * kHour, 1, 0, true}, {2 * kHour, 2, 1, true}});
   w.namespaces = {"short", "long"};
   Policy p{"ns", Strategy::kReclaim, kHour, {{"long", 3 * kHour}}};
   TempDir dir;
@@ -129,7 +129,8 @@ TEST(RetentionSimulatedClockTest, RecordsVanishAtExactlyTheTtlAndReclaimRemovesT
 
 // The same through the simulator: disk follows the simulated clock, and only the reclaim
 // strategy frees it once traffic has stopped.
-TEST(RetentionSimulatedClockTest, ReclaimStrategyEmptiesTheDiskAfterTheTtlAndCompactionOnlyDoesNot) {
+TEST(RetentionSimulatedClockTest,
+     ReclaimStrategyEmptiesTheDiskAfterTheTtlAndCompactionOnlyDoesNot) {
   std::vector<Event> events;
   for (uint64_t i = 0; i < 5000; ++i) {
     events.push_back({static_cast<int64_t>(i) * 100, i, 0, false});  // 500 s of traffic

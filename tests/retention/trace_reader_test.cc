@@ -2,9 +2,9 @@
 // every malformed line is rejected with its file and line number.
 #include "trace_reader.h"
 
-#include <gtest/gtest.h>
-
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 namespace idem::retention {
 namespace {
@@ -71,7 +71,8 @@ TEST(RetentionTraceReaderTest, MalformedLinesNameFileLineAndProblem) {
     auto w = Read(std::string("time_s,namespace,key\n1,ok,k\n") + c.line + "\n");
     ASSERT_FALSE(w.ok()) << c.line;
     EXPECT_TRUE(w.status().IsInvalidArgument());
-    EXPECT_NE(std::string::npos, w.status().message().find("trace.csv:3: ")) << w.status().message();
+    EXPECT_NE(std::string::npos, w.status().message().find("trace.csv:3: "))
+        << w.status().message();
     EXPECT_NE(std::string::npos, w.status().message().find(c.message)) << w.status().message();
   }
   EXPECT_FALSE(Read(std::string("1,ns,") + std::string(513, 'k') + "\n").ok());

@@ -2,12 +2,12 @@
 // the delay models they were asked for.
 #include "workload.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <unordered_map>
+
+#include <gtest/gtest.h>
 
 #include "idem/duration.h"
 
@@ -82,8 +82,10 @@ TEST(RetentionWorkloadTest, FirstRequestsArriveAtTheRateAndFollowTheMix) {
   std::set<int64_t> offsets;
   std::unordered_map<uint64_t, int64_t> first_at;
   for (const Event& e : w->events) {
-    if (!e.duplicate) first_at[e.key_id] = e.t_ms;
-    else if (e.ns == 0) offsets.insert(e.t_ms - first_at[e.key_id]);
+    if (!e.duplicate)
+      first_at[e.key_id] = e.t_ms;
+    else if (e.ns == 0)
+      offsets.insert(e.t_ms - first_at[e.key_id]);
   }
   int64_t cumulative = 0;
   std::set<int64_t> schedule;

@@ -3,17 +3,16 @@
 //   EXPECT_EQ("INSERTED", Insert("pay", "k1"));
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "idem/engine.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
 
 namespace idem::testing {
-
 
 class EngineTest : public ::testing::Test {
  protected:

@@ -7,13 +7,13 @@
 // Engines open on it through OpenEngineOnFileSystem (engine/src/engine_open.h).
 #pragma once
 
-#include <rocksdb/file_system.h>
-
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include <rocksdb/file_system.h>
 
 #include "prezeroed_wal.h"  // IsWalFileName
 

@@ -1,12 +1,12 @@
 // Test support: callers contending for one lock through a Store (engine or client alike).
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "idem/operation.h"
 #include "idem/store.h"

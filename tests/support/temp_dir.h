@@ -2,9 +2,9 @@
 // for idem::Status / idem::Result.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "idem/result.h"
 #include "idem/status.h"
@@ -26,14 +26,16 @@ class TempDir {
 
 }  // namespace idem::testing
 
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const auto& _idem_s = (expr);                           \
-    ASSERT_TRUE(_idem_s.ok()) << ::idem::testing::StatusString(_idem_s);   \
+#define ASSERT_OK(expr)                                                  \
+  do {                                                                   \
+    const auto& _idem_s = (expr);                                        \
+    ASSERT_TRUE(_idem_s.ok()) << ::idem::testing::StatusString(_idem_s); \
   } while (0)
 
 namespace idem::testing {
 inline std::string StatusString(const Status& s) { return s.ToString(); }
 template <typename T>
-std::string StatusString(const Result<T>& r) { return r.status().ToString(); }
+std::string StatusString(const Result<T>& r) {
+  return r.status().ToString();
+}
 }  // namespace idem::testing

@@ -27,9 +27,9 @@ TEST_P(ExamplesTest, HoldsItsInvariantsEmbedded) {
 TEST_P(ExamplesTest, HoldsItsInvariantsAgainstIdemstored) {
   TempDir dir;
   ServerProcess server(IDEMSTORED_PATH);
-  ASSERT_TRUE(server.Start({"--listen", "127.0.0.1:0", "--data", dir.Sub("db"), "--durability",
-                            "async", "--state-graph",
-                            "payments=WAIT_PAY>PAYING>PAID>SHIPPED>DONE,WAIT_PAY>CLOSED"}))
+  ASSERT_TRUE(
+      server.Start({"--listen", "127.0.0.1:0", "--data", dir.Sub("db"), "--durability", "async",
+                    "--state-graph", "payments=WAIT_PAY>PAYING>PAID>SHIPPED>DONE,WAIT_PAY>CLOSED"}))
       << server.output();
   auto [code, out] = RunExample(Binary() + " --server " + server.address());
   EXPECT_EQ(0, code) << out;
@@ -50,7 +50,9 @@ TEST(ExamplesUsage, BadArgumentsExitWithUsage) {
 INSTANTIATE_TEST_SUITE_P(Recipes, ExamplesTest,
                          ::testing::Values("order_handler", "payment_callback", "queue_consumer",
                                            "form_token"),
-                         [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param);
+                         });
 
 }  // namespace
 }  // namespace idem::testing

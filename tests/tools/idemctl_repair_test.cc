@@ -1,11 +1,11 @@
 // idemctl repair: the deliberate salvage of a damaged data directory. It copies the directory
 // aside first (and says where), salvages what is readable, and reports what it lost.
-#include <gmock/gmock.h>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include <gmock/gmock.h>
 
 #include "idem/engine.h"
 #include "idem/repair.h"

@@ -1,9 +1,9 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
+#include "idem/engine.h"
 #include "invocation.h"
 #include "json_writer.h"
 #include "output.h"
-#include "idem/engine.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
 
@@ -117,7 +117,8 @@ TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
   rec.status = "S";
   rec.expires_at_ms = 1'000'000 + 86'399'993;
   r.record = rec;
-  EXPECT_NE(std::string::npos, FormatHuman(r, 1'000'000).find("(in 23h59m)")) << FormatHuman(r, 1'000'000);
+  EXPECT_NE(std::string::npos, FormatHuman(r, 1'000'000).find("(in 23h59m)"))
+      << FormatHuman(r, 1'000'000);
 }
 
 TEST(IdemctlOutput, ExitCodes) {
@@ -133,7 +134,8 @@ TEST(IdemctlOutput, ExitCodes) {
 
 // Runs the real binary; returns (exit status, stdout).
 std::pair<int, std::string> RunIdemctl(const std::string& args) {
-  testing::CommandResult r = testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>/dev/null");
+  testing::CommandResult r =
+      testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>/dev/null");
   return {r.exit_code, r.output};
 }
 

@@ -26,8 +26,8 @@ Example Start(int argc, char** argv, const char* usage, EngineOptions engine) {
   }
   Example example;
   example.store = std::move(*store);
-  example.run_id = std::to_string(
-      std::chrono::system_clock::now().time_since_epoch() / std::chrono::microseconds(1));
+  example.run_id = std::to_string(std::chrono::system_clock::now().time_since_epoch() /
+                                  std::chrono::microseconds(1));
   return example;
 }
 

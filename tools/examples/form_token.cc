@@ -16,10 +16,15 @@ int Main(int argc, char** argv) {
     Result<OpResult> r = ex.store->Execute(Op::ConsumeToken("checkout-form", token));
     if (!r.ok()) return "503 " + r.status().ToString();
     switch (r->outcome) {
-      case Outcome::kConsumed: ++orders; return "201 order placed";
-      case Outcome::kAlreadyConsumed: return "409 already submitted";
-      case Outcome::kNotFound: return "410 form expired, please reload";
-      default: return "500";
+      case Outcome::kConsumed:
+        ++orders;
+        return "201 order placed";
+      case Outcome::kAlreadyConsumed:
+        return "409 already submitted";
+      case Outcome::kNotFound:
+        return "410 form expired, please reload";
+      default:
+        return "500";
     }
   };
 

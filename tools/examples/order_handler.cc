@@ -23,7 +23,8 @@ class OrderEndpoint {
   explicit OrderEndpoint(Store& store) : store_(store) {}
 
   // POST /orders with header Idempotency-Key: key.
-  HttpResponse CreateOrder(const std::string& key, const std::string& body, int64_t lease_ms = 5'000) {
+  HttpResponse CreateOrder(const std::string& key, const std::string& body,
+                           int64_t lease_ms = 5'000) {
     Result<OpResult> begin = store_.Execute(
         Op::Begin("orders", key, Fingerprint(body), lease_ms, /*wait_ms=*/3'000, "order-endpoint"));
     if (!begin.ok()) return {503, begin.status().ToString()};
@@ -40,9 +41,12 @@ class OrderEndpoint {
         const std::string& stored = begin->record->payload;  // "201 {...}"
         return {std::stoi(stored.substr(0, 3)), stored.substr(4), true};
       }
-      case Outcome::kInProgress: return {409, "in progress, retry later"};
-      case Outcome::kMismatch: return {422, "Idempotency-Key reused with a different request"};
-      default: return {500, std::string(OutcomeName(begin->outcome))};
+      case Outcome::kInProgress:
+        return {409, "in progress, retry later"};
+      case Outcome::kMismatch:
+        return {422, "Idempotency-Key reused with a different request"};
+      default:
+        return {500, std::string(OutcomeName(begin->outcome))};
     }
   }
   int orders_created() const { return orders_created_.load(); }
@@ -53,15 +57,18 @@ class OrderEndpoint {
 };
 
 int Main(int argc, char** argv) {
-  Example ex = Start(argc, argv, "Simulates retries, concurrent duplicates and a crashed worker.\n");
+  Example ex =
+      Start(argc, argv, "Simulates retries, concurrent duplicates and a crashed worker.\n");
   OrderEndpoint endpoint(*ex.store);
   const std::string key_a = ex.run_id + "-A", key_b = ex.run_id + "-B";
   const std::string body = "{\"sku\":\"book\",\"qty\":1}";
 
-  std::printf("1. a request and three duplicates at the same moment (a client retrying on timeout)\n");
+  std::printf(
+      "1. a request and three duplicates at the same moment (a client retrying on timeout)\n");
   std::vector<std::future<HttpResponse>> calls;
   for (int i = 0; i < 4; ++i) {
-    calls.push_back(std::async(std::launch::async, [&] { return endpoint.CreateOrder(key_a, body); }));
+    calls.push_back(
+        std::async(std::launch::async, [&] { return endpoint.CreateOrder(key_a, body); }));
   }
   std::vector<HttpResponse> answers;
   for (auto& f : calls) answers.push_back(f.get());
@@ -73,7 +80,8 @@ int Main(int argc, char** argv) {
              std::string(r.replayed ? "replayed: " : "created:  ") + r.body);
   }
   HttpResponse later = endpoint.CreateOrder(key_a, body);
-  ex.Check(later.replayed && later.body == answers[0].body, "a retry an hour later is replayed too");
+  ex.Check(later.replayed && later.body == answers[0].body,
+           "a retry an hour later is replayed too");
 
   std::printf("2. the same key with a different body\n");
   HttpResponse reused = endpoint.CreateOrder(key_a, "{\"sku\":\"car\",\"qty\":1}");
@@ -83,8 +91,10 @@ int Main(int argc, char** argv) {
   Result<OpResult> crashed = ex.store->Execute(Op::Begin("orders", key_b, Fingerprint(body), 300));
   ex.Check(crashed.ok() && crashed->outcome == Outcome::kStarted, "worker 1 started, then crashed");
   HttpResponse retry = endpoint.CreateOrder(key_b, body);  // waits for the 300 ms lease to end
-  ex.Check(retry.status == 201 && !retry.replayed, "retry took over and created the order: " + retry.body);
-  Result<OpResult> late = ex.store->Execute(Op::Complete("orders", key_b, crashed->record->fence, "201 {}"));
+  ex.Check(retry.status == 201 && !retry.replayed,
+           "retry took over and created the order: " + retry.body);
+  Result<OpResult> late =
+      ex.store->Execute(Op::Complete("orders", key_b, crashed->record->fence, "201 {}"));
   ex.Check(late.ok() && late->outcome == Outcome::kFenceMismatch,
            "worker 1's late completion is rejected (FENCE_MISMATCH)");
 

@@ -32,12 +32,15 @@ class PaymentWebhook {
       case Outcome::kApplied:
         if (to_status == "PAID") ++fulfilments_;  // the side effect runs on the first PAID only
         return {200, "moved to " + to_status};
-      case Outcome::kAlready: return {200, "duplicate, already " + to_status};
+      case Outcome::kAlready:
+        return {200, "duplicate, already " + to_status};
       case Outcome::kIllegal:
         // Acknowledge (so it is not retried forever) but change nothing; log for humans.
         return {200, "ignored: " + r->record->status + " -> " + to_status + " is not allowed"};
-      case Outcome::kNotFound: return {404, "unknown order"};
-      default: return {500, std::string(OutcomeName(r->outcome))};
+      case Outcome::kNotFound:
+        return {404, "unknown order"};
+      default:
+        return {500, std::string(OutcomeName(r->outcome))};
     }
   }
   int fulfilments() const { return fulfilments_.load(); }
@@ -50,10 +53,11 @@ class PaymentWebhook {
 int Main(int argc, char** argv) {
   EngineOptions embedded;
   embedded.state_graphs["payments"] = *StateGraph::Parse(kGraph);
-  Example ex = Start(argc, argv,
-                     "A server must run with --state-graph 'payments=WAIT_PAY>PAYING>PAID>SHIPPED>DONE,"
-                     "WAIT_PAY>CLOSED'.\n",
-                     embedded);
+  Example ex =
+      Start(argc, argv,
+            "A server must run with --state-graph 'payments=WAIT_PAY>PAYING>PAID>SHIPPED>DONE,"
+            "WAIT_PAY>CLOSED'.\n",
+            embedded);
   PaymentWebhook webhook(*ex.store);
   const std::string order = ex.run_id + "-order";
 
@@ -64,7 +68,8 @@ int Main(int argc, char** argv) {
   std::printf("the provider delivers PAID three times, two of them at once\n");
   std::vector<std::future<Callback>> deliveries;
   for (int i = 0; i < 3; ++i) {
-    deliveries.push_back(std::async(std::launch::async, [&] { return webhook.OnEvent(order, "PAID"); }));
+    deliveries.push_back(
+        std::async(std::launch::async, [&] { return webhook.OnEvent(order, "PAID"); }));
   }
   for (auto& d : deliveries) {
     Callback c = d.get();
@@ -73,14 +78,17 @@ int Main(int argc, char** argv) {
 
   std::printf("a stale CLOSED event arrives after payment\n");
   Callback stale = webhook.OnEvent(order, "CLOSED");
-  ex.Check(stale.http_status == 200 && stale.note.starts_with("ignored"), "answered 200: " + stale.note);
+  ex.Check(stale.http_status == 200 && stale.note.starts_with("ignored"),
+           "answered 200: " + stale.note);
 
   Result<OpResult> now = ex.store->Get("payments", order);
   ex.Check(now.ok() && now->record && now->record->status == "PAID", "the order is still PAID");
   // Shipping with an optimistic version check: the version read is the version changed.
-  Result<OpResult> ship = ex.store->Execute(Op::Transition("payments", order, "SHIPPED", now->record->version));
+  Result<OpResult> ship =
+      ex.store->Execute(Op::Transition("payments", order, "SHIPPED", now->record->version));
   ex.Check(ship.ok() && ship->outcome == Outcome::kApplied, "shipped (version checked)");
-  ex.Check(webhook.fulfilments() == 1, "fulfilment triggered " + std::to_string(webhook.fulfilments()) + " time(s)");
+  ex.Check(webhook.fulfilments() == 1,
+           "fulfilment triggered " + std::to_string(webhook.fulfilments()) + " time(s)");
   return ex.Finish("payment_callback");
 }
 

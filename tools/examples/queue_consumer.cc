@@ -64,7 +64,8 @@ int Main(int argc, char** argv) {
     processed += n;
     duplicates += static_cast<int>(ids.size()) - n;
   }
-  std::printf("processed %d messages, skipped %d redeliveries, in 20 round trips\n", processed, duplicates);
+  std::printf("processed %d messages, skipped %d redeliveries, in 20 round trips\n", processed,
+              duplicates);
 
   std::printf("a consumer crashes after claiming a batch; the queue redelivers it\n");
   std::vector<std::string> fresh;
@@ -72,16 +73,18 @@ int Main(int argc, char** argv) {
   Consumer crashing{*ex.store, committed, 1'000};  // its lease: 1 s
   crashing.HandleBatch(fresh, /*crash_before_complete=*/true);
   Consumer impatient{*ex.store, committed, 5'000};
-  ex.Check(impatient.HandleBatch(fresh) == 0, "redelivered at once: still in progress, not reprocessed");
+  ex.Check(impatient.HandleBatch(fresh) == 0,
+           "redelivered at once: still in progress, not reprocessed");
   std::vector<Op> waits;  // a consumer may also wait for the lease instead of skipping
-  for (const auto& id : fresh) waits.push_back(Op::Begin("queue", id, {}, 5'000, /*wait_ms=*/3'000));
+  for (const auto& id : fresh)
+    waits.push_back(Op::Begin("queue", id, {}, 5'000, /*wait_ms=*/3'000));
   std::vector<Result<OpResult>> taken;
   ex.Check(ex.store->Apply(waits, &taken).ok(), "waited for the crashed consumer's lease");
   int takeovers = 0;
   for (size_t i = 0; i < fresh.size(); ++i) {
     if (taken[i].ok() && taken[i]->outcome == Outcome::kStarted &&
-        ex.store->Execute(Op::Complete("queue", fresh[i], taken[i]->record->fence, "processed"))->outcome ==
-            Outcome::kApplied) {
+        ex.store->Execute(Op::Complete("queue", fresh[i], taken[i]->record->fence, "processed"))
+                ->outcome == Outcome::kApplied) {
       ++committed[fresh[i]];
       ++takeovers;
     }
@@ -90,7 +93,8 @@ int Main(int argc, char** argv) {
 
   bool once = committed.size() == seen.size() + fresh.size();
   for (const auto& [id, n] : committed) once &= n == 1;
-  ex.Check(once, std::to_string(committed.size()) + " distinct messages, each committed exactly once");
+  ex.Check(once,
+           std::to_string(committed.size()) + " distinct messages, each committed exactly once");
   return ex.Finish("queue_consumer");
 }
 

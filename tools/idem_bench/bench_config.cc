@@ -9,12 +9,18 @@ namespace idem::bench {
 
 std::string_view OpKindName(OpKind kind) {
   switch (kind) {
-    case OpKind::kInsert: return "insert";
-    case OpKind::kBegin: return "begin";
-    case OpKind::kComplete: return "complete";
-    case OpKind::kCas: return "cas";
-    case OpKind::kGet: return "get";
-    case OpKind::kPreload: return "preload";
+    case OpKind::kInsert:
+      return "insert";
+    case OpKind::kBegin:
+      return "begin";
+    case OpKind::kComplete:
+      return "complete";
+    case OpKind::kCas:
+      return "cas";
+    case OpKind::kGet:
+      return "get";
+    case OpKind::kPreload:
+      return "preload";
   }
   return "?";
 }

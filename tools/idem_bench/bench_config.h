@@ -20,7 +20,7 @@ enum class OpKind : uint8_t {
   kComplete,  // the second step of kBegin (never chosen directly)
   kCas,       // CompareAndSet status PROCESSING -> SUCCEEDED with the response as payload
   kGet,
-  kPreload,   // loading the key space before the measurement (not measured)
+  kPreload,  // loading the key space before the measurement (not measured)
 };
 inline constexpr int kOpKindCount = 6;
 std::string_view OpKindName(OpKind kind);
@@ -35,11 +35,11 @@ struct BenchConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 7878;
   int connections = 16;
-  int pipeline = 1;          // requests in flight per connection
-  int batch = 1;             // ops per request
-  int threads = 1;           // event-loop threads; connections are split between them
+  int pipeline = 1;  // requests in flight per connection
+  int batch = 1;     // ops per request
+  int threads = 1;   // event-loop threads; connections are split between them
   int64_t duration_ms = 10'000;
-  uint64_t requests = 0;     // > 0: stop after this many requests instead of after duration_ms
+  uint64_t requests = 0;  // > 0: stop after this many requests instead of after duration_ms
   std::string workload = "insert";  // insert | begin | cas | get | mix
   std::vector<MixEntry> mix;        // the workload as weights (one entry unless "mix")
   double dup_ratio = 0.0;           // insert: share of requests that reuse an inserted key
@@ -56,13 +56,13 @@ struct BenchConfig {
   double zipf_theta = 0.99;
   size_t payload_bytes = 100;
   int64_t ttl_ms = 24LL * 3600 * 1000;
-  double rate = 0;                  // > 0: open loop at this many requests/s (all threads)
+  double rate = 0;  // > 0: open loop at this many requests/s (all threads)
   std::string ns = "bench";
-  std::string key_prefix;           // empty: random per run, so "new keys" are new
-  uint64_t seed = 0;                // 0: from the clock
+  std::string key_prefix;  // empty: random per run, so "new keys" are new
+  uint64_t seed = 0;       // 0: from the clock
   bool json = false;
   bool progress = true;
-  int server_pid = 0;               // > 0: also report the server's CPU time per op
+  int server_pid = 0;  // > 0: also report the server's CPU time per op
   int64_t drain_timeout_ms = 10'000;
 };
 

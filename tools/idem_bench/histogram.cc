@@ -13,8 +13,8 @@ namespace idem::bench {
 size_t LatencyHistogram::BucketOf(uint64_t micros) {
   if (micros < 2 * kSubBuckets) return static_cast<size_t>(micros);
   const int magnitude = 63 - std::countl_zero(micros);  // >= 8
-  const int shift = magnitude - kSubBucketBits;          // >= 1
-  const uint64_t sub = micros >> shift;                  // in [128, 256)
+  const int shift = magnitude - kSubBucketBits;         // >= 1
+  const uint64_t sub = micros >> shift;                 // in [128, 256)
   return static_cast<size_t>((shift + 1) * kSubBuckets + (sub - kSubBuckets));
 }
 

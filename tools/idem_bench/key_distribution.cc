@@ -69,8 +69,8 @@ class ZipfianChooser final : public KeyChooser {
     const double uz = u * zeta_n_;
     if (uz < 1.0) return 0;
     if (uz < half_pow_theta_) return n_ > 1 ? 1 : 0;
-    const auto r = static_cast<uint64_t>(static_cast<double>(n_) *
-                                         std::pow(eta_ * u - eta_ + 1.0, alpha_));
+    const auto r =
+        static_cast<uint64_t>(static_cast<double>(n_) * std::pow(eta_ * u - eta_ + 1.0, alpha_));
     return r < n_ ? r : n_ - 1;
   }
 

@@ -20,8 +20,8 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t Next();
-  double NextDouble();              // [0, 1)
-  uint64_t Below(uint64_t bound);   // [0, bound); bound >= 1
+  double NextDouble();             // [0, 1)
+  uint64_t Below(uint64_t bound);  // [0, bound); bound >= 1
 
  private:
   uint64_t state_;

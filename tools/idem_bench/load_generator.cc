@@ -30,7 +30,6 @@
 #include "json_writer.h"
 #include "proc_cpu.h"
 #include "protocol_codec.h"
-
 #include "protocol_generated.h"
 
 namespace idem::bench {
@@ -39,7 +38,7 @@ namespace {
 namespace fb = flatbuffers;
 
 constexpr uint32_t kMaxResponseBytes = 16u << 20;
-constexpr int64_t kPublishEveryNs = 200'000'000;  // workers hand progress to the printer
+constexpr int64_t kPublishEveryNs = 200'000'000;     // workers hand progress to the printer
 constexpr uint64_t kNewKeyBase = uint64_t{1} << 48;  // new keys never collide with [0, keys)
 constexpr size_t kPreloadBatch = 256;
 
@@ -75,9 +74,8 @@ class Encoder {
     // Every op of the request borrows its key and payload from here until it is encoded.
     keys_.resize(keys.size());
     payloads_.resize(keys.size());
-    const bool has_payload =
-        kind == OpKind::kInsert || kind == OpKind::kPreload || kind == OpKind::kComplete ||
-        kind == OpKind::kCas;
+    const bool has_payload = kind == OpKind::kInsert || kind == OpKind::kPreload ||
+                             kind == OpKind::kComplete || kind == OpKind::kCas;
     for (size_t i = 0; i < keys.size(); ++i) {
       WriteKey(keys[i], &keys_[i]);
       if (has_payload) WritePayload(keys[i], &payloads_[i]);
@@ -97,7 +95,8 @@ class Encoder {
  private:
   void WriteKey(uint64_t index, std::string* out) const {
     char buf[24];
-    std::snprintf(buf, sizeof buf, ":%016" PRIx64, config_.sequential_keys ? index : Scatter(index));
+    std::snprintf(buf, sizeof buf, ":%016" PRIx64,
+                  config_.sequential_keys ? index : Scatter(index));
     out->assign(prefix_).append(buf);
   }
 
@@ -106,8 +105,9 @@ class Encoder {
   void WritePayload(uint64_t index, std::string* out) const {
     out->clear();
     char buf[96];
-    std::snprintf(buf, sizeof buf, "{\"ref\":\"%016" PRIx64 "\",\"code\":201,\"txn\":\"%016" PRIx64
-                  "\",\"body\":\"", index, static_cast<uint64_t>(index * 0x9e3779b97f4a7c15ULL));
+    std::snprintf(buf, sizeof buf,
+                  "{\"ref\":\"%016" PRIx64 "\",\"code\":201,\"txn\":\"%016" PRIx64 "\",\"body\":\"",
+                  index, static_cast<uint64_t>(index * 0x9e3779b97f4a7c15ULL));
     while (out->size() < config_.payload_bytes) out->append(buf);
     out->resize(config_.payload_bytes);
   }
@@ -177,8 +177,8 @@ Result<int> Connect(const BenchConfig& config) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    Status s = Status::IOError("connect " + config.host + ":" + std::to_string(config.port) +
-                               ": " + std::strerror(errno));
+    Status s = Status::IOError("connect " + config.host + ":" + std::to_string(config.port) + ": " +
+                               std::strerror(errno));
     ::close(fd);
     return s;
   }
@@ -297,7 +297,8 @@ class Worker {
       if (!stopping_) wait_ns = std::min(wait_ns, end_ns_ - now);
       if (open_loop && !stopping_) wait_ns = std::min(wait_ns, next_due - now);
       wait_ns = std::max<int64_t>(wait_ns, 0);
-      timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+      timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
+                  static_cast<long>(wait_ns % 1'000'000'000)};
       int n = epoll_pwait2(epoll_, events.data(), static_cast<int>(events.size()), &ts, nullptr);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) {
@@ -536,7 +537,8 @@ class Worker {
     Slot& slot = conn.slots[s];
     const int64_t now = NowNs();
     last_response_ns_ = now;
-    const uint64_t micros = static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
+    const uint64_t micros =
+        static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
     const bool measured = phase_ == Phase::kMeasure;
     if (measured) {
       report_.latency.Record(micros);
@@ -691,7 +693,9 @@ Result<BenchReport> RunBenchmark(const BenchConfig& config) {
       const int64_t now = NowNs();
       if (print && now >= next_print) {
         std::lock_guard<std::mutex> lock(progress.mu);
-        std::fprintf(stderr, "[%3" PRId64 "s] %9.0f ops/s  p50 %s ms  p99 %s ms  max %s ms  errors %" PRIu64 "\n",
+        std::fprintf(stderr,
+                     "[%3" PRId64 "s] %9.0f ops/s  p50 %s ms  p99 %s ms  max %s ms  errors %" PRIu64
+                     "\n",
                      (now - start) / 1'000'000'000,
                      progress.ops / ((now - next_print + 1'000'000'000) / 1e9),
                      Ms(progress.latency.Percentile(0.5)).c_str(),
@@ -769,19 +773,23 @@ Result<BenchReport> RunBenchmark(const BenchConfig& config) {
 std::string FormatText(const BenchConfig& c, const BenchReport& r) {
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "idem-bench: workload %s%s, %d connections x pipeline %d, batch %d, %s %s keys, "
-                "payload %zu B, %s\n",
-                c.workload.c_str(),
-                c.dup_ratio > 0 ? (" (dup " + std::to_string(static_cast<int>(c.dup_ratio * 100 + 0.5)) + "%)").c_str() : "",
-                c.connections, c.pipeline, c.batch,
-                std::string(DistributionName(c.distribution)).c_str(),
-                c.sequential_keys ? "sequential" : "random", c.payload_bytes,
-                c.rate > 0 ? ("open loop at " + std::to_string(static_cast<uint64_t>(c.rate)) + " req/s").c_str()
-                           : "closed loop");
+  std::snprintf(
+      buf, sizeof buf,
+      "idem-bench: workload %s%s, %d connections x pipeline %d, batch %d, %s %s keys, "
+      "payload %zu B, %s\n",
+      c.workload.c_str(),
+      c.dup_ratio > 0
+          ? (" (dup " + std::to_string(static_cast<int>(c.dup_ratio * 100 + 0.5)) + "%)").c_str()
+          : "",
+      c.connections, c.pipeline, c.batch, std::string(DistributionName(c.distribution)).c_str(),
+      c.sequential_keys ? "sequential" : "random", c.payload_bytes,
+      c.rate > 0
+          ? ("open loop at " + std::to_string(static_cast<uint64_t>(c.rate)) + " req/s").c_str()
+          : "closed loop");
   out += buf;
-  std::snprintf(buf, sizeof buf, "ops:      %" PRIu64 " in %.2f s = %.0f ops/s (%" PRIu64 " requests%s)\n",
-                r.ops, r.elapsed_s, r.ops_per_s(), r.requests,
+  std::snprintf(buf, sizeof buf,
+                "ops:      %" PRIu64 " in %.2f s = %.0f ops/s (%" PRIu64 " requests%s)\n", r.ops,
+                r.elapsed_s, r.ops_per_s(), r.requests,
                 r.flows ? (", " + std::to_string(r.flows) + " begin->complete flows").c_str() : "");
   out += buf;
   std::snprintf(buf, sizeof buf,
@@ -792,7 +800,8 @@ std::string FormatText(const BenchConfig& c, const BenchReport& r) {
   out += buf;
   out += "outcomes:";
   for (size_t i = 0; i < r.outcomes.size(); ++i) {
-    if (r.outcomes[i]) out += " " + std::string(OutcomeName(i)) + " " + std::to_string(r.outcomes[i]);
+    if (r.outcomes[i])
+      out += " " + std::string(OutcomeName(i)) + " " + std::to_string(r.outcomes[i]);
   }
   out += "\nerrors:  ";
   if (r.error_count() == 0) out += " none";
@@ -819,49 +828,77 @@ std::string FormatText(const BenchConfig& c, const BenchReport& r) {
 std::string FormatJson(const BenchConfig& c, const BenchReport& r) {
   JsonWriter j;
   j.BeginObject();
-  j.Key("workload"); j.String(c.workload);
-  j.Key("dup_ratio"); j.Double(c.dup_ratio);
-  j.Key("connections"); j.Uint(c.connections);
-  j.Key("pipeline"); j.Uint(c.pipeline);
-  j.Key("batch"); j.Uint(c.batch);
-  j.Key("distribution"); j.String(DistributionName(c.distribution));
-  j.Key("key_order"); j.String(c.sequential_keys ? "sequential" : "random");
-  j.Key("payload_bytes"); j.Uint(c.payload_bytes);
-  j.Key("rate"); j.Double(c.rate);
-  j.Key("elapsed_s"); j.Double(r.elapsed_s);
-  j.Key("requests"); j.Uint(r.requests);
-  j.Key("ops"); j.Uint(r.ops);
-  j.Key("flows"); j.Uint(r.flows);
-  j.Key("ops_per_s"); j.Double(r.ops_per_s());
+  j.Key("workload");
+  j.String(c.workload);
+  j.Key("dup_ratio");
+  j.Double(c.dup_ratio);
+  j.Key("connections");
+  j.Uint(c.connections);
+  j.Key("pipeline");
+  j.Uint(c.pipeline);
+  j.Key("batch");
+  j.Uint(c.batch);
+  j.Key("distribution");
+  j.String(DistributionName(c.distribution));
+  j.Key("key_order");
+  j.String(c.sequential_keys ? "sequential" : "random");
+  j.Key("payload_bytes");
+  j.Uint(c.payload_bytes);
+  j.Key("rate");
+  j.Double(c.rate);
+  j.Key("elapsed_s");
+  j.Double(r.elapsed_s);
+  j.Key("requests");
+  j.Uint(r.requests);
+  j.Key("ops");
+  j.Uint(r.ops);
+  j.Key("flows");
+  j.Uint(r.flows);
+  j.Key("ops_per_s");
+  j.Double(r.ops_per_s());
   j.Key("latency_ms");
   j.BeginObject();
-  for (const auto& [name, q] : {std::pair<const char*, double>{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99},
-                                {"p999", 0.999}}) {
-    j.Key(name); j.Double(r.latency.Percentile(q) / 1000.0);
+  for (const auto& [name, q] :
+       {std::pair<const char*, double>{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}}) {
+    j.Key(name);
+    j.Double(r.latency.Percentile(q) / 1000.0);
   }
-  j.Key("max"); j.Double(r.latency.max() / 1000.0);
-  j.Key("mean"); j.Double(r.latency.mean() / 1000.0);
+  j.Key("max");
+  j.Double(r.latency.max() / 1000.0);
+  j.Key("mean");
+  j.Double(r.latency.mean() / 1000.0);
   j.EndObject();
   j.Key("outcomes");
   j.BeginObject();
   for (size_t i = 0; i < r.outcomes.size(); ++i) {
-    if (r.outcomes[i]) { j.Key(OutcomeName(i)); j.Uint(r.outcomes[i]); }
+    if (r.outcomes[i]) {
+      j.Key(OutcomeName(i));
+      j.Uint(r.outcomes[i]);
+    }
   }
   j.EndObject();
   j.Key("errors");
   j.BeginObject();
   for (size_t i = 0; i < r.errors.size(); ++i) {
-    if (r.errors[i]) { j.Key(ErrorName(i)); j.Uint(r.errors[i]); }
+    if (r.errors[i]) {
+      j.Key(ErrorName(i));
+      j.Uint(r.errors[i]);
+    }
   }
   j.EndObject();
   const double per_op = r.ops ? 1e6 / r.ops : 0;
-  j.Key("client_cpu_us_per_op"); j.Double(r.client_cpu_s * per_op);
-  if (r.server_cpu_s >= 0) { j.Key("server_cpu_us_per_op"); j.Double(r.server_cpu_s * per_op); }
+  j.Key("client_cpu_us_per_op");
+  j.Double(r.client_cpu_s * per_op);
+  if (r.server_cpu_s >= 0) {
+    j.Key("server_cpu_us_per_op");
+    j.Double(r.server_cpu_s * per_op);
+  }
   if (!r.server_cpu_s_by_thread.empty()) {
     j.Key("server_cpu_ms_by_thread");
     j.BeginObject();
     for (const auto& [name, seconds] : r.server_cpu_s_by_thread) {
-      j.Key(name); j.Double(seconds * 1000.0);
+      j.Key(name);
+      j.Double(seconds * 1000.0);
     }
     j.EndObject();
   }

@@ -39,8 +39,9 @@ Result<uint64_t> ParseUnsigned(std::string_view flag, std::string_view text) {
   uint64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return Status::InvalidArgument("--" + std::string(flag) + " takes a non-negative integer, not '" +
-                                   std::string(text) + "'");
+    return Status::InvalidArgument("--" + std::string(flag) +
+                                   " takes a non-negative integer, not '" + std::string(text) +
+                                   "'");
   }
   return v;
 }
@@ -50,7 +51,8 @@ Result<int64_t> DurationFlag(const Invocation& inv, std::string_view name, int64
   if (it == inv.flags.end()) return fallback;
   if (name == "ttl" && it->second == "forever") return kForever;
   Result<int64_t> ms = ParseDurationMs(it->second);
-  if (!ms.ok()) return Status::InvalidArgument("--" + std::string(name) + ": " + ms.status().message());
+  if (!ms.ok())
+    return Status::InvalidArgument("--" + std::string(name) + ": " + ms.status().message());
   return ms;
 }
 
@@ -163,9 +165,9 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
     inv.flags[name] = value;
   }
   if (inv.positional.size() != spec->second.positional) {
-    return Status::InvalidArgument(inv.command + " takes " + std::to_string(spec->second.positional) +
-                                   " arguments, got " + std::to_string(inv.positional.size()) +
-                                   " (see idemctl --help)");
+    return Status::InvalidArgument(inv.command + " takes " +
+                                   std::to_string(spec->second.positional) + " arguments, got " +
+                                   std::to_string(inv.positional.size()) + " (see idemctl --help)");
   }
   return inv;
 }

@@ -52,8 +52,10 @@ int main(int argc, char** argv) {
   if (inv->command == "repair") return Repair(*inv);
   auto store = OpenStore(*inv);
   if (!store.ok()) {
-    if (inv->json) std::puts(idem::ctl::FormatErrorJson(store.status()).c_str());
-    else std::fprintf(stderr, "idemctl: %s\n", store.status().ToString().c_str());
+    if (inv->json)
+      std::puts(idem::ctl::FormatErrorJson(store.status()).c_str());
+    else
+      std::fprintf(stderr, "idemctl: %s\n", store.status().ToString().c_str());
     return idem::ctl::ExitCodeFor(store.status());
   }
   if (inv->command == "stats") {
@@ -73,7 +75,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto result = (*store)->Execute(*op);
-  if (inv->json) std::puts(idem::ctl::FormatJson(result).c_str());
-  else std::puts(idem::ctl::FormatHuman(result, idem::SystemClock().NowMillis()).c_str());
+  if (inv->json)
+    std::puts(idem::ctl::FormatJson(result).c_str());
+  else
+    std::puts(idem::ctl::FormatHuman(result, idem::SystemClock().NowMillis()).c_str());
   return idem::ctl::ExitCodeFor(result);
 }

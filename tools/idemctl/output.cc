@@ -1,9 +1,8 @@
 #include "output.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
-
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -44,11 +43,19 @@ std::string Time(int64_t ms) {
 std::string Approximate(int64_t ms) {
   char buf[48];
   const int64_t s = ms / 1000, m = s / 60, h = m / 60, d = h / 24;
-  if (d > 0) std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(d), static_cast<long long>(h % 24));
-  else if (h > 0) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(h), static_cast<long long>(m % 60));
-  else if (m > 0) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(m), static_cast<long long>(s % 60));
-  else if (s > 0) std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
-  else std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+  if (d > 0)
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(d),
+                  static_cast<long long>(h % 24));
+  else if (h > 0)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(h),
+                  static_cast<long long>(m % 60));
+  else if (m > 0)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(m),
+                  static_cast<long long>(s % 60));
+  else if (s > 0)
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+  else
+    std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
   return buf;
 }
 
@@ -60,16 +67,26 @@ std::string Relative(int64_t at_ms, int64_t now_ms) {
 
 void WriteRecord(const Record& r, JsonWriter& j) {
   j.BeginObject();
-  j.Key("status"); j.String(r.status);
-  j.Key("version"); j.Uint(r.version);
-  j.Key("fence"); j.Uint(r.fence);
-  j.Key("fingerprint"); j.String(r.fingerprint);
-  j.Key("payload"); j.String(r.payload);
-  j.Key("owner"); j.String(r.owner);
-  j.Key("created_ms"); j.Int(r.created_ms);
-  j.Key("updated_ms"); j.Int(r.updated_ms);
-  j.Key("expires_at_ms"); j.Int(r.expires_at_ms);
-  j.Key("lease_until_ms"); j.Int(r.lease_until_ms);
+  j.Key("status");
+  j.String(r.status);
+  j.Key("version");
+  j.Uint(r.version);
+  j.Key("fence");
+  j.Uint(r.fence);
+  j.Key("fingerprint");
+  j.String(r.fingerprint);
+  j.Key("payload");
+  j.String(r.payload);
+  j.Key("owner");
+  j.String(r.owner);
+  j.Key("created_ms");
+  j.Int(r.created_ms);
+  j.Key("updated_ms");
+  j.Int(r.updated_ms);
+  j.Key("expires_at_ms");
+  j.Int(r.expires_at_ms);
+  j.Key("lease_until_ms");
+  j.Int(r.lease_until_ms);
   j.EndObject();
 }
 
@@ -109,7 +126,8 @@ std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
   out += "\nversion:     " + std::to_string(rec.version);
   out += "\nfence:       " + std::to_string(rec.fence);
   if (!rec.owner.empty()) out += "\nowner:       " + rec.owner;
-  if (rec.lease_until_ms != 0) out += "\nlease until: " + Time(rec.lease_until_ms) + Relative(rec.lease_until_ms, now_ms);
+  if (rec.lease_until_ms != 0)
+    out += "\nlease until: " + Time(rec.lease_until_ms) + Relative(rec.lease_until_ms, now_ms);
   if (!rec.fingerprint.empty()) out += "\nfingerprint: " + JsonQuote(rec.fingerprint);
   if (!rec.payload.empty()) out += "\npayload:     " + JsonQuote(rec.payload);
   out += "\ncreated:     " + Time(rec.created_ms);
@@ -123,13 +141,24 @@ std::string FormatJson(const Result<OpResult>& result) {
   const OpResult& r = *result;
   JsonWriter j;
   j.BeginObject();
-  j.Key("outcome"); j.String(OutcomeName(r.outcome));
+  j.Key("outcome");
+  j.String(OutcomeName(r.outcome));
   if (r.outcome == Outcome::kExists || r.outcome == Outcome::kMismatch) {
-    j.Key("fingerprint_matches"); j.Bool(r.fingerprint_matches);
+    j.Key("fingerprint_matches");
+    j.Bool(r.fingerprint_matches);
   }
-  if (!r.token.empty()) { j.Key("token"); j.String(r.token); }
-  if (r.outcome == Outcome::kCompleted) { j.Key("replay"); j.Bool(true); }
-  if (r.record) { j.Key("record"); WriteRecord(*r.record, j); }
+  if (!r.token.empty()) {
+    j.Key("token");
+    j.String(r.token);
+  }
+  if (r.outcome == Outcome::kCompleted) {
+    j.Key("replay");
+    j.Bool(true);
+  }
+  if (r.record) {
+    j.Key("record");
+    WriteRecord(*r.record, j);
+  }
   j.EndObject();
   return j.Take();
 }
@@ -137,8 +166,10 @@ std::string FormatJson(const Result<OpResult>& result) {
 std::string FormatErrorJson(const Status& status) {
   JsonWriter j;
   j.BeginObject();
-  j.Key("outcome"); j.String(CodeName(status.code()));
-  j.Key("error"); j.String(status.message());
+  j.Key("outcome");
+  j.String(CodeName(status.code()));
+  j.Key("error");
+  j.String(status.message());
   j.EndObject();
   return j.Take();
 }
@@ -149,18 +180,24 @@ std::string FormatStatsHuman(const StoreStats& s) {
     return name;
   };
   std::string out = pad("durability") + s.durability;
-  for (const auto& [name, value] : StatsCounters(s)) out += "\n" + pad(name) + std::to_string(value);
+  for (const auto& [name, value] : StatsCounters(s))
+    out += "\n" + pad(name) + std::to_string(value);
   return out;
 }
 
 std::string FormatStatsJson(const StoreStats& s) {
   JsonWriter j;
   j.BeginObject();
-  j.Key("outcome"); j.String("OK");
+  j.Key("outcome");
+  j.String("OK");
   j.Key("stats");
   j.BeginObject();
-  j.Key("durability"); j.String(s.durability);
-  for (const auto& [name, value] : StatsCounters(s)) { j.Key(name); j.Uint(value); }
+  j.Key("durability");
+  j.String(s.durability);
+  for (const auto& [name, value] : StatsCounters(s)) {
+    j.Key(name);
+    j.Uint(value);
+  }
   j.EndObject();
   j.EndObject();
   return j.Take();
@@ -168,14 +205,19 @@ std::string FormatStatsJson(const StoreStats& s) {
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case Status::Code::kOk: return 0;
-    case Status::Code::kInvalidArgument: return 3;
+    case Status::Code::kOk:
+      return 0;
+    case Status::Code::kInvalidArgument:
+      return 3;
     case Status::Code::kIOError:
     case Status::Code::kNotFound:  // no database at --data
       return 4;
-    case Status::Code::kTimedOut: return 5;
-    case Status::Code::kCorruption: return 6;
-    default: return 7;
+    case Status::Code::kTimedOut:
+      return 5;
+    case Status::Code::kCorruption:
+      return 6;
+    default:
+      return 7;
   }
 }
 

@@ -1,8 +1,8 @@
 #include "cli.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
@@ -46,10 +46,14 @@ Result<uint64_t> ParseBytes(const std::string& flag, std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + i, v);
   const std::string_view unit = text.substr(i);
   uint64_t scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KiB") scale = 1ull << 10;
-  else if (unit == "M" || unit == "MiB") scale = 1ull << 20;
-  else if (unit == "G" || unit == "GiB") scale = 1ull << 30;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KiB")
+    scale = 1ull << 10;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1ull << 20;
+  else if (unit == "G" || unit == "GiB")
+    scale = 1ull << 30;
   if (i == 0 || ec != std::errc() || end != text.data() + i || scale == 0 ||
       v > (1ull << 40) / scale) {
     return Bad(flag, "'" + std::string(text) + "' is not a size (e.g. 4MiB, 512K, 100)");
@@ -70,13 +74,27 @@ std::vector<std::string_view> SplitList(std::string_view text) {
 }
 
 // Flags that take a value, and those that do not.
-const std::set<std::string, std::less<>> kValueFlags = {
-    "--seed",        "--rate",        "--duration",     "--mix",          "--param",
-    "--trace",       "--key-order",   "--ttls",         "--ns-ttl",       "--strategies",
-    "--reclaim-every", "--sample-every", "--drain",     "--write-buffer", "--payload-bytes",
-    "--reclaim-fraction", "--work-dir", "--json",       "--out"};
-const std::set<std::string, std::less<>> kSwitches = {"--quick", "--help", "-h",      "--quiet",
-                                                      "--no-flush", "--keep-dbs"};
+const std::set<std::string, std::less<>> kValueFlags = {"--seed",
+                                                        "--rate",
+                                                        "--duration",
+                                                        "--mix",
+                                                        "--param",
+                                                        "--trace",
+                                                        "--key-order",
+                                                        "--ttls",
+                                                        "--ns-ttl",
+                                                        "--strategies",
+                                                        "--reclaim-every",
+                                                        "--sample-every",
+                                                        "--drain",
+                                                        "--write-buffer",
+                                                        "--payload-bytes",
+                                                        "--reclaim-fraction",
+                                                        "--work-dir",
+                                                        "--json",
+                                                        "--out"};
+const std::set<std::string, std::less<>> kSwitches = {"--quick", "--help",     "-h",
+                                                      "--quiet", "--no-flush", "--keep-dbs"};
 
 }  // namespace
 
@@ -118,9 +136,12 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   std::map<std::string, std::string> single;  // last value of each non-repeatable flag
   std::vector<std::string> params, ns_ttls;
   for (const auto& [flag, value] : given) {
-    if (flag == "--param") params.push_back(value);
-    else if (flag == "--ns-ttl") ns_ttls.push_back(value);
-    else single[flag] = value;
+    if (flag == "--param")
+      params.push_back(value);
+    else if (flag == "--ns-ttl")
+      ns_ttls.push_back(value);
+    else
+      single[flag] = value;
   }
   auto value_of = [&](const std::string& flag, const std::string& fallback) {
     auto it = single.find(flag);
@@ -160,9 +181,12 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     if (Status s = c.workload.params.Set(p); !s.ok()) return Bad("--param", s.message());
   }
   const std::string key_order = value_of("--key-order", "random");
-  if (key_order == "random") c.workload.key_order = KeyOrder::kRandom;
-  else if (key_order == "time") c.workload.key_order = KeyOrder::kTime;
-  else return Bad("--key-order", "'" + key_order + "' is not one of: random, time");
+  if (key_order == "random")
+    c.workload.key_order = KeyOrder::kRandom;
+  else if (key_order == "time")
+    c.workload.key_order = KeyOrder::kTime;
+  else
+    return Bad("--key-order", "'" + key_order + "' is not one of: random, time");
 
   // Policies.
   const std::string ttls = value_of("--ttls", preset.ttls);
@@ -204,7 +228,8 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     *out = *v;
     return Status::Ok();
   };
-  if (Status s = duration_flag("--reclaim-every", "10m", &c.sim.reclaim_every_ms); !s.ok()) return s;
+  if (Status s = duration_flag("--reclaim-every", "10m", &c.sim.reclaim_every_ms); !s.ok())
+    return s;
   if (Status s = duration_flag("--sample-every", "1h", &c.sim.sample_every_ms); !s.ok()) return s;
   if (single.count("--drain")) {
     auto v = ParseDurationMs(single["--drain"]);
@@ -217,7 +242,8 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   c.sim.write_buffer_bytes = *write_buffer;
   auto payload = ParseBytes("--payload-bytes", value_of("--payload-bytes", "100"));
   if (!payload.ok()) return payload.status();
-  if (*payload > (1u << 20)) return Bad("--payload-bytes", "must be at most 1MiB (the engine's limit)");
+  if (*payload > (1u << 20))
+    return Bad("--payload-bytes", "must be at most 1MiB (the engine's limit)");
   c.sim.payload_bytes = *payload;
   auto fraction = ParseNumber("--reclaim-fraction", value_of("--reclaim-fraction", "0.5"));
   if (!fraction.ok()) return fraction.status();
@@ -230,7 +256,10 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
 
   // What the reports echo.
   if (c.trace_path.empty()) {
-    c.settings = {{"seed", seed}, {"rate", rate + "/s"}, {"duration", duration}, {"mix", mix},
+    c.settings = {{"seed", seed},
+                  {"rate", rate + "/s"},
+                  {"duration", duration},
+                  {"mix", mix},
                   {"key-order", key_order}};
     for (const MixEntry& e : c.workload.mix) {
       c.settings.emplace_back("model " + std::string(ModelName(e.model)) + " (" + e.ns + ")",
@@ -245,8 +274,9 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   c.settings.emplace_back("ns-ttl", ns_ttl_text);
   c.settings.emplace_back("strategies", strategies);
   c.settings.emplace_back("reclaim-every", FormatDurationMs(c.sim.reclaim_every_ms));
-  c.settings.emplace_back("sample-every", FormatDurationMs(c.sim.sample_every_ms) +
-                                              (c.sim.flush_at_samples ? " (flush first)" : " (no flush)"));
+  c.settings.emplace_back("sample-every",
+                          FormatDurationMs(c.sim.sample_every_ms) +
+                              (c.sim.flush_at_samples ? " (flush first)" : " (no flush)"));
   c.settings.emplace_back("write-buffer", std::to_string(c.sim.write_buffer_bytes) + " B");
   c.settings.emplace_back("payload-bytes", std::to_string(c.sim.payload_bytes));
   return c;
@@ -267,12 +297,14 @@ See docs/retention.md.
 
 Workload (generated from a seed, or replayed from a trace):
   --seed N              random seed; the same seed gives the same workload (default 1)
-  --rate R              first requests per second, Poisson arrivals (default )") + kFull.rate +
-         R"(; --quick: )" + kQuick.rate + R"()
+  --rate R              first requests per second, Poisson arrivals (default )") +
+         kFull.rate + R"(; --quick: )" + kQuick.rate + R"()
   --duration D          first requests arrive for D; their duplicates may come later
-                        (default )" + kFull.duration + R"(; --quick: )" + kQuick.duration + R"()
+                        (default )" +
+         kFull.duration + R"(; --quick: )" + kQuick.duration + R"()
   --mix SPEC            NAMESPACE:MODEL:WEIGHT,... models: retry, redelivery, callbacks, human
-                        (default )" + kDefaultMix + R"()
+                        (default )" +
+         kDefaultMix + R"()
   --param M.NAME=V      set a model parameter, repeatable, e.g. callbacks.again_prob=0.5
   --key-order ORDER     random (UUIDv4-like keys) or time (ULID-like keys) (default random)
   --trace FILE          replay FILE (CSV time_s,namespace,key) instead of generating; excludes
@@ -280,10 +312,12 @@ Workload (generated from a seed, or replayed from a trace):
 
 Policies (every TTL and every --ns-ttl, each under every strategy):
   --ttls LIST           one TTL for all namespaces, e.g. 1h,6h,24h,7d; "none" for no such
-                        policy (default )" + kFull.ttls + R"()
+                        policy (default )" +
+         kFull.ttls + R"()
   --ns-ttl SPEC         per-namespace TTLs NS=TTL,...,*=TTL ('*': unlisted namespaces, default
                         1d), repeatable; "none" for no such policy
-                        (default )" + kDefaultNsTtl + R"()
+                        (default )" +
+         kDefaultNsTtl + R"()
   --strategies LIST     reclaim (compaction filter + Engine::ReclaimExpired on a schedule),
                         compaction-only (compaction filter in write-triggered compactions only)
                         (default reclaim,compaction-only)
@@ -303,13 +337,14 @@ Simulation:
 Output:
   --json FILE           write every figure as JSON (layout in docs/retention.md)
   --out DIR             write ttl_tradeoff.svg and disk_over_time.svg into DIR
-  --quick               a small run (under a minute): --rate )" + kQuick.rate + " --duration " +
-         kQuick.duration + R"(
+  --quick               a small run (under a minute): --rate )" +
+         kQuick.rate + " --duration " + kQuick.duration + R"(
   --quiet               no progress line on stderr
   -h, --help            this text
 
 Model parameters (times in ms) and their defaults:
-)" + models + R"(
+)" + models +
+         R"(
 Sizes accept B, K/KiB, M/MiB, G/GiB; durations ms, s, m, h, d (e.g. 1h30m).
 Exit codes: 0 ok, 1 the simulation failed, 2 bad command line.
 )";

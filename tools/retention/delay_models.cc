@@ -55,10 +55,14 @@ int DrawCount(const ModelParams& p, Random& random) {
 
 std::string_view ModelName(DelayModel model) {
   switch (model) {
-    case DelayModel::kRetry: return "retry";
-    case DelayModel::kRedelivery: return "redelivery";
-    case DelayModel::kCallbacks: return "callbacks";
-    case DelayModel::kHuman: return "human";
+    case DelayModel::kRetry:
+      return "retry";
+    case DelayModel::kRedelivery:
+      return "redelivery";
+    case DelayModel::kCallbacks:
+      return "callbacks";
+    case DelayModel::kHuman:
+      return "human";
   }
   return "?";
 }
@@ -200,7 +204,8 @@ void DrawDuplicateDelays(DelayModel model, const ModelParams& p, Random& random,
         out->push_back(ms(k * p.visibility_ms + random.Uniform() * p.poll_ms));
       }
       if (n == static_cast<int>(p.max_dups) && random.Bernoulli(p.redrive_prob)) {
-        out->push_back(ms(n * p.visibility_ms + random.Uniform(p.redrive_min_ms, p.redrive_max_ms)));
+        out->push_back(
+            ms(n * p.visibility_ms + random.Uniform(p.redrive_min_ms, p.redrive_max_ms)));
       }
       break;
     }

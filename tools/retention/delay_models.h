@@ -38,7 +38,7 @@ inline constexpr std::array<DelayModel, 4> kAllModels = {
 
 // Per-step intervals of the callback schedule, in milliseconds (see above).
 inline constexpr std::array<int64_t, 11> kCallbackSteps = {
-    15'000, 15'000, 30'000, 180'000, 600'000, 1'200'000,
+    15'000,    15'000,    30'000,    180'000,    600'000,   1'200'000,
     1'800'000, 3'600'000, 7'200'000, 21'600'000, 54'000'000};
 
 std::string_view ModelName(DelayModel model);  // "retry", "redelivery", "callbacks", "human"
@@ -53,8 +53,7 @@ struct ModelParams {
   // retry
   double base_ms = 0, factor = 0, cap_ms = 0;
   // redelivery
-  double visibility_ms = 0, poll_ms = 0, redrive_prob = 0, redrive_min_ms = 0,
-         redrive_max_ms = 0;
+  double visibility_ms = 0, poll_ms = 0, redrive_prob = 0, redrive_min_ms = 0, redrive_max_ms = 0;
   // human
   double median_ms = 0, sigma = 0;
 

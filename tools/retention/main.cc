@@ -29,8 +29,11 @@ namespace {
 class ProgressLine {
  public:
   ProgressLine(bool enabled, size_t policies)
-      : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0), policies_(policies),
-        start_(std::chrono::steady_clock::now()), last_(start_) {}
+      : enabled_(enabled),
+        tty_(isatty(STDERR_FILENO) != 0),
+        policies_(policies),
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
 
   void Update(size_t index, const Progress& p) {
     if (!enabled_) return;
@@ -41,7 +44,8 @@ class ProgressLine {
     const double pct = p.events_total == 0 ? 100.0
                                            : 100.0 * static_cast<double>(p.events_done) /
                                                  static_cast<double>(p.events_total);
-    std::fprintf(stderr, "%s[%zu/%zu %s] sim %s/%s  events %.0f%%  caught %llu missed %llu  %.0fs%s",
+    std::fprintf(stderr,
+                 "%s[%zu/%zu %s] sim %s/%s  events %.0f%%  caught %llu missed %llu  %.0fs%s",
                  tty_ ? "\r\033[K" : "", index + 1, policies_, p.policy->name.c_str(),
                  FormatDurationRoundedMs(p.sim_now_ms).c_str(),
                  FormatDurationRoundedMs(p.sim_end_ms).c_str(), pct,
@@ -97,8 +101,8 @@ int Main(int argc, char** argv) {
     }
   }
 
-  Result<Workload> workload = c.trace_path.empty() ? GenerateWorkload(c.workload)
-                                                   : ReadTraceFile(c.trace_path);
+  Result<Workload> workload =
+      c.trace_path.empty() ? GenerateWorkload(c.workload) : ReadTraceFile(c.trace_path);
   if (!workload.ok()) return Fail(workload.status());
   const std::vector<Policy> policies = BuildPolicies(c.ttls_ms, c.ns_ttls, c.strategies);
   int64_t longest_ttl = 0;

@@ -56,7 +56,8 @@ std::map<Strategy, std::vector<const PolicyResult*>> ByStrategy(const Study& stu
 std::string TtlTradeoffSvg(const Study& study) {
   const auto groups = ByStrategy(study);
   LineChart missed;
-  missed.title = "Duplicates missed (executed twice) against TTL (the TTL alone decides: strategies overlap)";
+  missed.title =
+      "Duplicates missed (executed twice) against TTL (the TTL alone decides: strategies overlap)";
   missed.x = TtlAxis(study);
   missed.y.label = "missed duplicates";
   LineChart disk;
@@ -100,8 +101,11 @@ std::string DiskOverTimeSvg(const Study& study) {
   for (const PolicyResult& r : study.results) {
     const std::string ttl = r.policy.TtlSpec();
     colors.try_emplace(ttl, colors.size());
-    ChartSeries s{r.policy.name, {}, PaletteColor(colors[ttl]),
-                  r.policy.strategy == Strategy::kCompactionOnly, false};
+    ChartSeries s{r.policy.name,
+                  {},
+                  PaletteColor(colors[ttl]),
+                  r.policy.strategy == Strategy::kCompactionOnly,
+                  false};
     for (const Sample& sample : r.samples) {
       s.points.emplace_back(static_cast<double>(sample.t_ms) / unit,
                             static_cast<double>(sample.sst_bytes) / kMiB);

@@ -70,8 +70,8 @@ std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
   std::vector<Policy> policies;
   for (Strategy strategy : strategies) {
     for (int64_t ttl : ttls_ms) {
-      policies.push_back({FormatDurationMs(ttl) + "/" + std::string(StrategyName(strategy)),
-                          strategy, ttl, {}});
+      policies.push_back(
+          {FormatDurationMs(ttl) + "/" + std::string(StrategyName(strategy)), strategy, ttl, {}});
     }
     for (size_t i = 0; i < ns_ttls.size(); ++i) {
       std::string label = ns_ttls.size() == 1 ? "ns-ttl" : "ns-ttl" + std::to_string(i + 1);

@@ -25,9 +25,9 @@ std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only"
 Result<Strategy> ParseStrategy(std::string_view name);
 
 struct Policy {
-  std::string name;          // unique in a study, e.g. "24h/reclaim", "ns-ttl/compaction-only"
+  std::string name;  // unique in a study, e.g. "24h/reclaim", "ns-ttl/compaction-only"
   Strategy strategy = Strategy::kReclaim;
-  int64_t default_ttl_ms = 0;            // namespaces without their own TTL
+  int64_t default_ttl_ms = 0;                // namespaces without their own TTL
   std::map<std::string, int64_t> ns_ttl_ms;  // per-namespace TTLs (empty: one TTL for all)
 
   int64_t TtlFor(std::string_view ns) const;

@@ -15,7 +15,8 @@ uint64_t Mix64(uint64_t x) {
 Random::Random(uint64_t seed) {
   // Seeding each word through SplitMix64 is the recommended way: it never yields the all-zero
   // state xoshiro cannot leave.
-  for (int i = 0; i < 4; ++i) s_[i] = Mix64(seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL);
+  for (int i = 0; i < 4; ++i)
+    s_[i] = Mix64(seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL);
 }
 
 uint64_t Random::NextU64() {

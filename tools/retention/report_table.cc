@@ -21,10 +21,10 @@ std::string Count(uint64_t n) { return std::to_string(n); }
 }  // namespace
 
 std::string FormatTable(const Study& study) {
-  const std::vector<std::string> header = {
-      "policy",      "ttl",       "dups",       "caught",     "missed",   "miss%",
-      "peak live",   "final live", "rocks est",  "expired@end", "disk peak", "disk final",
-      "WA",          "compacted",  "reclaim lag"};
+  const std::vector<std::string> header = {"policy",    "ttl",         "dups",       "caught",
+                                           "missed",    "miss%",       "peak live",  "final live",
+                                           "rocks est", "expired@end", "disk peak",  "disk final",
+                                           "WA",        "compacted",   "reclaim lag"};
   std::vector<std::vector<std::string>> rows;
   for (const PolicyResult& r : study.results) {
     const uint64_t dups = r.duplicates_caught + r.duplicates_missed;
@@ -34,8 +34,9 @@ std::string FormatTable(const Study& study) {
         Count(dups),
         Count(r.duplicates_caught),
         Count(r.duplicates_missed),
-        dups == 0 ? "-" : Printf("%.3f", 100.0 * static_cast<double>(r.duplicates_missed) /
-                                             static_cast<double>(dups)),
+        dups == 0 ? "-"
+                  : Printf("%.3f", 100.0 * static_cast<double>(r.duplicates_missed) /
+                                       static_cast<double>(dups)),
         Count(r.peak_live_records),
         Count(r.final_live_records),
         Count(r.estimated_records_final),
@@ -85,7 +86,8 @@ std::string FormatTable(const Study& study) {
       FormatDurationMs(study.sim.sample_every_ms) +
       (study.sim.flush_at_samples ? " after a memtable flush" : " (no flush)") +
       "; WA = (flush + compaction bytes written) / user bytes;\n"
-      "compacted = compaction bytes written; reclaim lag = last expiry -> disk <= max(5% of peak, 4 KiB).\n";
+      "compacted = compaction bytes written; reclaim lag = last expiry -> disk <= max(5% of peak, "
+      "4 KiB).\n";
   return out;
 }
 

@@ -31,7 +31,7 @@ namespace idem::retention {
 struct SimOptions {
   int64_t reclaim_every_ms = 10 * 60 * 1000;
   int64_t sample_every_ms = 60 * 60 * 1000;
-  int64_t drain_ms = 0;           // simulated time after the last arrival
+  int64_t drain_ms = 0;  // simulated time after the last arrival
   bool flush_at_samples = true;
   size_t write_buffer_bytes = 4u << 20;  // scaled down from the engine's 64 MiB, see docs
   size_t payload_bytes = 100;
@@ -40,11 +40,11 @@ struct SimOptions {
 
 // One point of the disk timeline.
 struct Sample {
-  int64_t t_ms = 0;                 // since the workload's start
-  uint64_t live_records = 0;        // exact, from the simulation's bookkeeping
-  uint64_t estimated_records = 0;   // RocksDB's estimate-num-keys (includes expired records)
-  uint64_t sst_bytes = 0;           // all table files on disk
-  uint64_t live_sst_bytes = 0;      // table files of the current version
+  int64_t t_ms = 0;                // since the workload's start
+  uint64_t live_records = 0;       // exact, from the simulation's bookkeeping
+  uint64_t estimated_records = 0;  // RocksDB's estimate-num-keys (includes expired records)
+  uint64_t sst_bytes = 0;          // all table files on disk
+  uint64_t live_sst_bytes = 0;     // table files of the current version
   uint64_t memtable_bytes = 0;
 };
 
@@ -57,9 +57,9 @@ struct PolicyResult {
   uint64_t first_requests = 0;
   uint64_t duplicates_caught = 0;
   uint64_t duplicates_missed = 0;
-  std::vector<NamespaceCounts> per_namespace;  // indexed like Workload::namespaces
-  uint64_t peak_live_records = 0;   // exact, at any instant
-  uint64_t final_live_records = 0;  // exact, at the end of the drain
+  std::vector<NamespaceCounts> per_namespace;     // indexed like Workload::namespaces
+  uint64_t peak_live_records = 0;                 // exact, at any instant
+  uint64_t final_live_records = 0;                // exact, at the end of the drain
   uint64_t estimated_records_end_of_traffic = 0;  // RocksDB, at the last sample with traffic
   uint64_t estimated_records_final = 0;
   // Expired records still on disk = RocksDB's record estimate - exact live records (>= 0).
@@ -85,10 +85,10 @@ struct PolicyResult {
   std::vector<Sample> samples;
 
   double WriteAmplification() const {
-    return user_bytes_written == 0 ? 0.0
-                                   : static_cast<double>(flush_bytes_written +
-                                                         compaction_bytes_written) /
-                                         static_cast<double>(user_bytes_written);
+    return user_bytes_written == 0
+               ? 0.0
+               : static_cast<double>(flush_bytes_written + compaction_bytes_written) /
+                     static_cast<double>(user_bytes_written);
   }
 };
 

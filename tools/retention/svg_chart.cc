@@ -59,11 +59,20 @@ std::string SvgEscape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -77,10 +86,12 @@ std::string PaletteColor(size_t i) {
 
 std::string SvgDocument(double width, double height, const std::string& body) {
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(width) + "\" height=\"" +
-         Num(height) + "\" viewBox=\"0 0 " + Num(width) + " " + Num(height) +
+         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         Num(width) + "\" height=\"" + Num(height) + "\" viewBox=\"0 0 " + Num(width) + " " +
+         Num(height) +
          "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body + "</svg>\n";
+         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" +
+         body + "</svg>\n";
 }
 
 std::string LineChart::Render(double left, double top, double width, double height) const {
@@ -139,8 +150,8 @@ std::string LineChart::Render(double left, double top, double width, double heig
     const double py = sy(t);
     out += "<line x1=\"" + Num(plot_left) + "\" y1=\"" + Num(py) + "\" x2=\"" + Num(plot_right) +
            "\" y2=\"" + Num(py) + "\" stroke=\"#e0e0e0\"/>\n";
-    out += "<text x=\"" + Num(plot_left - 6) + "\" y=\"" + Num(py + 4) +
-           "\" text-anchor=\"end\">" + SvgEscape(fy(t)) + "</text>\n";
+    out += "<text x=\"" + Num(plot_left - 6) + "\" y=\"" + Num(py + 4) + "\" text-anchor=\"end\">" +
+           SvgEscape(fy(t)) + "</text>\n";
   }
   for (double t : x_ticks) {
     const double px = sx(t);
@@ -164,7 +175,8 @@ std::string LineChart::Render(double left, double top, double width, double heig
     const double px = sx(m.x);
     out += "<line x1=\"" + Num(px) + "\" y1=\"" + Num(plot_top) + "\" x2=\"" + Num(px) +
            "\" y2=\"" + Num(plot_bottom) + "\" stroke=\"#606060\" stroke-dasharray=\"2,3\"/>\n";
-    out += "<text x=\"" + Num(px + 3) + "\" y=\"" + Num(plot_top + 12 + 14.0 * static_cast<double>(i)) +
+    out += "<text x=\"" + Num(px + 3) + "\" y=\"" +
+           Num(plot_top + 12 + 14.0 * static_cast<double>(i)) +
            "\" fill=\"#606060\" font-size=\"11\">" + SvgEscape(m.label) + "</text>\n";
   }
   // Series and legend.

@@ -43,8 +43,8 @@ Status ValidateNamespace(std::string_view ns) {
     return Status::InvalidArgument("namespace '" + std::string(ns) + "' must be 1..64 characters");
   }
   for (char c : ns) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
-                    c == ':' || c == '-';
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '-';
     if (!ok) {
       return Status::InvalidArgument("namespace '" + std::string(ns) +
                                      "' may only hold [A-Za-z0-9_.:-]");
@@ -58,11 +58,12 @@ Result<std::vector<MixEntry>> ParseMix(std::string_view text) {
   for (std::string_view item : Split(text, ',')) {
     // The namespace may itself contain ':', so the model and weight are the LAST two fields.
     const size_t last = item.rfind(':');
-    const size_t mid = last == std::string_view::npos || last == 0
-                           ? std::string_view::npos : item.rfind(':', last - 1);
+    const size_t mid = last == std::string_view::npos || last == 0 ? std::string_view::npos
+                                                                   : item.rfind(':', last - 1);
     if (mid == std::string_view::npos) {
-      return Status::InvalidArgument("bad --mix entry '" + std::string(item) +
-                                     "': expected NAMESPACE:MODEL:WEIGHT, e.g. payments:callbacks:0.5");
+      return Status::InvalidArgument(
+          "bad --mix entry '" + std::string(item) +
+          "': expected NAMESPACE:MODEL:WEIGHT, e.g. payments:callbacks:0.5");
     }
     MixEntry entry;
     entry.ns = std::string(item.substr(0, mid));
@@ -70,8 +71,9 @@ Result<std::vector<MixEntry>> ParseMix(std::string_view text) {
     const std::string_view model = item.substr(mid + 1, last - mid - 1);
     auto parsed = ParseModel(model);
     if (!parsed) {
-      return Status::InvalidArgument("bad --mix entry '" + std::string(item) + "': unknown model '" +
-                                     std::string(model) + "' (retry, redelivery, callbacks, human)");
+      return Status::InvalidArgument("bad --mix entry '" + std::string(item) +
+                                     "': unknown model '" + std::string(model) +
+                                     "' (retry, redelivery, callbacks, human)");
     }
     entry.model = *parsed;
     const std::string_view w = item.substr(last + 1);

@@ -20,10 +20,10 @@
 namespace idem::retention {
 
 struct Event {
-  int64_t t_ms = 0;       // since the start of the workload
-  uint64_t key_id = 0;    // the request's identity (shared by a first request and its duplicates)
-  uint32_t ns = 0;        // index into Workload::namespaces
-  bool duplicate = false; // not the first arrival of this (namespace, key)
+  int64_t t_ms = 0;        // since the start of the workload
+  uint64_t key_id = 0;     // the request's identity (shared by a first request and its duplicates)
+  uint32_t ns = 0;         // index into Workload::namespaces
+  bool duplicate = false;  // not the first arrival of this (namespace, key)
 };
 
 enum class KeyOrder : uint8_t {

@@ -51,26 +51,26 @@ enum class OpType : uint8_t {
 
 // Every outcome an operation can have. Numbers are part of the wire protocol: append only.
 enum class Outcome : uint8_t {
-  kInserted = 1,         // Insert created the record (returned)
-  kExists = 2,           // Insert found a live record (returned; see fingerprint_matches)
-  kApplied = 3,          // CompareAndSet changed the record (new record returned)
-  kConditionFailed = 4,  // CompareAndSet/Delete condition false (current record returned)
-  kNotFound = 5,         // no live record at that key
-  kDeleted = 6,          // Delete removed the record (the removed record is returned)
-  kFound = 7,            // Get found the record (returned)
-  kStarted = 8,          // Begin: the caller owns the attempt (record.fence is its fence)
-  kInProgress = 9,       // Begin: another attempt holds a live lease (until record.lease_until_ms)
-  kCompleted = 10,       // Begin: already done; record.payload is the stored response (a replay)
-  kMismatch = 11,        // Begin: same key, different fingerprint
-  kFenceMismatch = 12,   // Complete/Abort/Heartbeat/Renew/Unlock by a holder that lost the key
-  kReleased = 13,        // Abort/Unlock released the key
-  kIssued = 14,          // IssueToken: OpResult::token holds the new token
-  kConsumed = 15,        // ConsumeToken: first consume
-  kAlreadyConsumed = 16, // ConsumeToken: consumed before
-  kAcquired = 17,        // Lock: the caller holds the lock (record.fence)
-  kHeld = 18,            // Lock: someone else holds it (record.owner, record.lease_until_ms)
-  kAlready = 19,         // Transition/Complete: already in the requested state (success)
-  kIllegal = 20,         // Transition: the namespace's state graph forbids it
+  kInserted = 1,          // Insert created the record (returned)
+  kExists = 2,            // Insert found a live record (returned; see fingerprint_matches)
+  kApplied = 3,           // CompareAndSet changed the record (new record returned)
+  kConditionFailed = 4,   // CompareAndSet/Delete condition false (current record returned)
+  kNotFound = 5,          // no live record at that key
+  kDeleted = 6,           // Delete removed the record (the removed record is returned)
+  kFound = 7,             // Get found the record (returned)
+  kStarted = 8,           // Begin: the caller owns the attempt (record.fence is its fence)
+  kInProgress = 9,        // Begin: another attempt holds a live lease (until record.lease_until_ms)
+  kCompleted = 10,        // Begin: already done; record.payload is the stored response (a replay)
+  kMismatch = 11,         // Begin: same key, different fingerprint
+  kFenceMismatch = 12,    // Complete/Abort/Heartbeat/Renew/Unlock by a holder that lost the key
+  kReleased = 13,         // Abort/Unlock released the key
+  kIssued = 14,           // IssueToken: OpResult::token holds the new token
+  kConsumed = 15,         // ConsumeToken: first consume
+  kAlreadyConsumed = 16,  // ConsumeToken: consumed before
+  kAcquired = 17,         // Lock: the caller holds the lock (record.fence)
+  kHeld = 18,             // Lock: someone else holds it (record.owner, record.lease_until_ms)
+  kAlready = 19,          // Transition/Complete: already in the requested state (success)
+  kIllegal = 20,          // Transition: the namespace's state graph forbids it
 };
 
 // Stable upper-case name ("INSERTED", "CONDITION_FAILED", ...): idemctl's JSON uses it.

@@ -10,9 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "idem/result.h"
-
 #include "idem/clock.h"
+#include "idem/result.h"
 
 namespace idem {
 
@@ -24,8 +23,8 @@ struct Limits {
   size_t max_fingerprint_bytes = 64;
   size_t max_payload_bytes = 1 << 20;
   size_t max_owner_bytes = 128;
-  size_t max_status_set = 16;     // statuses in one Condition::status_in
-  size_t max_batch_ops = 10'000;  // operations in one Apply
+  size_t max_status_set = 16;        // statuses in one Condition::status_in
+  size_t max_batch_ops = 10'000;     // operations in one Apply
   int64_t max_wait_ms = 5 * 60'000;  // Begin's wait_ms
 };
 
@@ -42,18 +41,18 @@ enum class Durability : uint8_t {
 
 // How long a namespace keeps its records.
 struct RetentionPolicy {
-  int64_t default_ttl_ms = 24LL * 3600 * 1000;    // used when an operation says kDefaultTtl
-  int64_t max_ttl_ms = 30LL * 24 * 3600 * 1000;   // a longer explicit TTL is InvalidArgument
-  bool allow_forever = false;                     // whether kForever is accepted
+  int64_t default_ttl_ms = 24LL * 3600 * 1000;   // used when an operation says kDefaultTtl
+  int64_t max_ttl_ms = 30LL * 24 * 3600 * 1000;  // a longer explicit TTL is InvalidArgument
+  bool allow_forever = false;                    // whether kForever is accepted
 };
 
 // Request lifecycle, locks: leases and what happens to finished attempts.
 struct LifecyclePolicy {
-  int64_t default_lease_ms = 30'000;       // Begin/Heartbeat/Lock/Renew with lease_ms = 0
+  int64_t default_lease_ms = 30'000;  // Begin/Heartbeat/Lock/Renew with lease_ms = 0
   int64_t max_lease_ms = 24LL * 3600 * 1000;
-  int64_t completed_ttl_ms = 0;            // retention after Complete; 0 = retention default
-  bool remember_failures = false;          // Abort: keep a FAILED record (replayed) or release
-  size_t max_response_bytes = 1 << 20;     // Complete's response (also bounded by the payload limit)
+  int64_t completed_ttl_ms = 0;         // retention after Complete; 0 = retention default
+  bool remember_failures = false;       // Abort: keep a FAILED record (replayed) or release
+  size_t max_response_bytes = 1 << 20;  // Complete's response (also bounded by the payload limit)
 };
 
 // A namespace's allowed status transitions: from -> {to...}. Namespaces without a graph allow
@@ -82,11 +81,11 @@ struct EngineOptions {
   std::function<void(std::string_view line)> log;
   Durability durability = Durability::kSync;
   Limits limits;
-  RetentionPolicy default_retention;                    // namespaces without their own policy
-  std::map<std::string, RetentionPolicy> retention;     // per-namespace policies
+  RetentionPolicy default_retention;                 // namespaces without their own policy
+  std::map<std::string, RetentionPolicy> retention;  // per-namespace policies
   LifecyclePolicy default_lifecycle;
-  std::map<std::string, LifecyclePolicy> lifecycle;     // per-namespace lifecycle policies
-  std::map<std::string, StateGraph> state_graphs;       // per-namespace state machines
+  std::map<std::string, LifecyclePolicy> lifecycle;  // per-namespace lifecycle policies
+  std::map<std::string, StateGraph> state_graphs;    // per-namespace state machines
   bool create_if_missing = true;
 
   // Reclaiming expired records: every interval a background thread looks at each SST's expiry

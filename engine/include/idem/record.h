@@ -11,9 +11,9 @@ namespace idem {
 inline constexpr int64_t kNeverExpires = 0;
 
 struct Record {
-  std::string status;       // short label such as "PENDING" or "PAID" (1..limits.max_status_bytes)
-  uint64_t version = 0;     // 1 at insert, +1 on every change
-  uint64_t fence = 0;       // strictly increasing across the store, never reused (see docs/design.md)
+  std::string status;    // short label such as "PENDING" or "PAID" (1..limits.max_status_bytes)
+  uint64_t version = 0;  // 1 at insert, +1 on every change
+  uint64_t fence = 0;    // strictly increasing across the store, never reused (see docs/design.md)
   std::string fingerprint;  // opaque caller bytes (e.g. a request hash); empty = none
   std::string payload;      // the stored response, or any bytes
   int64_t created_ms = 0;   // Clock time of the insert that created this record's life

@@ -25,13 +25,13 @@ struct StoreStats {
   uint64_t writes = 0;      // RocksDB write batches committed since open
   // Space and write amplification, since open. Write amplification =
   // (flush_bytes_written + compaction_bytes_written) / user_bytes_written.
-  uint64_t user_bytes_written = 0;  // bytes of the write batches committed (keys + values)
-  uint64_t flush_bytes_written = 0;       // table files written by memtable flushes
+  uint64_t user_bytes_written = 0;   // bytes of the write batches committed (keys + values)
+  uint64_t flush_bytes_written = 0;  // table files written by memtable flushes
   uint64_t compaction_bytes_read = 0;
   uint64_t compaction_bytes_written = 0;
   uint64_t compactions = 0;
   uint64_t records_dropped_by_compaction = 0;  // expired (and overwritten/deleted) versions removed
-  uint64_t live_sst_bytes = 0;  // table files the current version references
+  uint64_t live_sst_bytes = 0;                 // table files the current version references
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
@@ -42,7 +42,7 @@ struct StoreStats {
                                             // the cache is not strict: pinned blocks may exceed it)
   uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
                                             // with the number of table files
-  std::string durability;   // "sync" or "async"
+  std::string durability;                   // "sync" or "async"
 };
 
 class Store {

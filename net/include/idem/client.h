@@ -24,7 +24,7 @@ namespace idem {
 struct ClientOptions {
   std::string address = "127.0.0.1:7878";  // HOST:PORT
   int64_t connect_timeout_ms = 5'000;
-  int64_t request_timeout_ms = 10'000;       // per Apply; TimedOut after it
+  int64_t request_timeout_ms = 10'000;  // per Apply; TimedOut after it
   // Responses above this are rejected (Corruption) until the HelloReply, and from servers that
   // do not announce max_reply_bytes; a server's announced max_reply_bytes replaces it, up to
   // max_reply_bytes below.

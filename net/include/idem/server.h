@@ -36,7 +36,7 @@ struct ServerOptions {
   uint16_t port = 7878;            // 0: an ephemeral port (see Server::port())
   bool allow_remote = false;
   int io_threads = 1;
-  int engine_threads = 0;  // 0: the event loop applies (see above)
+  int engine_threads = 0;         // 0: the event loop applies (see above)
   size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
   // Connections over max_connections being sent BUSY at the same time (each holds a descriptor
   // until its peer has read the error, at most a second). Past it the server stops
