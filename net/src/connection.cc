@@ -1,5 +1,7 @@
 #include "connection.h"
 
+#include <cassert>
+
 namespace idem {
 
 namespace asio = boost::asio;
@@ -34,8 +36,8 @@ void Connection::Reject(const Status& error) {
 
 void Connection::Drain() {
   asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-    if (self->closed_) return;
-    self->draining_ = true;
+    if (self->state_ == State::kClosed) return;
+    self->StopInput();
     self->buf_begin_ = self->buf_end_;  // requests not yet handed over are never started
     self->MaybeFinish();
   });
@@ -46,11 +48,20 @@ void Connection::Close() {
 }
 
 void Connection::DoRead() {
-  if (reading_ || closed_ || peer_eof_ || draining_) return;
-  if (close_after_ && !lingering_) return;  // no new requests; input is discarded once lingering
-  if (!close_after_ && (inflight_ >= options_.max_inflight || buf_begin_ < buf_end_ ||
-                        queued_bytes_ >= options_.max_queued_reply_bytes)) {
-    return;
+  if (reading_ || input_stopped_) return;
+  switch (state_) {
+    case State::kOpen:
+      if (inflight_ >= options_.max_inflight || buf_begin_ < buf_end_ ||
+          queued_bytes_ >= options_.max_queued_reply_bytes) {
+        return;
+      }
+      break;
+    case State::kLingering:  // input is discarded until EOF
+      break;
+    case State::kDraining:
+    case State::kClosing:  // no new requests
+    case State::kClosed:
+      return;
   }
   reading_ = true;
   socket_.async_read_some(asio::buffer(read_buf_),
@@ -60,18 +71,18 @@ void Connection::DoRead() {
 
 void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
   reading_ = false;
-  if (closed_) return;
+  if (state_ == State::kClosed) return;
   if (ec) {
-    if (ec == asio::error::eof && !close_after_) {
+    if (ec == asio::error::eof && !closing()) {
       // The peer finished sending; it may still be waiting for the responses.
-      peer_eof_ = true;
+      StopInput();
       MaybeFinish();
     } else {
       CloseNow();
     }
     return;
   }
-  if (close_after_ || draining_) {  // discarding
+  if (state_ != State::kOpen) {  // discarding
     DoRead();
     return;
   }
@@ -82,8 +93,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
 
 void Connection::ProcessBuffered() {
   while (buf_begin_ < buf_end_ && inflight_ < options_.max_inflight &&
-         queued_bytes_ < options_.max_queued_reply_bytes && !close_after_ && !draining_ &&
-         !closed_) {
+         queued_bytes_ < options_.max_queued_reply_bytes && state_ == State::kOpen) {
     size_t consumed = 0;
     FrameParser::State state =
         parser_.Feed(read_buf_.data() + buf_begin_, buf_end_ - buf_begin_, &consumed);
@@ -111,9 +121,7 @@ void Connection::ProcessBuffered() {
     });
     if (!status.ok()) {  // the handler's reply is the error frame; close once it is written
       Log("closing: " + status.ToString());
-      close_after_ = true;
-      close_deadline_ = Clock::now() + std::chrono::milliseconds(kLingerMs);
-      ArmTimer();
+      BeginClosing();
     }
   }
   if (buf_begin_ == buf_end_) DoRead();
@@ -121,7 +129,7 @@ void Connection::ProcessBuffered() {
 
 void Connection::OnReply(FrameBytes frame) {
   --in_engine_;
-  if (closed_) return;
+  if (state_ == State::kClosed) return;
   queued_bytes_ += frame.size();
   outbox_.push_back(Outgoing{std::move(frame), true});
   // The other replies of the same batch are on their way: write once they are all queued (one
@@ -142,7 +150,7 @@ void Connection::Send(FrameBytes frame) {
 }
 
 void Connection::DoWrite() {
-  if (writing_active_ || closed_) return;
+  if (writing_active_ || state_ == State::kClosed) return;
   if (outbox_.empty()) {
     MaybeFinish();
     return;
@@ -159,7 +167,7 @@ void Connection::DoWrite() {
   asio::async_write(socket_, buffers,
                     [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                       self->writing_active_ = false;
-                      if (self->closed_) return;
+                      if (self->state_ == State::kClosed) return;
                       if (ec) {
                         self->CloseNow();
                         return;
@@ -176,23 +184,30 @@ void Connection::DoWrite() {
 }
 
 void Connection::MaybeFinish() {
-  if (closed_ || in_engine_ > 0 || writing_active_ || !outbox_.empty()) return;
-  if (close_after_) {
-    if (lingering_) return;
-    // Everything is written. Send FIN and read until the peer closes, so that bytes it sent
-    // after the bad frame do not turn our close into a reset that could destroy the error frame
-    // before the peer reads it. The close deadline bounds this.
-    lingering_ = true;
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
-    DoRead();
-  } else if (draining_ || peer_eof_) {
-    CloseNow();
+  if (in_engine_ > 0 || writing_active_ || !outbox_.empty()) return;
+  switch (state_) {
+    case State::kClosing: {
+      // Everything is written. Send FIN and read until the peer closes, so that bytes it sent
+      // after the bad frame do not turn our close into a reset that could destroy the error
+      // frame before the peer reads it. The close deadline bounds this.
+      TransitionTo(State::kLingering);
+      boost::system::error_code ec;
+      socket_.shutdown(tcp::socket::shutdown_send, ec);
+      DoRead();
+      break;
+    }
+    case State::kDraining:
+      CloseNow();
+      break;
+    case State::kOpen:
+    case State::kLingering:
+    case State::kClosed:
+      break;
   }
 }
 
 void Connection::ArmTimer() {
-  timer_.expires_at(close_after_
+  timer_.expires_at(closing()
                         ? close_deadline_
                         : last_activity_ + std::chrono::milliseconds(options_.idle_timeout_ms));
   timer_.async_wait(
@@ -200,9 +215,9 @@ void Connection::ArmTimer() {
 }
 
 void Connection::OnTimer(const boost::system::error_code& ec) {
-  if (ec == asio::error::operation_aborted || closed_) return;
+  if (ec == asio::error::operation_aborted || state_ == State::kClosed) return;
   const Clock::time_point now = Clock::now();
-  if (close_after_) {
+  if (closing()) {
     if (now >= close_deadline_) {
       CloseNow();
       return;
@@ -221,21 +236,51 @@ void Connection::OnTimer(const boost::system::error_code& ec) {
 }
 
 void Connection::Fail(const Status& error) {
-  if (closed_ || close_after_) return;
-  close_after_ = true;
-  close_deadline_ = Clock::now() + std::chrono::milliseconds(kLingerMs);
-  ArmTimer();
+  if (state_ != State::kOpen && state_ != State::kDraining) return;
+  BeginClosing();
   Send(EncodeError(0, error));
 }
 
 void Connection::CloseNow() {
-  if (closed_) return;
-  closed_ = true;
+  if (state_ == State::kClosed) return;
+  TransitionTo(State::kClosed);
   boost::system::error_code ec;
   timer_.cancel();
   socket_.close(ec);
   outbox_.clear();
   if (on_closed_) on_closed_(shared_from_this());
+}
+
+bool Connection::IsLegalTransition(State from, State to) {
+  switch (from) {
+    case State::kOpen:
+      return to == State::kDraining || to == State::kClosing || to == State::kClosed;
+    case State::kDraining:
+      return to == State::kClosing || to == State::kClosed;
+    case State::kClosing:
+      return to == State::kLingering || to == State::kClosed;
+    case State::kLingering:
+      return to == State::kClosed;
+    case State::kClosed:
+      return false;
+  }
+  return false;
+}
+
+void Connection::TransitionTo(State next) {
+  assert(IsLegalTransition(state_, next));
+  state_ = next;
+}
+
+void Connection::StopInput() {
+  input_stopped_ = true;
+  if (state_ == State::kOpen) TransitionTo(State::kDraining);
+}
+
+void Connection::BeginClosing() {
+  TransitionTo(State::kClosing);
+  close_deadline_ = Clock::now() + std::chrono::milliseconds(kLingerMs);
+  ArmTimer();
 }
 
 void Connection::Log(const std::string& message) const {

@@ -104,14 +104,39 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point last_activity_;   // last complete request read or response written
   Clock::time_point close_deadline_;  // hard limit once closing after an error
 
+  // The lifecycle. Every change goes through TransitionTo, which asserts (in builds without
+  // NDEBUG) that IsLegalTransition allows it:
+  //   kOpen --Drain() or the peer's EOF--> kDraining --all answered--> kClosed
+  //   kOpen, kDraining --error (bad frame, handler error, idle timeout, Reject)--> kClosing
+  //   kClosing --all written, FIN sent--> kLingering --peer's EOF--> kClosed
+  //   any but kClosed --CloseNow() (I/O error, Close(), close_deadline_)--> kClosed
+  enum class State {
+    kOpen,       // reading, answering
+    kDraining,   // reading nothing more; closes once every request read is answered
+    kClosing,    // after an error: writes what is pending (the error frame last), no new requests
+    kLingering,  // kClosing and all written: FIN sent, input discarded until EOF or close_deadline_
+    kClosed,     // socket closed; late replies are dropped
+  };
+  static bool IsLegalTransition(State from, State to);
+  void TransitionTo(State next);
+  // Drain() or the peer's EOF: nothing more is read, not even to discard while lingering.
+  void StopInput();
+  // An error: the connection closes once what is pending is written, within kLingerMs.
+  void BeginClosing();
+  bool closing() const { return state_ == State::kClosing || state_ == State::kLingering; }
+
+  State state_ = State::kOpen;
+  // Facts independent of the lifecycle:
+  // - input_stopped_: Drain() was called or the peer sent EOF. It outlives kDraining: a draining
+  //   connection that then fails (idle timeout) lingers without reading, and Drain() while
+  //   closing stops the discarding reads; so it is a fact about the input, not a state.
+  // - reading_, writing_active_, write_scheduled_: an operation is outstanding on the socket or
+  //   the strand. Its completion handler still runs after any transition (even to kClosed) and
+  //   looks at state_ then, so these only stop a second read, write or post being started.
+  bool input_stopped_ = false;
   bool reading_ = false;
   bool writing_active_ = false;
   bool write_scheduled_ = false;  // a DoWrite is posted
-  bool peer_eof_ = false;         // the peer shut down its sending side
-  bool close_after_ = false;      // after an error: write what is pending, then close
-  bool lingering_ = false;        // close_after_ and all written: discarding input until EOF
-  bool draining_ = false;
-  bool closed_ = false;
 };
 
 }  // namespace idem

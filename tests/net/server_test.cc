@@ -105,6 +105,27 @@ TEST_F(ServerTest, TruncatedFrameThenEofClosesQuietly) {
   ExpectServing();
 }
 
+// A client may shut down its sending side as soon as it has sent its requests: it still gets
+// every response, then the server closes.
+TEST_F(ServerTest, EofAfterWholeRequestsStillGetsTheirResponsesThenClose) {
+  StartServer();
+  auto socket = Greeted();
+  for (uint64_t id = 2; id <= 4; ++id) {
+    ASSERT_TRUE(socket->Send(EncodeApplyRequest(id, std::vector<Op>{Op::Get("ns", "k")})));
+  }
+  socket->ShutdownWrite();
+  for (uint64_t id = 2; id <= 4; ++id) {
+    std::vector<uint8_t> body;
+    ASSERT_EQ(ReadResult::kFrame, socket->ReadFrame(&body));
+    const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+    ASSERT_NE(nullptr, frame);
+    EXPECT_EQ(id, frame->id());
+    EXPECT_NE(nullptr, frame->body_as_ApplyResponse());
+  }
+  EXPECT_TRUE(socket->WaitClosed());
+  ExpectServing();
+}
+
 TEST_F(ServerTest, AFrameSplitIntoSingleBytesIsStillOneRequest) {
   StartServer();
   auto socket = Greeted();
@@ -231,6 +252,34 @@ TEST_F(ServerTest, IdleClientsAreDisconnected) {
   EXPECT_TRUE(socket->WaitClosed());
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
   ExpectServing();
+}
+
+// A client that half-closes and then stops reading leaves the server draining with a write that
+// never completes: the idle timeout still ends it (the error frame is queued behind the stuck
+// write, so the linger deadline closes it), and its slot under max_connections comes free.
+TEST_F(ServerTest, AHalfClosedClientThatStopsReadingIsDisconnectedWhenIdle) {
+  ServerOptions options;
+  options.idle_timeout_ms = 200;
+  options.max_connections = 1;
+  StartServer(options);
+  ASSERT_OK(server_->engine().Insert("ns", "big", "NEW", std::string(1 << 20, 'p')));
+  auto socket = Greeted();
+  socket->ShrinkReceiveBuffer();
+  // 6 MiB of replies: more than the kernel's buffers hold, less than max_queued_reply_bytes, so
+  // the server reads every request and then the EOF.
+  for (uint64_t id = 2; id < 8; ++id) {
+    ASSERT_TRUE(socket->Send(EncodeApplyRequest(id, std::vector<Op>{Op::Get("ns", "big")})));
+  }
+  socket->ShutdownWrite();
+  // The only connection slot is the raw socket's until the server closes it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Status served = Status::IOError("not tried");
+  while (!served.ok() && std::chrono::steady_clock::now() < deadline) {
+    auto client = server_->Connect();
+    served = client.ok() ? (*client)->Insert("ns", "after", "NEW").status() : client.status();
+  }
+  ASSERT_OK(served);
+  EXPECT_TRUE(socket->WaitClosed());
 }
 
 TEST_F(ServerTest, ASlowlyTrickledFrameIsIdle) {

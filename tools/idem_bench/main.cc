@@ -1,5 +1,5 @@
 // idem-bench: a load generator for idemstored. All logic is in the idem_bench library
-// (bench_config, load_generator, histogram, key_distribution); this only wires it.
+// (bench_config, load_generator and what it runs, the reports); this only wires it.
 //
 // Exit codes: 0 after a run (errors are reported, not fatal), 1 when the server cannot be
 // reached, 2 for bad flags.
@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "json_report.h"
 #include "load_generator.h"
+#include "text_report.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);

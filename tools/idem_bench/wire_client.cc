@@ -1,0 +1,164 @@
+#include "wire_client.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "idem/status.h"
+#include "protocol_codec.h"
+#include "protocol_generated.h"
+
+namespace idem::bench {
+namespace {
+
+namespace fb = flatbuffers;
+
+// A bijection of the 64-bit integers (SplitMix64's finalizer: each step is invertible), so distinct
+// key numbers stay distinct keys while consecutive numbers land far apart.
+uint64_t Scatter(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Reads one whole frame with a blocking socket (the handshake only).
+bool ReadFrameBlocking(int fd, std::vector<uint64_t>* body, uint32_t* size) {
+  auto read_exact = [fd](void* p, size_t n) {
+    auto* c = static_cast<char*>(p);
+    while (n > 0) {
+      ssize_t r = ::read(fd, c, n);
+      if (r <= 0) {
+        if (r < 0 && errno == EINTR) continue;
+        return false;
+      }
+      c += r;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  };
+  uint8_t prefix[4];
+  if (!read_exact(prefix, 4)) return false;
+  *size = DecodeFrameLength(prefix);
+  if (*size == 0 || *size > kMaxResponseBytes) return false;
+  body->resize((*size + 7) / 8);
+  return read_exact(body->data(), *size);
+}
+
+}  // namespace
+
+uint32_t DecodeFrameLength(const uint8_t* p) {
+  return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+Result<int> Connect(const BenchConfig& config) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(config.port);
+  if (inet_pton(AF_INET, config.host.c_str(), &addr.sin_addr) != 1) {
+    return Status::InvalidArgument("--server: \"" + config.host + "\" is not an IPv4 address");
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IOError(std::string("socket: ") + std::strerror(errno));
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    Status s = Status::IOError("connect " + config.host + ":" + std::to_string(config.port) + ": " +
+                               std::strerror(errno));
+    ::close(fd);
+    return s;
+  }
+  const std::string hello = RequestEncoder::Hello();
+  std::vector<uint64_t> body;
+  uint32_t size = 0;
+  const wire::Frame* frame = nullptr;
+  if (::write(fd, hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()) &&
+      ReadFrameBlocking(fd, &body, &size)) {
+    fb::Verifier verifier(reinterpret_cast<const uint8_t*>(body.data()), size);
+    if (wire::VerifyFrameBuffer(verifier)) frame = wire::GetFrame(body.data());
+  }
+  if (frame == nullptr || frame->body_type() != wire::Body::HelloReply) {
+    ::close(fd);
+    std::string why = frame && frame->error() && frame->error()->message()
+                          ? frame->error()->message()->str()
+                          : "no HelloReply";
+    return Status::IOError("handshake with " + config.host + ":" + std::to_string(config.port) +
+                           " failed: " + why);
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+void RequestEncoder::Append(std::string* out, uint64_t id, OpKind kind,
+                            std::span<const uint64_t> keys, std::span<const uint64_t> fences) {
+  // Every op of the request borrows its key and payload from here until it is encoded.
+  keys_.resize(keys.size());
+  payloads_.resize(keys.size());
+  const bool has_payload = kind == OpKind::kInsert || kind == OpKind::kPreload ||
+                           kind == OpKind::kComplete || kind == OpKind::kCas;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    WriteKey(keys[i], &keys_[i]);
+    if (has_payload) WritePayload(keys[i], &payloads_[i]);
+  }
+  ops_.clear();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ops_.push_back(MakeOp(kind, keys_[i], payloads_[i], i < fences.size() ? fences[i] : 0));
+  }
+  AppendApplyRequest(b_, id, ops_, out);
+}
+
+std::string RequestEncoder::Hello() {
+  FrameBytes frame = EncodeHello(1, "idem-bench");
+  return std::string(reinterpret_cast<const char*>(frame.data()), frame.size());
+}
+
+void RequestEncoder::WriteKey(uint64_t index, std::string* out) const {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, ":%016" PRIx64, config_.sequential_keys ? index : Scatter(index));
+  out->assign(prefix_).append(buf);
+}
+
+// A response-like payload that names its key, so it is not one constant repeated (which
+// RocksDB's block compression would make unrealistically cheap to store).
+void RequestEncoder::WritePayload(uint64_t index, std::string* out) const {
+  out->clear();
+  char buf[96];
+  std::snprintf(buf, sizeof buf,
+                "{\"ref\":\"%016" PRIx64 "\",\"code\":201,\"txn\":\"%016" PRIx64 "\",\"body\":\"",
+                index, static_cast<uint64_t>(index * 0x9e3779b97f4a7c15ULL));
+  while (out->size() < config_.payload_bytes) out->append(buf);
+  out->resize(config_.payload_bytes);
+}
+
+Op RequestEncoder::MakeOp(OpKind kind, std::string_view key, std::string_view payload,
+                          uint64_t fence) const {
+  switch (kind) {
+    case OpKind::kInsert:
+    case OpKind::kPreload:
+      return Op::Insert(config_.ns, key, "PROCESSING", payload, {}, config_.ttl_ms);
+    case OpKind::kBegin: {
+      Op op = Op::Begin(config_.ns, key, {}, 0, 0, "idem-bench");
+      op.ttl_ms = config_.ttl_ms;
+      return op;
+    }
+    case OpKind::kComplete:
+      return Op::Complete(config_.ns, key, fence, payload, config_.ttl_ms);
+    case OpKind::kCas:
+      return Op::CompareAndSet(config_.ns, key, Condition{{"PROCESSING"}, {}, {}},
+                               Update{"SUCCEEDED", payload, {}});
+    case OpKind::kGet:
+      break;
+  }
+  return Op::Get(config_.ns, key);
+}
+
+}  // namespace idem::bench
