@@ -18,8 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fd_budget.h"
 #include "idem/client.h"
-#include "idem/fd_budget.h"
 #include "idem/server.h"
 #include "protocol_codec.h"
 #include "raw_socket.h"

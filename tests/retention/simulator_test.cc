@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/duration.h"
+#include "duration.h"
 #include "idem/engine.h"
 #include "support/temp_dir.h"
 

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <set>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::ctl {
 namespace {

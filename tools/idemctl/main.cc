@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "idem/open_store.h"
 #include "idem/repair.h"
 #include "invocation.h"
+#include "open_store.h"
 #include "output.h"
 
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "idem/duration.h"
+#include "duration.h"
 #include "idem/engine.h"
 #include "live_tracker.h"
 #include "random.h"

@@ -135,7 +135,7 @@ struct EngineOptions {
   // Files RocksDB may keep open at once (its max_open_files: table files, less 10 it keeps for
   // its logs and MANIFEST); past it its table cache closes the least recently used table files.
   // -1: no limit, every table file stays open. idemstored sets it from its file-descriptor
-  // budget (idem/fd_budget.h) so that RocksDB never finds the descriptors taken by connections.
+  // budget (tools/server_config/) so that RocksDB never finds the descriptors taken by connections.
   int max_open_files = -1;
   // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
   // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and

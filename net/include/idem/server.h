@@ -41,7 +41,8 @@ struct ServerOptions {
   // Connections over max_connections being sent BUSY at the same time (each holds a descriptor
   // until its peer has read the error, at most a second). Past it the server stops
   // accepting until one is done; further clients wait in the listen queue and get BUSY in turn.
-  // So a flood never takes more descriptors than max_connections + this (idem/fd_budget.h).
+  // So a flood never takes more descriptors than max_connections + this (idemstored's budget:
+  // tools/server_config/fd_budget.h).
   size_t max_refusing_connections = 32;
   size_t max_frame_bytes = 4u << 20;
   // A connection with no complete request and no response written for this long is closed

@@ -1,4 +1,4 @@
-#include "idem/server_flags.h"
+#include "server_flags.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem {
 namespace {

@@ -1,4 +1,4 @@
-#include "idem/server_flags.h"
+#include "server_flags.h"
 
 #include <vector>
 
@@ -23,7 +23,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
-  EXPECT_FALSE(f->max_connections_set);  // a default idemstored may lower (idem/fd_budget.h)
+  EXPECT_FALSE(f->max_connections_set);  // a default idemstored may lower (fd_budget.h)
 }
 
 TEST(ServerFlagsTest, EveryFlag) {
