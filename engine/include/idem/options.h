@@ -39,6 +39,11 @@ enum class Durability : uint8_t {
   kAsync = 1,
 };
 
+// "sync" or "async": the name idemstored's --durability flag, the wire protocol and idemctl use.
+constexpr std::string_view DurabilityName(Durability durability) {
+  return durability == Durability::kSync ? "sync" : "async";
+}
+
 // How long a namespace keeps its records.
 struct RetentionPolicy {
   int64_t default_ttl_ms = 24LL * 3600 * 1000;   // used when an operation says kDefaultTtl

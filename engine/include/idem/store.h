@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "idem/operation.h"
+#include "idem/options.h"
 #include "idem/result.h"
 #include "idem/status.h"
 
@@ -42,7 +43,7 @@ struct StoreStats {
                                             // the cache is not strict: pinned blocks may exceed it)
   uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
                                             // with the number of table files
-  std::string durability;                   // "sync" or "async"
+  Durability durability = Durability::kSync;  // the mode the store was opened with
 };
 
 class Store {
