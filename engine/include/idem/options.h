@@ -135,7 +135,7 @@ struct EngineOptions {
 
   // RocksDB sizing.
   size_t block_cache_bytes = 256u << 20;
-  size_t write_buffer_bytes = 64u << 20;
+  size_t write_buffer_bytes = 64u << 20;  // one memtable (idemstored --write-buffer-mb)
   int background_jobs = 2;
   // Files RocksDB may keep open at once (its max_open_files: table files, less 10 it keeps for
   // its logs and MANIFEST); past it its table cache closes the least recently used table files.
