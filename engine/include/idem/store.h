@@ -1,5 +1,5 @@
 // Store: the one API of idemstore. The embedded engine (idem/engine.h) and the network client
-// (net/client.h) both implement it, so a program switches between in-process and remote use by
+// (idem/client.h) both implement it, so a program switches between in-process and remote use by
 // construction alone.
 #pragma once
 
