@@ -37,7 +37,7 @@ struct StoreStats {
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
   // Memory RocksDB holds besides memtable_bytes; a server's resident memory is about these plus
-  // the allocator's slack (docs/performance.md).
+  // the allocator's slack (docs/performance.md#memory).
   uint64_t block_cache_bytes = 0;           // in use; about...
   uint64_t block_cache_capacity_bytes = 0;  // ...this at most (EngineOptions::block_cache_bytes;
                                             // the cache is not strict: pinned blocks may exceed it)
