@@ -36,7 +36,7 @@ int Main(const std::string& dir) {
   WriteFrame(dir, "hello_reply", EncodeHelloReply(1, info));
   WriteFrame(dir, "stats_request", EncodeStatsRequest(2));
   StoreStats stats;
-  stats.durability = "sync";
+  stats.durability = Durability::kSync;
   stats.ops = 7;
   WriteFrame(dir, "stats_response", EncodeStatsResponse(2, stats));
   WriteFrame(dir, "error", EncodeError(0, Status::InvalidArgument("seed error")));

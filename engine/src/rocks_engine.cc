@@ -615,7 +615,7 @@ Result<StoreStats> RocksEngine::Stats() {
   if (db_->GetIntProperty("rocksdb.block-cache-usage", &v)) stats.block_cache_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-capacity", &v)) stats.block_cache_capacity_bytes = v;
   if (db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &v)) stats.table_readers_bytes = v;
-  stats.durability = options_.durability == Durability::kSync ? "sync" : "async";
+  stats.durability = options_.durability;
   return stats;
 }
 

@@ -350,8 +350,18 @@ Status DecodeApplyResponse(const wire::Frame& frame, size_t frame_bytes, size_t 
   return Status::Ok();
 }
 
-StoreStats DecodeStats(const wire::StatsResponse& in) {
+Result<StoreStats> DecodeStats(const wire::StatsResponse& in) {
   StoreStats s;
+  // The wire carries the mode's name, as idemstored's flag spells it.
+  const std::string_view durability = View(in.durability());
+  if (durability == DurabilityName(Durability::kSync)) {
+    s.durability = Durability::kSync;
+  } else if (durability == DurabilityName(Durability::kAsync)) {
+    s.durability = Durability::kAsync;
+  } else {
+    return Status::Corruption("unknown durability in StatsResponse: \"" + std::string(durability) +
+                              "\"");
+  }
   s.estimated_live_records = in.estimated_live_records();
   s.sst_bytes = in.sst_bytes();
   s.memtable_bytes = in.memtable_bytes();
@@ -359,7 +369,6 @@ StoreStats DecodeStats(const wire::StatsResponse& in) {
   s.next_fence = in.next_fence();
   s.ops = in.ops();
   s.writes = in.writes();
-  s.durability = View(in.durability());
   s.user_bytes_written = in.user_bytes_written();
   s.flush_bytes_written = in.flush_bytes_written();
   s.compaction_bytes_read = in.compaction_bytes_read();
@@ -480,8 +489,8 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
   fb::FlatBufferBuilder b(128);
   auto stats = wire::CreateStatsResponse(
       b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence, s.ops,
-      s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
-      s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
+      s.writes, b.CreateString(DurabilityName(s.durability)), s.user_bytes_written,
+      s.flush_bytes_written, s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
       s.block_cache_capacity_bytes, s.table_readers_bytes);
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());

@@ -453,7 +453,7 @@ TEST_F(EngineTest, AsyncDurabilityAlsoSurvivesCleanReopen) {
   ASSERT_EQ("INSERTED", Insert("x", "k"));
   auto stats = engine().Stats();
   ASSERT_OK(stats);
-  EXPECT_EQ("async", stats->durability);
+  EXPECT_EQ(Durability::kAsync, stats->durability);
   Reopen();
   EXPECT_EQ("FOUND", Get("x", "k"));
 }
@@ -498,7 +498,7 @@ TEST_F(EngineTest, StatsReportFenceAndCounts) {
   ASSERT_EQ("INSERTED", Insert("x", "k"));
   auto s = engine().Stats();
   ASSERT_OK(s);
-  EXPECT_EQ("sync", s->durability);
+  EXPECT_EQ(Durability::kSync, s->durability);
   EXPECT_GE(s->next_fence, 2u);
   EXPECT_EQ(1u, s->ops);
   EXPECT_EQ(options_.block_cache_bytes, s->block_cache_capacity_bytes);

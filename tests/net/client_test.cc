@@ -153,14 +153,31 @@ TEST(ProtocolCodecTest, StatsRoundTripEveryField) {
                                     &StoreStats::table_readers_bytes};
   uint64_t value = 1000;
   for (auto field : fields) in.*field = ++value;
-  in.durability = "sync";
+  in.durability = Durability::kAsync;  // not the default
   FrameBytes bytes = EncodeStatsResponse(7, in);
   const wire::Frame* frame = VerifyFrame(bytes.data() + 4, bytes.size() - 4);
   ASSERT_NE(nullptr, frame);
   ASSERT_NE(nullptr, frame->body_as_StatsResponse());
-  StoreStats out = DecodeStats(*frame->body_as_StatsResponse());
-  for (auto field : fields) EXPECT_EQ(in.*field, out.*field);
-  EXPECT_EQ("sync", out.durability);
+  Result<StoreStats> out = DecodeStats(*frame->body_as_StatsResponse());
+  ASSERT_OK(out);
+  for (auto field : fields) EXPECT_EQ(in.*field, (*out).*field);
+  EXPECT_EQ(Durability::kAsync, out->durability);
+  EXPECT_EQ("async", frame->body_as_StatsResponse()->durability()->str());  // the flag's name
+}
+
+// The wire carries the durability as a name; a name the client does not know is a damaged
+// reply, not a silently defaulted mode.
+TEST(ProtocolCodecTest, StatsWithAnUnknownDurabilityIsCorruption) {
+  flatbuffers::FlatBufferBuilder b;
+  auto name = b.CreateString("fast");
+  wire::StatsResponseBuilder stats(b);
+  stats.add_durability(name);
+  b.Finish(wire::CreateFrame(b, 7, wire::Body::StatsResponse, stats.Finish().Union()));
+  const wire::Frame* frame = VerifyFrame(b.GetBufferPointer(), b.GetSize());
+  ASSERT_NE(nullptr, frame);
+  Result<StoreStats> out = DecodeStats(*frame->body_as_StatsResponse());
+  EXPECT_EQ(Status::Code::kCorruption, out.status().code()) << out.status().ToString();
+  EXPECT_NE(std::string::npos, out.status().ToString().find("\"fast\"")) << out.status().ToString();
 }
 
 // The bound a server checks max_reply_bytes against, before building a response: never below

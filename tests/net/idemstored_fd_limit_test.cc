@@ -137,8 +137,8 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
   // A 1 MiB memtable: the writes during the flood make RocksDB switch to a new WAL and write
   // table files, i.e. open files while every connection slot is taken.
   const std::vector<std::string> args = {
-      "--listen",      "127.0.0.1:0", "--data",       dir.Sub("db"),
-      "--memtable-mb", "1",           "--io-threads", std::to_string(GetParam())};
+      "--listen",          "127.0.0.1:0", "--data",       dir.Sub("db"),
+      "--write-buffer-mb", "1",           "--io-threads", std::to_string(GetParam())};
   ServerProcess server(IDEMSTORED_PATH);
   server.set_open_files_limit(kOpenFilesLimit);
   ASSERT_TRUE(server.Start(args)) << server.output();

@@ -108,7 +108,7 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
 TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
   StoreStats stats;
   stats.records_dropped_by_compaction = 7;  // the longest label
-  stats.durability = "sync";
+  stats.durability = Durability::kSync;
   std::string out = FormatStatsHuman(stats);
   EXPECT_NE(std::string::npos, out.find("records_dropped_by_compaction  7")) << out;
   OpResult r;

@@ -179,7 +179,7 @@ std::string FormatStatsHuman(const StoreStats& s) {
     name.resize(std::max<size_t>(name.size() + 1, 31), ' ');
     return name;
   };
-  std::string out = pad("durability") + s.durability;
+  std::string out = pad("durability") + std::string(DurabilityName(s.durability));
   for (const auto& [name, value] : StatsCounters(s))
     out += "\n" + pad(name) + std::to_string(value);
   return out;
@@ -193,7 +193,7 @@ std::string FormatStatsJson(const StoreStats& s) {
   j.Key("stats");
   j.BeginObject();
   j.Key("durability");
-  j.String(s.durability);
+  j.String(DurabilityName(s.durability));
   for (const auto& [name, value] : StatsCounters(s)) {
     j.Key(name);
     j.Uint(value);

@@ -1,5 +1,5 @@
 // Store: the one API of idemstore. The embedded engine (idem/engine.h) and the network client
-// (net/client.h) both implement it, so a program switches between in-process and remote use by
+// (idem/client.h) both implement it, so a program switches between in-process and remote use by
 // construction alone.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "idem/operation.h"
+#include "idem/options.h"
 #include "idem/result.h"
 #include "idem/status.h"
 
@@ -36,13 +37,13 @@ struct StoreStats {
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
   // Memory RocksDB holds besides memtable_bytes; a server's resident memory is about these plus
-  // the allocator's slack (docs/performance.md).
+  // the allocator's slack (docs/performance.md#memory).
   uint64_t block_cache_bytes = 0;           // in use; about...
   uint64_t block_cache_capacity_bytes = 0;  // ...this at most (EngineOptions::block_cache_bytes;
                                             // the cache is not strict: pinned blocks may exceed it)
   uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
                                             // with the number of table files
-  std::string durability;                   // "sync" or "async"
+  Durability durability = Durability::kSync;  // the mode the store was opened with
 };
 
 class Store {

@@ -14,8 +14,9 @@
 // `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
 // event loop runs the Store itself: each loop turn's requests, from every connection, become
 // one Store::Apply, and under Durability::kSync a sync thread fsyncs while the loop goes on
-// (commit_queue.h). Measured faster than engine threads in both durabilities
-// (docs/performance.md). Stop() and the destructor must not be called from any of them.
+// (commit_queue.h). The default, because it is faster than engine threads in both durabilities
+// (docs/performance.md#event-loop-and-group-commit). Stop() and the destructor must not be
+// called from any of them.
 #pragma once
 
 #include <cstddef>
