@@ -17,8 +17,8 @@
 #include <benchmark/benchmark.h>
 
 #include "idem/client.h"
-#include "idem/engine.h"
 #include "idem/server.h"
+#include "idem/serving.h"
 
 namespace idem {
 namespace {
@@ -39,7 +39,7 @@ class Loopback {
     EngineOptions engine_options;
     engine_options.durability = Durability::kAsync;
     engine_options.reclaim_interval_ms = 0;
-    auto engine = Engine::Open(dir_, engine_options);
+    auto engine = ServingEngine::Open(dir_, engine_options);
     if (!engine.ok()) Die(engine.status().ToString());
     engine_ = std::move(*engine);
     ServerOptions server_options;
@@ -68,7 +68,7 @@ class Loopback {
 
  private:
   std::string dir_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Client> client_;
 };

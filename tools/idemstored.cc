@@ -13,8 +13,8 @@
 
 #include "duration.h"
 #include "fd_budget.h"
-#include "idem/engine.h"
 #include "idem/server.h"
+#include "idem/serving.h"
 #include "server_flags.h"
 
 #ifndef IDEM_ALLOCATOR
@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
 
   idem::EngineOptions engine_options = flags->engine;
   engine_options.max_open_files = budget->rocksdb_max_open_files;
-  idem::Result<std::unique_ptr<idem::Engine>> engine =
-      idem::Engine::Open(flags->data_dir, engine_options);
+  idem::Result<std::unique_ptr<idem::ServingEngine>> engine =
+      idem::ServingEngine::Open(flags->data_dir, engine_options);
   if (!engine.ok()) {
     std::fprintf(stderr, "idemstored: cannot open %s: %s\n", flags->data_dir.c_str(),
                  engine.status().ToString().c_str());

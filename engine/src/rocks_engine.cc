@@ -27,6 +27,7 @@
 #include "failure_safe_fs.h"
 #include "fence_allocator.h"
 #include "idem/engine.h"
+#include "idem/serving.h"
 #include "io_accounting.h"
 #include "key_codec.h"
 #include "key_locks.h"
@@ -50,7 +51,7 @@ struct Pending {
   size_t result_index = 0;
 };
 
-class RocksEngine final : public Engine {
+class RocksEngine final : public ServingEngine {
  public:
   RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::Env> env,
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
@@ -719,12 +720,19 @@ void RocksEngine::ReclaimLoop() {
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptions options) {
+  Result<std::unique_ptr<ServingEngine>> engine =
+      OpenEngineOnFileSystem(dir, std::move(options), nullptr);
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<Engine>(std::move(*engine));
+}
+
+Result<std::unique_ptr<ServingEngine>> ServingEngine::Open(const std::string& dir,
+                                                           EngineOptions options) {
   return OpenEngineOnFileSystem(dir, std::move(options), nullptr);
 }
 
-Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
-                                                       EngineOptions options,
-                                                       std::shared_ptr<rocksdb::FileSystem> fs) {
+Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
+    const std::string& dir, EngineOptions options, std::shared_ptr<rocksdb::FileSystem> fs) {
   if (!options.log) options.log = LogToStderr;
   if (options.expiry_grace_ms < 0 || options.expiry_grace_ms > EngineOptions::kMaxExpiryGraceMs) {
     return Status::InvalidArgument("expiry_grace_ms is " + std::to_string(options.expiry_grace_ms) +
@@ -808,9 +816,9 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
     if (!mark.ok()) return mark.status();
     if (*mark) own_clock->ContinueFrom(**mark);
   }
-  return std::unique_ptr<Engine>(new RocksEngine(std::move(options), std::move(env), std::move(db),
-                                                 *reserved, std::move(io), std::move(health),
-                                                 std::move(clock_mark)));
+  return std::unique_ptr<ServingEngine>(new RocksEngine(std::move(options), std::move(env),
+                                                        std::move(db), *reserved, std::move(io),
+                                                        std::move(health), std::move(clock_mark)));
 }
 
 }  // namespace idem

@@ -21,6 +21,7 @@
 
 #include "engine_open.h"
 #include "idem/engine.h"
+#include "idem/serving.h"
 #include "support/fault_injection_fs.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
@@ -90,7 +91,7 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
   testing::TempDir dir_;
   std::shared_ptr<FaultInjectionFs> fs_;
   EngineOptions options_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::vector<std::string> acknowledged_;
   std::mutex mu_;
   std::vector<std::string> log_;  // guarded by mu_
@@ -278,7 +279,7 @@ TEST_P(SyncDiskFaultTest, SyncedWritesQueuedBehindAFailingSyncAreRefused) {
 // The server's path under kSync: writes applied without a sync (ApplyDeferSync), then SyncWal
 // on another thread (net/src/commit_queue.h).
 
-Status ApplyDeferred(Engine& engine, Op op, std::string* outcome, bool* needs_sync) {
+Status ApplyDeferred(ServingEngine& engine, Op op, std::string* outcome, bool* needs_sync) {
   std::vector<Result<OpResult>> results;
   Status s = engine.ApplyDeferSync(std::span<const Op>(&op, 1), &results, needs_sync);
   if (s.ok()) *outcome = Name(results[0]);

@@ -297,9 +297,9 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
   testing::TempDir dir;
   EngineOptions options;  // Durability::kSync
   options.reclaim_interval_ms = 0;
-  auto opened = Engine::Open(dir.Sub("db"), options);
+  auto opened = ServingEngine::Open(dir.Sub("db"), options);
   ASSERT_OK(opened);
-  Engine& engine = **opened;
+  ServingEngine& engine = **opened;
   FakeLoop loop;
   CommitQueue queue(&engine, 100, 0, loop.Defer());
   std::vector<std::string> answered;
@@ -414,7 +414,7 @@ class FaultyDiskQueue {
   testing::TempDir dir_;
   std::shared_ptr<testing::FaultInjectionFs> fs_;
   EngineOptions options_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   FakeLoop loop_;
   std::unique_ptr<CommitQueue> queue_;
   std::vector<std::string> acknowledged_;

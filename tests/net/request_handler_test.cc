@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "hostile_frames.h"
-#include "idem/engine.h"
+#include "idem/serving.h"
 #include "support/temp_dir.h"
 #include "test_server.h"
 
@@ -20,7 +20,7 @@ class RequestHandlerTest : public ::testing::Test {
   RequestHandlerTest() {
     EngineOptions options = testing::TestEngineOptions(clock_);
     options.limits.max_batch_ops = 8;
-    engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
+    engine_ = std::move(*ServingEngine::Open(dir_.Sub("db"), options));
     queue_ = std::make_unique<CommitQueue>(engine_.get(), 8, /*engine_threads=*/0);
     ServerInfo info;
     info.server_version = "test";
@@ -65,7 +65,7 @@ class RequestHandlerTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::unique_ptr<CommitQueue> queue_;
   std::unique_ptr<RequestHandler> handler_;
   Session session_;

@@ -376,8 +376,8 @@ TEST_F(ServerTest, ListenBindsBeforeThereIsAStoreAndServeStartsServing) {
     return Client::Connect(client_options);
   });
   testing::TempDir dir;
-  auto engine =
-      Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  auto engine = ServingEngine::Open(dir.Sub("db"),
+                                    testing::TestEngineOptions(std::make_shared<ManualClock>()));
   ASSERT_OK(engine);
   ASSERT_OK((*server)->Serve(engine->get()));
   EXPECT_TRUE((*server)->Serve(engine->get()).IsInvalidArgument()) << "served twice";
@@ -455,8 +455,8 @@ TEST_F(ServerTest, StopAnswersWaitingBegins) {
 
 TEST_F(ServerTest, NonLoopbackNeedsAllowRemote) {
   testing::TempDir dir;
-  auto engine =
-      Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  auto engine = ServingEngine::Open(dir.Sub("db"),
+                                    testing::TestEngineOptions(std::make_shared<ManualClock>()));
   ASSERT_OK(engine);
   ServerOptions options;
   options.host = "0.0.0.0";

@@ -1,14 +1,15 @@
 // Server: serves a Store over TCP with the protocol of docs/protocol.md. idemstored is a thin
 // main() around it; tests run it in-process on 127.0.0.1 port 0.
 //
-//   auto engine = idem::Engine::Open(dir, engine_options);
+//   auto engine = idem::ServingEngine::Open(dir, engine_options);  // idem/serving.h
 //   idem::ServerOptions options;  // 127.0.0.1:7878
 //   auto server = idem::Server::Start(engine->get(), options);
 //   (*server)->Wait();   // until SIGINT/SIGTERM (handle_signals) or RequestStop()
 //   (*server)->Stop();   // drain, then the engine may be closed
 //
 // A program that must not create a database for a server that cannot listen (idemstored)
-// binds first and serves later: Server::Listen(options), then Engine::Open, then Serve(store).
+// binds first and serves later: Server::Listen(options), then ServingEngine::Open, then
+// Serve(engine).
 //
 // Threads: `io_threads` threads run the event loop (accept, read, parse, write);
 // `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
@@ -28,7 +29,7 @@
 
 #include "idem/options.h"
 #include "idem/result.h"
-#include "idem/store.h"
+#include "idem/serving.h"
 
 namespace idem {
 
@@ -76,12 +77,12 @@ class Server {
   // the listen queue until Serve(). InvalidArgument for bad options (e.g. a non-loopback host
   // without allow_remote), IOError when binding fails (e.g. the port is in use).
   static Result<std::unique_ptr<Server>> Listen(ServerOptions options);
-  // Listen(), then Serve(store).
-  static Result<std::unique_ptr<Server>> Start(Store* store, ServerOptions options);
+  // Listen(), then Serve(engine).
+  static Result<std::unique_ptr<Server>> Start(ServingEngine* engine, ServerOptions options);
 
-  // Starts the threads and accepting; `store` must outlive the Server. Once: a second call, or
+  // Starts the threads and accepting; `engine` must outlive the Server. Once: a second call, or
   // one after Stop(), is InvalidArgument.
-  virtual Status Serve(Store* store) = 0;
+  virtual Status Serve(ServingEngine* engine) = 0;
 
   virtual ~Server() = default;  // implies Stop()
 
