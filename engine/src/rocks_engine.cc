@@ -82,9 +82,9 @@ class RocksEngine final : public ServingEngine {
     }
     reclaim_cv_.notify_all();
     if (reclaimer_.joinable()) reclaimer_.join();
-    // RocksDB 7.8's Resume waits for its own flush; if that flush fails (a fault that recurred
-    // during recovery), nothing schedules another and the wait never ends. Cancelling background
-    // work is what ends it, so that closing never hangs on a recovery in progress.
+    // RocksDB 7.8's Resume can wait for ever for a flush that is never scheduled (write_health.h:
+    // a recovery that does not end). Cancelling background work is what ends that wait, so that
+    // closing never hangs on a recovery in progress.
     if (health_->suspended()) rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/false);
     health_->StopRecovery();
     // The next run continues from here, whatever its wall clock says.
@@ -762,6 +762,9 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   for (const auto& [ns, graph] : options.state_graphs) {
     if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
   }
+  if (options.recovery_stuck_after_ms <= 0) {
+    return Status::InvalidArgument("recovery_stuck_after_ms must be > 0");
+  }
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
   }
@@ -787,7 +790,8 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
       if (!lowered.ok()) return FromRocks(lowered);
     }
   }
-  auto health = std::make_shared<WriteHealth>(options.log);
+  auto health = std::make_shared<WriteHealth>(
+      options.log, std::chrono::milliseconds(options.recovery_stuck_after_ms));
   if (!fs) fs = rocks_options.env->GetFileSystem();
   fs = NewFailureSafeFileSystem(std::move(fs), health);
   // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <rocksdb/env.h>
 
 #include "engine_open.h"
 #include "idem/engine.h"
@@ -350,6 +351,81 @@ TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   EXPECT_EQ("FOUND", Get("b"));  // flushed by the recovery, not replayed from the failed WAL
 }
 
+// Holds every thread of RocksDB's flush pool (Env::Priority::HIGH, shared by every database in
+// the process) until Release(): a flush scheduled meanwhile waits in the pool's queue.
+class FlushPoolHold {
+ public:
+  FlushPoolHold() {
+    std::shared_future<void> released = release_.get_future().share();
+    rocksdb::Env* env = rocksdb::Env::Default();
+    for (int i = env->GetBackgroundThreads(rocksdb::Env::Priority::HIGH); i > 0; --i) {
+      env->Schedule(&FlushPoolHold::Hold, new std::shared_future<void>(released),
+                    rocksdb::Env::Priority::HIGH);
+    }
+  }
+  ~FlushPoolHold() { Release(); }
+  void Release() {
+    if (!released_) release_.set_value();
+    released_ = true;
+  }
+
+ private:
+  static void Hold(void* arg) {  // owns arg: the hold may be gone when the wait ends
+    std::unique_ptr<std::shared_future<void>> released(static_cast<std::shared_future<void>*>(arg));
+    released->wait();
+  }
+  std::promise<void> release_;
+  bool released_ = false;
+};
+
+// RocksDB 7.8's DB::Resume can wait for ever: a flush scheduled before a write's sync failed,
+// and run after it, finds writes stopped and gives up without taking its request off the flush
+// queue; Resume's own flush is then never scheduled (write_health.h). The engine cannot end that
+// wait, but it must not hide it: the log says recovery is stuck and to restart, refused writes
+// say the same, reads go on, and closing does not hang.
+TEST_P(SyncDiskFaultTest, ARecoveryStuckInRocksDbIsReportedAndReadsGoOn) {
+  // Longer than RocksDB's own pause after a failed flush job (1 s), which Resume waits out first:
+  // only a Resume that does not return is reported.
+  options_.recovery_stuck_after_ms = 2000;
+  Reopen();
+  for (int i = 0; i < 10; ++i) ASSERT_EQ("INSERTED", Name(Insert("k" + std::to_string(i))));
+  FlushPoolHold hold;
+  std::promise<void> switched;  // the flush switched to a new WAL, and so is scheduled
+  std::atomic<bool> first{true};
+  fs_->OnCreate([&](const std::string& name) {
+    if (IsWalFileName(name) && first.exchange(false)) switched.set_value();
+  });
+  std::future<Status> flush = std::async(std::launch::async, [&] { return engine_->Flush(); });
+  switched.get_future().wait();
+  fs_->OnCreate(nullptr);
+  fs_->FailWalSyncs(Fault::kIoError);
+  ASSERT_EQ("IO_ERROR", Name(Insert("during")));  // waits for the flush to be scheduled
+  fs_->ClearAll();
+  hold.Release();  // the flush runs now, before the first recovery attempt (kFirstRetryMs)
+
+  const auto deadline = std::chrono::steady_clock::now() + kRecoveryBound;
+  while (!Logged("recovery stuck") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(Logged("recovery stuck"));
+  EXPECT_TRUE(Logged("restart the server"));
+  Result<OpResult> refused = Insert("after");
+  ASSERT_EQ("IO_ERROR", Name(refused));
+  EXPECT_NE(std::string::npos, refused.status().message().find("recovery stuck"))
+      << refused.status().ToString();
+  EXPECT_NE(std::string::npos, refused.status().message().find("restart the server"))
+      << refused.status().ToString();
+  EXPECT_EQ("FOUND", Get("k5"));  // reads go on
+  EXPECT_EQ("NOT_FOUND", Get("never-written"));
+  EXPECT_FALSE(Logged("returned after all"));
+
+  engine_.reset();  // closing ends Resume's wait
+  EXPECT_TRUE(flush.get().IsIOError());
+  ASSERT_OK(Open());  // the restart the log asked for
+  ASSERT_EQ("INSERTED", Name(Insert("after-restart")));
+  ExpectEveryAcknowledgedRecord();
+}
+
 // A table file whose bytes went bad under the engine: the compaction that reads it fails with
 // a corruption (RocksDB's kUnrecoverableError). Writes stop and are refused with an error that
 // says to restart; no recovery is attempted; reads go on.
@@ -427,6 +503,52 @@ TEST(WriteHealthTest, ACorruptionIsNotRetriedAndTheRefusalSaysToRestart) {
     EXPECT_NE(std::string::npos, log[0].find("restart")) << log[0];
     EXPECT_EQ(std::string::npos, log[0].find("recovering")) << log[0];
   }
+}
+
+// A recovery step that does not return (RocksDB 7.8's DB::Resume waiting for a flush it
+// dropped) is reported once it has run for `stuck_after`: the log and the refusal say to
+// restart. If it returns after all, recovery goes on and writes come back.
+TEST(WriteHealthTest, ARecoveryThatDoesNotReturnIsReportedUntilItDoes) {
+  std::mutex mu;
+  std::vector<std::string> log;
+  auto logged = [&](std::string_view text) {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::any_of(log.begin(), log.end(),
+                       [&](const std::string& line) { return line.find(text) != line.npos; });
+  };
+  WriteHealth health(
+      [&](std::string_view line) {
+        std::lock_guard<std::mutex> lock(mu);
+        log.emplace_back(line);
+      },
+      std::chrono::milliseconds(100));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // By value: on a failed assertion the promise goes first, and its end releases the wait.
+  health.StartRecovery([released] {
+    released.wait();
+    return Status::Ok();
+  });
+  health.Suspend("a failed WAL sync (IO error)");
+  const auto deadline = std::chrono::steady_clock::now() + kRecoveryBound;
+  while (!logged("recovery stuck") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(logged("recovery stuck"));
+  EXPECT_TRUE(logged("restart the server"));
+  const std::string refusal = health.Refusal().ToString();
+  EXPECT_NE(std::string::npos, refusal.find("recovery stuck")) << refusal;
+  EXPECT_NE(std::string::npos, refusal.find("restart the server")) << refusal;
+  EXPECT_TRUE(health.suspended());
+
+  release.set_value();
+  while (!logged("writes resumed") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(logged("writes resumed"));
+  EXPECT_TRUE(logged("returned after all"));
+  EXPECT_FALSE(health.suspended());
+  health.StopRecovery();
 }
 
 }  // namespace

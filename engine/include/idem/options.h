@@ -131,6 +131,14 @@ struct EngineOptions {
   static constexpr uint64_t kDefaultWalPrezeroChunkBytes = 1u << 20;
   uint64_t wal_prezero_chunk_bytes = kDefaultWalPrezeroChunkBytes;
 
+  // After a failed write or sync the engine suspends writes and recovers through RocksDB's
+  // DB::Resume, which RocksDB 7.8 can leave waiting for ever (docs/design.md, failure model).
+  // A Resume that has not returned after this long is reported: the log says so and what to do,
+  // refused writes say to restart; reads go on, and writes come back if Resume returns after
+  // all. Only when the operator is told depends on it: a Resume that must first wait for a
+  // long compaction can take minutes and is not stuck. Must be > 0.
+  int64_t recovery_stuck_after_ms = 30'000;
+
   // RocksDB sizing.
   size_t block_cache_bytes = 256u << 20;
   size_t write_buffer_bytes = 64u << 20;  // one memtable (idemstored --write-buffer-mb)
