@@ -1,5 +1,9 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include "idem/engine.h"
 #include "invocation.h"
 #include "json_writer.h"
@@ -100,9 +104,20 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
       "\"fingerprint\":\"\",\"payload\":\"a\\\"b\\n\\u00ff\",\"owner\":\"\",\"created_ms\":0,"
       "\"updated_ms\":0,\"expires_at_ms\":123,\"lease_until_ms\":0}}",
       FormatJson(r));
-  EXPECT_EQ("{\"outcome\":\"INVALID_ARGUMENT\",\"error\":\"key too long\"}",
-            FormatJson(Result<OpResult>(Status::InvalidArgument("key too long"))));
   EXPECT_EQ("\"h\xc3\xa9llo\"", JsonQuote("h\xc3\xa9llo"));  // UTF-8 kept
+}
+
+TEST(IdemctlOutput, AnErrorIsAnErrorObjectWithoutAnOutcome) {
+  // NOT_FOUND is both a Status code and an Outcome name: only the key tells them apart.
+  CliError error = StoreError(Status::NotFound("no idemstore database in /x"));
+  EXPECT_EQ("{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no idemstore database in /x\"}}",
+            FormatErrorJson(error));
+  EXPECT_EQ("idemctl: error (NOT_FOUND): no idemstore database in /x", FormatErrorHuman(error));
+  EXPECT_EQ(4, error.exit_code);
+  CliError usage = UsageError("get takes 2 arguments, got 1");
+  EXPECT_EQ("{\"error\":{\"code\":\"USAGE\",\"message\":\"get takes 2 arguments, got 1\"}}",
+            FormatErrorJson(usage));
+  EXPECT_EQ(2, usage.exit_code);
 }
 
 TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
@@ -130,50 +145,152 @@ TEST(IdemctlOutput, ExitCodes) {
   EXPECT_EQ(3, ExitCodeFor(Result<OpResult>(Status::InvalidArgument("x"))));
   EXPECT_EQ(4, ExitCodeFor(Result<OpResult>(Status::IOError("x"))));
   EXPECT_EQ(5, ExitCodeFor(Result<OpResult>(Status::TimedOut("x"))));
+  EXPECT_EQ(6, ExitCodeFor(Result<OpResult>(Status::Corruption("x"))));
+  EXPECT_EQ(7, ExitCodeFor(Result<OpResult>(Status::Busy("x"))));
 }
 
-// Runs the real binary; returns (exit status, stdout).
-std::pair<int, std::string> RunIdemctl(const std::string& args) {
+// The upper-case words of `text` ("0 success: ... INSERTED, EXISTS" -> {"INSERTED", "EXISTS"}).
+std::set<std::string> UpperCaseWords(std::string_view text) {
+  std::set<std::string> words;
+  std::string word;
+  for (char c : std::string(text) + " ") {
+    if ((c >= 'A' && c <= 'Z') || c == '_') {
+      word += c;
+    } else {
+      if (word.size() > 1) words.insert(word);
+      word.clear();
+    }
+  }
+  return words;
+}
+
+// --help's exit-status paragraph comes from the classification ExitCodeFor uses.
+TEST(IdemctlOutput, ExitStatusHelpListsEveryOutcomeUnderItsExitCode) {
+  const std::string help = Usage();
+  const size_t success = help.find("\n  0 "), refusal = help.find("\n  1 ");
+  const size_t usage = help.find("\n  2 USAGE");
+  ASSERT_LT(success, refusal) << help;
+  ASSERT_LT(refusal, usage) << help;
+  const std::set<std::string> exit0 = UpperCaseWords(help.substr(success, refusal - success));
+  const std::set<std::string> exit1 = UpperCaseWords(help.substr(refusal, usage - refusal));
+  for (int v = 0; v <= 0xff; ++v) {
+    OpResult r;
+    r.outcome = static_cast<Outcome>(v);
+    const std::string name(OutcomeName(r.outcome));
+    if (name == "UNKNOWN") continue;
+    const int code = ExitCodeFor(Result<OpResult>(r));
+    EXPECT_EQ(code == 0, exit0.count(name) == 1) << name << " (exit " << code << ")\n" << help;
+    EXPECT_EQ(code == 1, exit1.count(name) == 1) << name << " (exit " << code << ")\n" << help;
+  }
+}
+
+// What one run of the real binary printed, and how it exited.
+struct Ran {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Ran RunIdemctl(const std::string& args) {
+  testing::TempDir dir;
+  const std::string err_path = dir.Sub("stderr");
   testing::CommandResult r =
-      testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>/dev/null");
-  return {r.exit_code, r.output};
+      testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>" + err_path);
+  std::ifstream err(err_path);
+  std::stringstream text;
+  text << err.rdbuf();
+  return {r.exit_code, r.output, text.str()};
+}
+
+// An error as idemctl reports one: exit status `code`, nothing on stdout (it carries answers
+// only), one line on stderr starting with `stderr_prefix`, and no "outcome" anywhere.
+::testing::AssertionResult IsError(const Ran& r, int code, const std::string& stderr_prefix) {
+  if (r.code == code && r.out.empty() &&
+      r.err.compare(0, stderr_prefix.size(), stderr_prefix) == 0 &&
+      r.err.find("outcome") == std::string::npos && r.err.find('\n') == r.err.size() - 1) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "exit " << r.code << " (expected " << code << ")\nstdout: " << r.out
+         << "\nstderr: " << r.err << "\nexpected stderr to start with: " << stderr_prefix;
 }
 
 TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   testing::TempDir dir;
   const std::string data = "--data " + dir.Sub("db");
   // A missing directory is an error, not a silently created store.
-  EXPECT_EQ(4, RunIdemctl(data + " get ns k").first);
+  EXPECT_EQ(4, RunIdemctl(data + " get ns k").code);
   {
     // Create the store the way idemstored would (create_if_missing), then use idemctl on it.
     auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
     ASSERT_TRUE(engine.ok());
   }
-  auto [code, out] = RunIdemctl(data + " --json insert pay k1 --payload hello --ttl 1h");
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"outcome\":\"INSERTED\"")) << out;
-  EXPECT_NE(std::string::npos, out.find("\"payload\":\"hello\"")) << out;
-  std::tie(code, out) = RunIdemctl(data + " --json insert pay k1");
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"outcome\":\"EXISTS\"")) << out;
-  std::tie(code, out) = RunIdemctl(data + " cas pay k1 --expect-status NOPE --status X");
-  EXPECT_EQ(1, code);
-  EXPECT_NE(std::string::npos, out.find("CONDITION_FAILED")) << out;
-  std::tie(code, out) = RunIdemctl(data + " --json insert pay " + std::string(600, 'k'));
-  EXPECT_EQ(3, code);
-  EXPECT_NE(std::string::npos, out.find("INVALID_ARGUMENT")) << out;
-  std::tie(code, out) = RunIdemctl(data + " --json token-issue forms");
-  EXPECT_EQ(0, code);
-  size_t at = out.find("\"token\":\"");
-  ASSERT_NE(std::string::npos, at) << out;
-  std::string token = out.substr(at + 9, 22);
-  EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).first);
-  EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).first);
-  EXPECT_EQ(2, RunIdemctl(data + " get pay").first);
-  std::tie(code, out) = RunIdemctl(data + " --json stats");
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"next_fence\"")) << out;
-  EXPECT_NE(std::string::npos, out.find("\"block_cache_capacity_bytes\":")) << out;
+  Ran r = RunIdemctl(data + " --json insert pay k1 --payload hello --ttl 1h");
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"INSERTED\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"hello\"")) << r.out;
+  r = RunIdemctl(data + " --json insert pay k1");
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"EXISTS\"")) << r.out;
+  r = RunIdemctl(data + " cas pay k1 --expect-status NOPE --status X");
+  EXPECT_EQ(1, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("CONDITION_FAILED")) << r.out;
+  r = RunIdemctl(data + " --json insert pay " + std::string(600, 'k'));
+  EXPECT_EQ(3, r.code);
+  EXPECT_NE(std::string::npos, r.err.find("INVALID_ARGUMENT")) << r.err;
+  r = RunIdemctl(data + " --json token-issue forms");
+  EXPECT_EQ(0, r.code);
+  size_t at = r.out.find("\"token\":\"");
+  ASSERT_NE(std::string::npos, at) << r.out;
+  std::string token = r.out.substr(at + 9, 22);
+  EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).code);
+  EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).code);
+  EXPECT_EQ(2, RunIdemctl(data + " get pay").code);
+  r = RunIdemctl(data + " --json stats");
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"next_fence\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"block_cache_capacity_bytes\":")) << r.out;
+}
+
+// An error is never printed as an outcome: a script that reads "outcome" must not mistake a
+// missing database for the NOT_FOUND answer. Errors go to stderr (stdout carries answers only),
+// as {"error":{"code":...,"message":...}} with --json, and each class has its own exit status.
+TEST(IdemctlBinary, ErrorsAreErrorObjectsOnStderrNeverOutcomes) {
+  testing::TempDir dir;
+  const std::string missing = "--data " + dir.Sub("missing");
+
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json get ns k"), 4,
+                      "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no idemstore database"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " get ns k"), 4,
+                      "idemctl: error (NOT_FOUND): no idemstore database"));
+
+  // Usage errors: exit 2, code USAGE, in the form asked for, checked before the store is opened
+  // (the flags of a command are wrong whether or not the database exists).
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json get ns"), 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"get takes 2"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json complete ns k"), 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"complete needs --fence"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " complete ns k --fence x"), 2,
+                      "idemctl: error (USAGE): --fence"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json repair"), 4,
+                      "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"nothing to repair"));
+
+  // An argument the store refuses: exit 3.
+  {
+    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
+    ASSERT_TRUE(engine.ok());
+  }
+  const std::string data = "--data " + dir.Sub("db");
+  const std::string long_key = std::string(600, 'k');
+  EXPECT_TRUE(IsError(RunIdemctl(data + " --json get ns " + long_key), 3,
+                      "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"key is 600"));
+  EXPECT_TRUE(IsError(RunIdemctl(data + " get ns " + long_key), 3,
+                      "idemctl: error (INVALID_ARGUMENT): key is 600"));
+  // The NOT_FOUND outcome, by contrast, is an answer: stdout, exit 1.
+  Ran r = RunIdemctl(data + " --json get ns k");
+  EXPECT_EQ(1, r.code);
+  EXPECT_EQ("{\"outcome\":\"NOT_FOUND\"}\n", r.out);
+  EXPECT_EQ("", r.err);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "duration.h"
+#include "output.h"
 
 namespace idem::ctl {
 namespace {
@@ -275,13 +276,7 @@ maintenance (--data only, with no server running on the directory)
 Durations: 500ms, 30s, 15m, 24h, 7d. --json prints one JSON object per result:
 {"outcome": "INSERTED", "record": {"status": ..., "version": ..., "fence": ..., ...}}.
 
-Exit status: 0 the operation succeeded (INSERTED, EXISTS, FOUND, APPLIED, DELETED, STARTED,
-COMPLETED, RELEASED, ISSUED, CONSUMED, ACQUIRED, ALREADY); 1 it ran but the answer is a refusal
-(NOT_FOUND, CONDITION_FAILED, IN_PROGRESS, MISMATCH, FENCE_MISMATCH, ALREADY_CONSUMED, HELD,
-ILLEGAL); 2 usage error; 3 invalid argument; 4 store unreachable (server down, no database
-at --data) or I/O error; 5 timed out;
-6 corruption; 7 any other error (busy, not supported, shutting down).
-)";
+)" + ExitStatusHelp();
 }
 
 }  // namespace idem::ctl

@@ -11,6 +11,8 @@
 namespace idem::ctl {
 namespace {
 
+// Every outcome is listed (no default), so a new one cannot reach exit status 0 unclassified:
+// -Wswitch names it.
 bool IsRefusal(Outcome o) {
   switch (o) {
     case Outcome::kNotFound:
@@ -22,9 +24,51 @@ bool IsRefusal(Outcome o) {
     case Outcome::kHeld:
     case Outcome::kIllegal:
       return true;
-    default:
+    case Outcome::kInserted:
+    case Outcome::kExists:
+    case Outcome::kApplied:
+    case Outcome::kDeleted:
+    case Outcome::kFound:
+    case Outcome::kStarted:
+    case Outcome::kCompleted:
+    case Outcome::kReleased:
+    case Outcome::kIssued:
+    case Outcome::kConsumed:
+    case Outcome::kAcquired:
+    case Outcome::kAlready:
       return false;
   }
+  return false;
+}
+
+// Every defined outcome, in enum order.
+std::vector<Outcome> AllOutcomes() {
+  std::vector<Outcome> all;
+  for (int v = 0; v <= 0xff; ++v) {
+    const auto o = static_cast<Outcome>(v);
+    if (OutcomeName(o) != "UNKNOWN") all.push_back(o);
+  }
+  return all;
+}
+
+// `words` joined by ", ", broken into lines of at most 100 columns; lines after the first start
+// with `indent`.
+std::string Wrap(std::string text, const std::vector<std::string_view>& words,
+                 std::string_view indent) {
+  size_t line_start = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string word(words[i]);
+    if (i + 1 < words.size()) word += ",";
+    if (text.size() - line_start + 1 + word.size() > 100) {
+      text += "\n";
+      line_start = text.size();
+      text += indent;
+    } else if (i > 0) {
+      text += " ";
+    }
+    text += word;
+  }
+  return text;
 }
 
 std::string Time(int64_t ms) {
@@ -114,9 +158,7 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
 
 }  // namespace
 
-std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
-  if (!result.ok()) return "error: " + result.status().ToString();
-  const OpResult& r = *result;
+std::string FormatHuman(const OpResult& r, int64_t now_ms) {
   std::string out(OutcomeName(r.outcome));
   if (!r.token.empty()) out += "\ntoken:       " + r.token;
   if (r.outcome == Outcome::kExists && !r.fingerprint_matches) out += " (fingerprint differs)";
@@ -136,9 +178,7 @@ std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
   return out;
 }
 
-std::string FormatJson(const Result<OpResult>& result) {
-  if (!result.ok()) return FormatErrorJson(result.status());
-  const OpResult& r = *result;
+std::string FormatJson(const OpResult& r) {
   JsonWriter j;
   j.BeginObject();
   j.Key("outcome");
@@ -163,13 +203,26 @@ std::string FormatJson(const Result<OpResult>& result) {
   return j.Take();
 }
 
-std::string FormatErrorJson(const Status& status) {
+CliError UsageError(std::string message) { return {"USAGE", std::move(message), kExitUsage}; }
+
+CliError StoreError(const Status& status) {
+  return {std::string(CodeName(status.code())), status.message(), ExitCodeFor(status)};
+}
+
+std::string FormatErrorHuman(const CliError& error) {
+  return "idemctl: error (" + error.code + "): " + error.message;
+}
+
+std::string FormatErrorJson(const CliError& error) {
   JsonWriter j;
   j.BeginObject();
-  j.Key("outcome");
-  j.String(CodeName(status.code()));
   j.Key("error");
-  j.String(status.message());
+  j.BeginObject();
+  j.Key("code");
+  j.String(error.code);
+  j.Key("message");
+  j.String(error.message);
+  j.EndObject();
   j.EndObject();
   return j.Take();
 }
@@ -206,24 +259,45 @@ std::string FormatStatsJson(const StoreStats& s) {
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
     case Status::Code::kOk:
-      return 0;
+      return kExitSuccess;
     case Status::Code::kInvalidArgument:
-      return 3;
+      return kExitInvalidArgument;
     case Status::Code::kIOError:
     case Status::Code::kNotFound:  // no database at --data
-      return 4;
+      return kExitUnavailable;
     case Status::Code::kTimedOut:
-      return 5;
+      return kExitTimedOut;
     case Status::Code::kCorruption:
-      return 6;
+      return kExitCorruption;
     default:
-      return 7;
+      return kExitOtherError;
   }
 }
 
 int ExitCodeFor(const Result<OpResult>& result) {
   if (!result.ok()) return ExitCodeFor(result.status());
-  return IsRefusal(result->outcome) ? 1 : 0;
+  return IsRefusal(result->outcome) ? kExitRefused : kExitSuccess;
+}
+
+std::string ExitStatusHelp() {
+  std::vector<std::string_view> successes, refusals;
+  for (Outcome o : AllOutcomes()) (IsRefusal(o) ? refusals : successes).push_back(OutcomeName(o));
+  const std::string_view indent = "      ";
+  std::string out = "Exit status (answers go to stdout, errors to stderr):\n";
+  out += Wrap("  0 success: the answer is one of ", successes, indent);
+  out += "\n    (stats, help and repair exit 0 when they succeed)\n";
+  out += Wrap("  1 refusal: the answer is one of ", refusals, indent);
+  out += R"(
+  2 USAGE: the command line is wrong (nothing was sent to a store)
+  3 INVALID_ARGUMENT: the store refused the request's arguments (a limit or rule)
+  4 NOT_FOUND, IO_ERROR: no store to ask (no database at --data, server unreachable) or I/O error
+  5 TIMED_OUT: no answer within --timeout
+  6 CORRUPTION: stored or received bytes do not decode
+  7 BUSY, NOT_SUPPORTED, SHUTDOWN: any other error
+An error is "idemctl: error (CODE): message", or with --json {"error":{"code":..,"message":..}};
+it never has an "outcome" key, so a NOT_FOUND error is never read as the NOT_FOUND answer.
+)";
+  return out;
 }
 
 }  // namespace idem::ctl
