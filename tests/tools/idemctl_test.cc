@@ -89,6 +89,107 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   EXPECT_EQ(2u, t->condition.version);
 }
 
+// One command as --help shows it: its name, how many arguments it takes, the flags its
+// synopsis lists, and which of those are required (not in brackets).
+struct HelpEntry {
+  std::string command;
+  size_t arguments = 0;
+  std::set<std::string> flags, required;
+};
+
+// Reads the synopses out of --help: a command's line is indented two spaces and starts with its
+// lower-case name; the synopsis ends at two spaces in a row (a note follows) and continues on
+// more deeply indented lines that start with '[' or '-'.
+std::vector<HelpEntry> CommandsInHelp(const std::string& help) {
+  std::vector<HelpEntry> entries;
+  bool in_synopsis = false;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t indent = line.find_first_not_of(' ');
+    std::string synopsis;
+    if (indent == 2 && line[2] >= 'a' && line[2] <= 'z') {
+      entries.emplace_back();
+      synopsis = line.substr(2, line.find("  ", 2) - 2);
+      std::istringstream words(synopsis);
+      words >> entries.back().command;
+      for (std::string w; words >> w && w[0] >= 'A' && w[0] <= 'Z';) ++entries.back().arguments;
+      in_synopsis = true;
+    } else if (in_synopsis && indent != std::string::npos && indent > 2 &&
+               (line[indent] == '[' || line[indent] == '-')) {
+      synopsis = line.substr(indent);
+    } else {
+      in_synopsis = indent != std::string::npos && indent > 2;  // a note: the synopsis may go on
+      continue;
+    }
+    int depth = 0;
+    for (size_t i = 0; i < synopsis.size(); ++i) {
+      if (synopsis[i] == '[') ++depth;
+      if (synopsis[i] == ']') --depth;
+      if (synopsis.compare(i, 2, "--") != 0 ||
+          (i > 0 && synopsis[i - 1] != ' ' && synopsis[i - 1] != '['))
+        continue;
+      const size_t end = synopsis.find_first_of(" ]|", i);
+      const std::string flag = synopsis.substr(i + 2, end - i - 2);
+      entries.back().flags.insert(flag);
+      if (depth == 0) entries.back().required.insert(flag);
+    }
+  }
+  return entries;
+}
+
+Result<Invocation> ParseStrings(const std::vector<std::string>& args) {
+  return Parse(std::vector<std::string_view>(args.begin(), args.end()));
+}
+
+// --help lists, for every command, exactly the flags the parser accepts, and a synopsis without
+// its optional flags is a complete command line.
+TEST(IdemctlHelp, ListsExactlyTheFlagsEachCommandAccepts) {
+  const std::vector<HelpEntry> entries = CommandsInHelp(Usage());
+  ASSERT_EQ(16u, entries.size()) << Usage();
+  std::set<std::string> every_flag;
+  for (const HelpEntry& e : entries) every_flag.insert(e.flags.begin(), e.flags.end());
+  for (const HelpEntry& e : entries) {
+    std::vector<std::string> minimal = {"--data", "d", e.command};
+    minimal.insert(minimal.end(), e.arguments, "a");
+    for (const std::string& flag : e.required) {
+      minimal.push_back("--" + flag);
+      minimal.push_back("1");
+    }
+    auto inv = ParseStrings(minimal);
+    ASSERT_TRUE(inv.ok()) << e.command << ": " << inv.status().ToString();
+    if (e.command != "stats" && e.command != "repair") {
+      EXPECT_TRUE(BuildOp(*inv).ok()) << e.command << ": " << BuildOp(*inv).status().ToString();
+    }
+    for (const std::string& flag : e.required) {
+      std::vector<std::string> without = {"--data", "d", e.command};
+      without.insert(without.end(), e.arguments, "a");
+      auto missing = ParseStrings(without);
+      EXPECT_FALSE(missing.ok() && BuildOp(*missing).ok()) << e.command << " without --" << flag;
+    }
+    for (const std::string& flag : every_flag) {
+      if (e.required.count(flag)) continue;
+      std::vector<std::string> with = minimal;
+      with.push_back("--" + flag);
+      with.push_back("AAAA");  // a valid value for every kind of flag the parser checks
+      EXPECT_EQ(e.flags.count(flag) == 1, ParseStrings(with).ok())
+          << e.command << " --" << flag
+          << (e.flags.count(flag) ? " is listed in --help but refused"
+                                  : " is accepted but not in --help");
+    }
+  }
+}
+
+TEST(IdemctlHelp, ListsEveryGlobalFlag) {
+  const std::string help = Usage();
+  const std::string usage =
+      help.substr(help.find("usage:"), help.find("\n\n", help.find("usage:")));
+  for (const char* flag : {"--server", "--data", "--json", "--timeout", "--help"}) {
+    EXPECT_NE(std::string::npos, usage.find(flag)) << flag << " is not in\n" << usage;
+  }
+  EXPECT_TRUE(Parse({"--data", "d", "--json", "--timeout", "1s", "get", "n", "k"}).ok());
+  EXPECT_EQ("help", Parse({"--help"})->command);
+}
+
 TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
   OpResult r;
   r.outcome = Outcome::kInserted;
@@ -134,6 +235,22 @@ TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
   r.record = rec;
   EXPECT_NE(std::string::npos, FormatHuman(r, 1'000'000).find("(in 23h59m)"))
       << FormatHuman(r, 1'000'000);
+}
+
+// A replayed COMPLETED says so in both forms, not only in JSON.
+TEST(IdemctlOutput, ReplayIsMarkedForPeopleAsInJson) {
+  OpResult r;
+  r.outcome = Outcome::kCompleted;
+  Record rec;
+  rec.status = "COMPLETED";
+  rec.payload = "HTTP 201";
+  r.record = rec;
+  const std::string human = FormatHuman(r, 0);
+  EXPECT_EQ("COMPLETED (replay)", human.substr(0, human.find('\n'))) << human;
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"replay\":true")) << FormatJson(r);
+  r.outcome = Outcome::kStarted;
+  EXPECT_EQ(std::string::npos, FormatHuman(r, 0).find("replay")) << FormatHuman(r, 0);
+  EXPECT_EQ(std::string::npos, FormatJson(r).find("replay")) << FormatJson(r);
 }
 
 TEST(IdemctlOutput, ExitCodes) {
@@ -246,6 +363,16 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).code);
   EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).code);
   EXPECT_EQ(2, RunIdemctl(data + " get pay").code);
+  // A replay says so in human output too.
+  r = RunIdemctl(data + " --json begin checkout req-9 --lease 30s");
+  ASSERT_EQ(0, r.code) << r.err;
+  const size_t fence_at = r.out.find("\"fence\":") + 8;
+  const std::string fence = r.out.substr(fence_at, r.out.find(',', fence_at) - fence_at);
+  EXPECT_EQ(0,
+            RunIdemctl(data + " complete checkout req-9 --fence " + fence + " --payload ok").code);
+  r = RunIdemctl(data + " begin checkout req-9");
+  EXPECT_EQ(0, r.code);
+  EXPECT_EQ("COMPLETED (replay)\n", r.out.substr(0, r.out.find('\n') + 1)) << r.out;
   r = RunIdemctl(data + " --json stats");
   EXPECT_EQ(0, r.code);
   EXPECT_NE(std::string::npos, r.out.find("\"next_fence\"")) << r.out;

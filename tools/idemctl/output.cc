@@ -41,35 +41,8 @@ bool IsRefusal(Outcome o) {
   return false;
 }
 
-// Every defined outcome, in enum order.
-std::vector<Outcome> AllOutcomes() {
-  std::vector<Outcome> all;
-  for (int v = 0; v <= 0xff; ++v) {
-    const auto o = static_cast<Outcome>(v);
-    if (OutcomeName(o) != "UNKNOWN") all.push_back(o);
-  }
-  return all;
-}
-
-// `words` joined by ", ", broken into lines of at most 100 columns; lines after the first start
-// with `indent`.
-std::string Wrap(std::string text, const std::vector<std::string_view>& words,
-                 std::string_view indent) {
-  size_t line_start = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
-  for (size_t i = 0; i < words.size(); ++i) {
-    std::string word(words[i]);
-    if (i + 1 < words.size()) word += ",";
-    if (text.size() - line_start + 1 + word.size() > 100) {
-      text += "\n";
-      line_start = text.size();
-      text += indent;
-    } else if (i > 0) {
-      text += " ";
-    }
-    text += word;
-  }
-  return text;
-}
+// Begin found the work already done: the record holds the stored result, not a new attempt.
+bool IsReplay(const OpResult& r) { return r.outcome == Outcome::kCompleted; }
 
 std::string Time(int64_t ms) {
   if (ms == 0) return "never";
@@ -160,6 +133,7 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
 
 std::string FormatHuman(const OpResult& r, int64_t now_ms) {
   std::string out(OutcomeName(r.outcome));
+  if (IsReplay(r)) out += " (replay)";
   if (!r.token.empty()) out += "\ntoken:       " + r.token;
   if (r.outcome == Outcome::kExists && !r.fingerprint_matches) out += " (fingerprint differs)";
   if (!r.record) return out;
@@ -191,7 +165,7 @@ std::string FormatJson(const OpResult& r) {
     j.Key("token");
     j.String(r.token);
   }
-  if (r.outcome == Outcome::kCompleted) {
+  if (IsReplay(r)) {
     j.Key("replay");
     j.Bool(true);
   }
@@ -277,27 +251,6 @@ int ExitCodeFor(const Status& status) {
 int ExitCodeFor(const Result<OpResult>& result) {
   if (!result.ok()) return ExitCodeFor(result.status());
   return IsRefusal(result->outcome) ? kExitRefused : kExitSuccess;
-}
-
-std::string ExitStatusHelp() {
-  std::vector<std::string_view> successes, refusals;
-  for (Outcome o : AllOutcomes()) (IsRefusal(o) ? refusals : successes).push_back(OutcomeName(o));
-  const std::string_view indent = "      ";
-  std::string out = "Exit status (answers go to stdout, errors to stderr):\n";
-  out += Wrap("  0 success: the answer is one of ", successes, indent);
-  out += "\n    (stats, help and repair exit 0 when they succeed)\n";
-  out += Wrap("  1 refusal: the answer is one of ", refusals, indent);
-  out += R"(
-  2 USAGE: the command line is wrong (nothing was sent to a store)
-  3 INVALID_ARGUMENT: the store refused the request's arguments (a limit or rule)
-  4 NOT_FOUND, IO_ERROR: no store to ask (no database at --data, server unreachable) or I/O error
-  5 TIMED_OUT: no answer within --timeout
-  6 CORRUPTION: stored or received bytes do not decode
-  7 BUSY, NOT_SUPPORTED, SHUTDOWN: any other error
-An error is "idemctl: error (CODE): message", or with --json {"error":{"code":..,"message":..}};
-it never has an "outcome" key, so a NOT_FOUND error is never read as the NOT_FOUND answer.
-)";
-  return out;
 }
 
 }  // namespace idem::ctl

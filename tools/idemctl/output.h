@@ -1,5 +1,5 @@
 // How idemctl prints results: a human-readable line by default, one JSON object per result with
-// --json. Also the exit status each result maps to (ExitStatusHelp(), in --help).
+// --json. Also the exit status each result maps to (listed in --help).
 //
 // Answers and errors never share a channel or a key. An answer (an Outcome, even a refusal such
 // as NOT_FOUND) goes to stdout, under "outcome" in JSON. An error (no answer could be had: the
@@ -46,9 +46,5 @@ std::string FormatErrorJson(const CliError& error);   // {"error":{"code":..,"me
 
 int ExitCodeFor(const Result<OpResult>& result);
 int ExitCodeFor(const Status& status);
-
-// The "Exit status" paragraph of --help, listing the outcomes of each class from the same
-// classification ExitCodeFor uses.
-std::string ExitStatusHelp();
 
 }  // namespace idem::ctl
