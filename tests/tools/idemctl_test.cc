@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "base64.h"
 #include "idem/engine.h"
 #include "invocation.h"
 #include "json_writer.h"
@@ -87,6 +88,49 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   EXPECT_EQ(OpType::kTransition, t->type);
   EXPECT_EQ("PAID", t->status);
   EXPECT_EQ(2u, t->condition.version);
+}
+
+// Byte fields given as base64 reach the Op as the bytes themselves.
+TEST(IdemctlBuild, BytesGivenAsBase64) {
+  auto insert = Parse(
+      {"--data", "d", "insert", "p", "k", "--payload-b64", "//4AQQ==", "--fingerprint-b64=7aCA"});
+  ASSERT_TRUE(insert.ok()) << insert.status().ToString();
+  auto op = BuildOp(*insert);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(std::string_view("\xff\xfe\0A", 4), op->payload);
+  EXPECT_EQ("\xed\xa0\x80", op->fingerprint);
+  auto begin = Parse({"--data", "d", "begin", "p", "k", "--fingerprint-b64", "Zm9v"});
+  ASSERT_TRUE(begin.ok()) << begin.status().ToString();
+  EXPECT_EQ("foo", BuildOp(*begin)->fingerprint);
+  auto complete = Parse({"--data", "d", "complete", "p", "k", "--fence", "3", "--payload-b64", ""});
+  ASSERT_TRUE(complete.ok()) << complete.status().ToString();
+  EXPECT_EQ("", BuildOp(*complete)->payload);
+  auto cas = Parse({"--data", "d", "cas", "p", "k", "--payload-b64", "Zm9v"});
+  ASSERT_TRUE(cas.ok()) << cas.status().ToString();
+  EXPECT_EQ("foo", BuildOp(*cas)->update.payload);
+}
+
+TEST(IdemctlParse, BothFormsOfAByteFieldOrBadBase64AreRefusedByName) {
+  auto both = Parse({"--data", "d", "insert", "p", "k", "--payload", "x", "--payload-b64", "eA=="});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ("--payload and --payload-b64 are two forms of one value: give one",
+            both.status().message());
+  auto reversed =
+      Parse({"--data", "d", "begin", "p", "k", "--fingerprint-b64", "eA==", "--fingerprint", "x"});
+  ASSERT_FALSE(reversed.ok());
+  EXPECT_EQ("--fingerprint and --fingerprint-b64 are two forms of one value: give one",
+            reversed.status().message());
+  auto twice =
+      Parse({"--data", "d", "insert", "p", "k", "--payload-b64", "eA==", "--payload-b64=eA=="});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ("--payload-b64 given twice", twice.status().message());
+  auto bad = Parse({"--data", "d", "insert", "p", "k", "--payload-b64", "Zm!v"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ("--payload-b64: not base64: '!' at character 3", bad.status().message());
+  // Only byte fields have a base64 form.
+  auto status = Parse({"--data", "d", "insert", "p", "k", "--status-b64", "eA=="});
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ("insert does not take --status-b64", status.status().message());
 }
 
 // One command as --help shows it: its name, how many arguments it takes, the flags its
@@ -197,15 +241,38 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
   rec.status = "PENDING";
   rec.version = 1;
   rec.fence = 9;
-  rec.payload = "a\"b\n\xff";
+  rec.payload = "a\"b\n\xc3\xa9";
   rec.expires_at_ms = 123;
   r.record = rec;
   EXPECT_EQ(
       "{\"outcome\":\"INSERTED\",\"record\":{\"status\":\"PENDING\",\"version\":1,\"fence\":9,"
-      "\"fingerprint\":\"\",\"payload\":\"a\\\"b\\n\\u00ff\",\"owner\":\"\",\"created_ms\":0,"
+      "\"fingerprint\":\"\",\"payload\":\"a\\\"b\\n\xc3\xa9\",\"owner\":\"\",\"created_ms\":0,"
       "\"updated_ms\":0,\"expires_at_ms\":123,\"lease_until_ms\":0}}",
       FormatJson(r));
-  EXPECT_EQ("\"h\xc3\xa9llo\"", JsonQuote("h\xc3\xa9llo"));  // UTF-8 kept
+}
+
+// Payload and fingerprint are text when they are valid UTF-8 and base64 under NAME_b64
+// otherwise (the HTTP API's rule): the bytes ff fe and the text "ÿþ" no longer print alike.
+TEST(IdemctlOutput, BytesThatAreNotUtf8PrintAsBase64) {
+  OpResult r;
+  r.outcome = Outcome::kFound;
+  Record rec;
+  rec.payload = "\xff\xfe";
+  rec.fingerprint = "\xc3\xbf\xc3\xbe";  // "ÿþ" as UTF-8 text
+  r.record = rec;
+  const std::string json = FormatJson(r);
+  EXPECT_NE(std::string::npos, json.find("\"payload_b64\":\"//4=\"")) << json;
+  EXPECT_EQ(std::string::npos, json.find("\"payload\":")) << json;
+  EXPECT_NE(std::string::npos, json.find("\"fingerprint\":\"\xc3\xbf\xc3\xbe\"")) << json;
+  EXPECT_EQ(std::string::npos, json.find("\"fingerprint_b64\":")) << json;
+  const std::string human = FormatHuman(r, 0);
+  EXPECT_NE(std::string::npos, human.find("\npayload_b64: //4=\n")) << human;
+  EXPECT_NE(std::string::npos, human.find("\nfingerprint: \"\xc3\xbf\xc3\xbe\"\n")) << human;
+  rec.payload = "a\"b\n\xff";
+  rec.fingerprint = "\xed\xa0\x80";  // a UTF-8-encoded surrogate is not valid UTF-8
+  r.record = rec;
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"payload_b64\":\"YSJiCv8=\"")) << FormatJson(r);
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"fingerprint_b64\":\"7aCA\"")) << FormatJson(r);
 }
 
 TEST(IdemctlOutput, AnErrorIsAnErrorObjectWithoutAnOutcome) {
@@ -377,6 +444,41 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   EXPECT_EQ(0, r.code);
   EXPECT_NE(std::string::npos, r.out.find("\"next_fence\"")) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("\"block_cache_capacity_bytes\":")) << r.out;
+}
+
+// Any bytes go in as base64 and come back out of --json unchanged, and bytes that look like text
+// in Latin-1 are not confused with that text.
+TEST(IdemctlBinary, BinaryPayloadAndFingerprintRoundTrip) {
+  testing::TempDir dir;
+  {
+    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
+    ASSERT_TRUE(engine.ok());
+  }
+  const std::string data = "--data " + dir.Sub("db");
+  std::string every_byte;
+  for (int i = 0; i < 256; ++i) every_byte += static_cast<char>(i);
+  const std::string b64 = Base64Encode(every_byte);
+  Ran r =
+      RunIdemctl(data + " --json insert bin all --payload-b64 " + b64 + " --fingerprint-b64 //4=");
+  ASSERT_EQ(0, r.code) << r.err;
+  r = RunIdemctl(data + " --json get bin all");
+  EXPECT_NE(std::string::npos, r.out.find("\"payload_b64\":\"" + b64 + "\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"fingerprint_b64\":\"//4=\"")) << r.out;
+  // The same fingerprint given as base64 matches; the text "ÿþ" does not.
+  r = RunIdemctl(data + " --json insert bin all --fingerprint-b64 //4=");
+  EXPECT_NE(std::string::npos, r.out.find("\"fingerprint_matches\":true")) << r.out;
+  r = RunIdemctl(data +
+                 " --json insert bin all --fingerprint \"$(printf '\\303\\277\\303\\276')\"");
+  EXPECT_NE(std::string::npos, r.out.find("\"fingerprint_matches\":false")) << r.out;
+  r = RunIdemctl(data + " --json insert bin text --payload-b64 w7/Dvg==");  // "ÿþ" as UTF-8
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"\xc3\xbf\xc3\xbe\"")) << r.out;
+  r = RunIdemctl(data + " insert bin x --payload p --payload-b64 cA==");
+  EXPECT_TRUE(IsError(r, 2, "idemctl: error (USAGE): --payload and --payload-b64")) << r.err;
+  r = RunIdemctl(data + " --json insert bin x --payload-b64 cA=");
+  EXPECT_TRUE(IsError(r, 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"--payload-b64: not base64: "
+                      "padding on a text whose length is not a multiple of 4 at character 3\"}}"))
+      << r.err;
 }
 
 // An error is never printed as an outcome: a script that reads "outcome" must not mistake a

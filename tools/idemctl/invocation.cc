@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
+#include "base64.h"
 #include "duration.h"
 #include "output.h"
 
@@ -14,6 +16,9 @@ struct FlagSpec {
   std::string_view name;
   std::string_view value;
   bool required = false;  // BuildOp refuses the command without it
+  // Bytes, not just text: also accepted as --NAME-b64 B64 (any bytes, in base64), one form or
+  // the other. The parser stores the decoded bytes under NAME, so BuildOp sees bytes either way.
+  bool bytes = false;
 };
 
 // One command: the parser accepts exactly these arguments and flags, and --help is written from
@@ -36,11 +41,12 @@ constexpr std::string_view kMaintenance =
 
 // In --help's order.
 const std::vector<CommandSpec>& Commands() {
-  const FlagSpec status{"status", "S"}, payload{"payload", "TEXT"}, fingerprint{"fingerprint", "F"};
-  const FlagSpec ttl{"ttl", "D|forever"}, lease{"lease", "D"}, owner{"owner", "O"};
-  const FlagSpec fence{"fence", "N", true};
-  const FlagSpec expect_status{"expect-status", "S1,S2..."}, expect_version{"expect-version", "N"};
-  const FlagSpec expect_fence{"expect-fence", "N"};
+  constexpr FlagSpec status{"status", "S"}, payload{"payload", "TEXT", false, true};
+  constexpr FlagSpec fingerprint{"fingerprint", "F", false, true};
+  constexpr FlagSpec ttl{"ttl", "D|forever"}, lease{"lease", "D"}, owner{"owner", "O"};
+  constexpr FlagSpec fence{"fence", "N", true};
+  constexpr FlagSpec expect_status{"expect-status", "S1,S2..."};
+  constexpr FlagSpec expect_version{"expect-version", "N"}, expect_fence{"expect-fence", "N"};
   static const std::vector<CommandSpec> commands = {
       {"insert", kRecords, {"NS", "KEY"}, {status, payload, fingerprint, ttl}, ""},
       {"get", kRecords, {"NS", "KEY"}, {}, ""},
@@ -79,9 +85,22 @@ const CommandSpec* FindCommand(std::string_view name) {
   return nullptr;
 }
 
-const FlagSpec* FindFlag(const CommandSpec& command, std::string_view name) {
+constexpr std::string_view kBase64Suffix = "-b64";
+
+// The flag `name` names: NAME, or NAME-b64 for a byte field (*base64 then says so). Null if the
+// command takes no such flag.
+const FlagSpec* FindFlag(const CommandSpec& command, std::string_view name, bool* base64) {
+  *base64 = false;
   for (const FlagSpec& f : command.flags) {
     if (f.name == name) return &f;
+  }
+  if (!name.ends_with(kBase64Suffix)) return nullptr;
+  name.remove_suffix(kBase64Suffix.size());
+  for (const FlagSpec& f : command.flags) {
+    if (f.name == name && f.bytes) {
+      *base64 = true;
+      return &f;
+    }
   }
   return nullptr;
 }
@@ -182,7 +201,8 @@ void AppendCommandHelp(std::string& out, const CommandSpec& c) {
   std::vector<std::string> synopsis{std::string(c.name)};
   synopsis.insert(synopsis.end(), c.arguments.begin(), c.arguments.end());
   for (const FlagSpec& f : c.flags) {
-    const std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
+    std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
+    if (f.bytes) flag += " | --" + std::string(f.name) + std::string(kBase64Suffix) + " B64";
     synopsis.push_back(f.required ? flag : "[" + flag + "]");
   }
   out += "  ";
@@ -272,6 +292,7 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   if (inv.command == "repair" && inv.data_dir.empty()) {
     return Status::InvalidArgument("repair works on a database directory: --data DIR");
   }
+  std::map<std::string_view, bool> given_forms;  // byte field -> given in base64
   for (; i < args.size(); ++i) {
     std::string_view a = args[i];
     if (!a.starts_with("--")) {
@@ -288,10 +309,27 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
       if (!v.ok()) return v.status();
       value = *v;
     }
-    if (FindFlag(*spec, name) == nullptr) {
-      return Status::InvalidArgument(inv.command + " does not take --" + name);
+    bool base64 = false;
+    const FlagSpec* flag = FindFlag(*spec, name, &base64);
+    if (flag == nullptr) return Status::InvalidArgument(inv.command + " does not take --" + name);
+    if (flag->bytes) {
+      const std::string text_form = "--" + std::string(flag->name);
+      const std::string base64_form = text_form + std::string(kBase64Suffix);
+      if (auto [it, first] = given_forms.emplace(flag->name, base64); !first) {
+        if (it->second == base64) {
+          return Status::InvalidArgument((base64 ? base64_form : text_form) + " given twice");
+        }
+        return Status::InvalidArgument(text_form + " and " + base64_form +
+                                       " are two forms of one value: give one");
+      }
+      if (base64) {
+        Result<std::string> bytes = Base64Decode(value);
+        if (!bytes.ok())
+          return Status::InvalidArgument(base64_form + ": " + bytes.status().message());
+        value = std::move(*bytes);
+      }
     }
-    inv.flags[name] = value;
+    inv.flags[std::string(flag->name)] = value;
   }
   if (inv.positional.size() != spec->arguments.size()) {
     return Status::InvalidArgument(inv.command + " takes " +
@@ -387,6 +425,12 @@ usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] COMMAND 
   out += R"(
 Durations: 500ms, 30s, 15m, 24h, 7d. --json prints one JSON object per result:
 {"outcome": "INSERTED", "record": {"status": ..., "version": ..., "fence": ..., ...}}.
+
+Payloads and fingerprints are bytes. --payload and --fingerprint take them as text;
+--payload-b64 and --fingerprint-b64 take any bytes in base64 (RFC 4648, padding optional), one
+form or the other. Output shows each as text ("payload") when it is valid UTF-8, and otherwise
+in base64 under the name with _b64 ("payload_b64"), in --json and human output alike: exactly one
+of the two, so what is printed can be given back unchanged.
 
 )";
   AppendExitStatusHelp(out);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base64.h"
 #include "json_writer.h"
 
 namespace idem::ctl {
@@ -82,6 +83,26 @@ std::string Relative(int64_t at_ms, int64_t now_ms) {
   return d >= 0 ? " (in " + Approximate(d) + ")" : " (" + Approximate(-d) + " ago)";
 }
 
+// A byte field, by the HTTP API's rule: "NAME": text when `bytes` is valid UTF-8, otherwise
+// "NAME_b64": base64. Exactly one of the two, so nothing is lost and nothing is ambiguous.
+void WriteBytes(std::string_view name, std::string_view bytes, JsonWriter& j) {
+  if (IsValidUtf8(bytes)) {
+    j.Key(name);
+    j.String(bytes);
+  } else {
+    j.Key(std::string(name) + "_b64");
+    j.String(Base64Encode(bytes));
+  }
+}
+
+// The same rule for people: "\npayload:     \"text\"" or "\npayload_b64: //4=".
+std::string HumanBytes(std::string_view name, std::string_view bytes) {
+  const bool text = IsValidUtf8(bytes);
+  std::string label = std::string(name) + (text ? ":" : "_b64:");
+  label.resize(std::max<size_t>(label.size() + 1, 13), ' ');
+  return "\n" + label + (text ? JsonQuote(bytes) : Base64Encode(bytes));
+}
+
 void WriteRecord(const Record& r, JsonWriter& j) {
   j.BeginObject();
   j.Key("status");
@@ -90,10 +111,8 @@ void WriteRecord(const Record& r, JsonWriter& j) {
   j.Uint(r.version);
   j.Key("fence");
   j.Uint(r.fence);
-  j.Key("fingerprint");
-  j.String(r.fingerprint);
-  j.Key("payload");
-  j.String(r.payload);
+  WriteBytes("fingerprint", r.fingerprint, j);
+  WriteBytes("payload", r.payload, j);
   j.Key("owner");
   j.String(r.owner);
   j.Key("created_ms");
@@ -144,8 +163,8 @@ std::string FormatHuman(const OpResult& r, int64_t now_ms) {
   if (!rec.owner.empty()) out += "\nowner:       " + rec.owner;
   if (rec.lease_until_ms != 0)
     out += "\nlease until: " + Time(rec.lease_until_ms) + Relative(rec.lease_until_ms, now_ms);
-  if (!rec.fingerprint.empty()) out += "\nfingerprint: " + JsonQuote(rec.fingerprint);
-  if (!rec.payload.empty()) out += "\npayload:     " + JsonQuote(rec.payload);
+  if (!rec.fingerprint.empty()) out += HumanBytes("fingerprint", rec.fingerprint);
+  if (!rec.payload.empty()) out += HumanBytes("payload", rec.payload);
   out += "\ncreated:     " + Time(rec.created_ms);
   out += "\nupdated:     " + Time(rec.updated_ms);
   out += "\nexpires:     " + Time(rec.expires_at_ms) + Relative(rec.expires_at_ms, now_ms);
