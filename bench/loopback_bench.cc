@@ -110,7 +110,7 @@ void BM_Loopback_Pipelined(benchmark::State& state) {
       ++in_flight;
     }
     const std::string key = KeyOf(next++);
-    const Op op = Op::Insert("bench", key, "DONE", kPayload);
+    const Op op = Op::Insert({.ns = "bench", .key = key, .status = "DONE", .payload = kPayload});
     loopback.client().ApplyAsync(std::span<const Op>(&op, 1),
                                  [&](Status s, std::vector<Result<OpResult>> results) {
                                    if (!s.ok() || !results[0].ok()) failed = true;
