@@ -86,7 +86,8 @@ void BM_Loopback_RoundTrip(benchmark::State& state) {
   uint64_t next = 0;
   for (auto _ : state) {
     const std::string key = KeyOf(next++);
-    Result<OpResult> r = loopback.client().Insert("bench", key, "DONE", kPayload);
+    Result<OpResult> r = loopback.client().Insert(
+        {.ns = "bench", .key = key, .status = "DONE", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kInserted) {
       state.SkipWithError("insert failed");
       break;

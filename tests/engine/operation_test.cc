@@ -24,8 +24,13 @@ static_assert(std::is_convertible_v<std::chrono::hours, std::optional<Ttl>>);
 static_assert(std::is_convertible_v<std::chrono::seconds, std::optional<Millis>>);
 
 TEST(Op, BeginTakesItsLeaseAndWaitByName) {
-  Op op = Op::Begin({.ns = "pay", .key = "k", .fingerprint = "fp", .owner = "w", .lease = 30s,
-                     .wait = 2s, .ttl = 1h});
+  Op op = Op::Begin({.ns = "pay",
+                     .key = "k",
+                     .fingerprint = "fp",
+                     .owner = "w",
+                     .lease = 30s,
+                     .wait = 2s,
+                     .ttl = 1h});
   EXPECT_EQ(OpType::kBegin, op.type);
   EXPECT_EQ("pay", op.ns);
   EXPECT_EQ("k", op.key);
@@ -62,8 +67,8 @@ TEST(Op, FencedOpsCarryTheFenceAsTheirCondition) {
 }
 
 TEST(Op, TransitionAndTokensNameTheirParts) {
-  Op t = Op::Transition({.ns = "o", .key = "k", .to_status = "PAID", .expect_version = 3,
-                         .payload = "receipt"});
+  Op t = Op::Transition(
+      {.ns = "o", .key = "k", .to_status = "PAID", .expect_version = 3, .payload = "receipt"});
   EXPECT_EQ("PAID", t.status);
   EXPECT_EQ(3u, t.condition.version);
   EXPECT_EQ("receipt", t.update.payload);

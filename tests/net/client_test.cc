@@ -438,7 +438,7 @@ TEST(ClientTest, ServerStopAnswersOrFailsEveryRequest) {
   ASSERT_EQ(std::future_status::ready, all_done.get_future().wait_for(30s));
   std::printf("stop under load: %zu acknowledged, %d failed\n", acknowledged.size(), failed.load());
   for (const std::string& key : acknowledged) {
-    Result<OpResult> r = server.engine().Get("ns", key);
+    Result<OpResult> r = server.engine().Get({.ns = "ns", .key = key});
     ASSERT_OK(r);
     EXPECT_EQ(Outcome::kFound, r->outcome) << key;
   }
