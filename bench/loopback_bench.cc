@@ -86,7 +86,8 @@ void BM_Loopback_RoundTrip(benchmark::State& state) {
   uint64_t next = 0;
   for (auto _ : state) {
     const std::string key = KeyOf(next++);
-    Result<OpResult> r = loopback.client().Insert("bench", key, "DONE", kPayload);
+    Result<OpResult> r = loopback.client().Insert(
+        {.ns = "bench", .key = key, .status = "DONE", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kInserted) {
       state.SkipWithError("insert failed");
       break;
@@ -110,7 +111,7 @@ void BM_Loopback_Pipelined(benchmark::State& state) {
       ++in_flight;
     }
     const std::string key = KeyOf(next++);
-    const Op op = Op::Insert("bench", key, "DONE", kPayload);
+    const Op op = Op::Insert({.ns = "bench", .key = key, .status = "DONE", .payload = kPayload});
     loopback.client().ApplyAsync(std::span<const Op>(&op, 1),
                                  [&](Status s, std::vector<Result<OpResult>> results) {
                                    if (!s.ok() || !results[0].ok()) failed = true;

@@ -14,3 +14,5 @@ idem_add_test(anchored_clock_test engine/anchored_clock_test.cc LIBS idem_engine
 idem_add_test(engine_clock_test engine/engine_clock_test.cc LIBS idem_engine_internal)
 idem_add_test(data_damage_test engine/data_damage_test.cc LIBS idem_engine)
 idem_add_test(wal_scan_test engine/wal_scan_test.cc LIBS idem_engine_internal)
+idem_add_test(operation_test engine/operation_test.cc LIBS idem_engine)
+idem_add_test(op_batch_test engine/op_batch_test.cc LIBS idem_engine)

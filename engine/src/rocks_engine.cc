@@ -250,10 +250,10 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
     case OpType::kInsert:
     case OpType::kBegin:
     case OpType::kIssueToken:
-      ttl_ms = op.ttl_ms;
+      ttl_ms = TtlMillis(op.ttl);
       break;
     case OpType::kCompareAndSet:
-      ttl_ms = op.update.ttl_ms;
+      if (op.update.ttl) ttl_ms = TtlMillis(op.update.ttl);
       break;
     case OpType::kComplete:
     case OpType::kAbort:
@@ -262,7 +262,7 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
                                        " bytes; this namespace's max_response_bytes is " +
                                        std::to_string(lifecycle.max_response_bytes));
       }
-      ttl_ms = op.ttl_ms != kDefaultTtl ? op.ttl_ms : lifecycle.completed_ttl_ms;
+      ttl_ms = TtlMillis(op.ttl) != kDefaultTtl ? TtlMillis(op.ttl) : lifecycle.completed_ttl_ms;
       in.remember_failures = lifecycle.remember_failures;
       break;
     case OpType::kTransition: {
@@ -275,7 +275,7 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
   }
   if (op.type == OpType::kBegin || op.type == OpType::kHeartbeat || op.type == OpType::kLock ||
       op.type == OpType::kRenew) {
-    Result<int64_t> lease = ResolveLease(op.lease_ms, lifecycle);
+    Result<int64_t> lease = ResolveLease(LeaseMillis(op.lease), lifecycle);
     if (!lease.ok()) return lease.status();
     in.lease_ms = *lease;
   }
@@ -535,9 +535,10 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     Result<OpResult>& r = (*results)[i];
-    if (op.type == OpType::kBegin && op.wait_ms > 0 && r.ok() &&
+    const std::chrono::milliseconds wait = op.wait.value_or(std::chrono::milliseconds(0));
+    if (op.type == OpType::kBegin && wait.count() > 0 && r.ok() &&
         r->outcome == Outcome::kInProgress) {
-      r = WaitForAttempt(op, std::move(r), start + std::chrono::milliseconds(op.wait_ms));
+      r = WaitForAttempt(op, std::move(r), start + wait);
     }
   }
   return Status::Ok();
@@ -551,7 +552,7 @@ Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last
     bool fired = false;  // guarded by mu
   };
   Op once = op;
-  once.wait_ms = 0;
+  once.wait.reset();
   while (true) {
     auto signal = std::make_shared<Signal>();
     // Watch first, then re-read: a change committed after the read always fires the watch.

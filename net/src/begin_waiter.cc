@@ -7,7 +7,7 @@ namespace idem {
 using SteadyClock = std::chrono::steady_clock;
 
 struct BeginWaiter::Waiting {
-  Op op;  // wait_ms = 0: each re-apply answers at once
+  Op op;  // without its wait: each re-apply answers at once
   SteadyClock::time_point deadline;
   Done done;
 
@@ -21,7 +21,7 @@ struct BeginWaiter::Waiting {
 
   Waiting(const Op& o, SteadyClock::time_point d, Result<OpResult> l, Done dn)
       : op(o), deadline(d), done(std::move(dn)), last(std::move(l)) {
-    op.wait_ms = 0;
+    op.wait.reset();
   }
 };
 

@@ -63,11 +63,11 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
 
   // Inserts `key`; an acknowledged insert is remembered, to be checked at the end.
   Result<OpResult> Insert(const std::string& key) {
-    Result<OpResult> r = engine_->Insert("pay", key, "PENDING");
+    Result<OpResult> r = engine_->Insert({.ns = "pay", .key = key, .status = "PENDING"});
     if (r.ok() && r->outcome == Outcome::kInserted) acknowledged_.push_back(key);
     return r;
   }
-  std::string Get(const std::string& key) { return Name(engine_->Get("pay", key)); }
+  std::string Get(const std::string& key) { return Name(engine_->Get({.ns = "pay", .key = key})); }
 
   // Polls with inserts (the way a client would retry) until one is acknowledged.
   bool WaitUntilWritable() {
@@ -255,8 +255,9 @@ TEST_P(SyncDiskFaultTest, SyncedWritesQueuedBehindAFailingSyncAreRefused) {
   });
   std::future<Status> sync = std::async(std::launch::async, [&] { return engine_->SyncWal(); });
   syncing.get_future().wait();  // SyncWal holds the synced-write lock, in fdatasync
-  std::future<Result<OpResult>> insert =
-      std::async(std::launch::async, [&] { return engine_->Insert("pay", "b", "PENDING"); });
+  std::future<Result<OpResult>> insert = std::async(std::launch::async, [&] {
+    return engine_->Insert({.ns = "pay", .key = "b", .status = "PENDING"});
+  });
   std::future<Status> compact =  // writes the clock mark, synced, first
       std::async(std::launch::async, [&] { return engine_->CompactAll(); });
   // Time to reach the lock: were they slower, they would find writes suspended anyway, and the
@@ -290,25 +291,28 @@ Status ApplyDeferred(ServingEngine& engine, Op op, std::string* outcome, bool* n
 TEST_P(SyncDiskFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
   std::string outcome;
   bool needs_sync = false;
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "a", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "a", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_OK(engine_->SyncWal());
   acknowledged_.push_back("a");
 
   fs_->FailWalAppends(Fault::kNoSpace);
-  Status failed = ApplyDeferred(*engine_, Op::Insert("pay", "b", "PENDING"), &outcome, &needs_sync);
+  Status failed = ApplyDeferred(
+      *engine_, Op::Insert({.ns = "pay", .key = "b", .status = "PENDING"}), &outcome, &needs_sync);
   ASSERT_TRUE(failed.IsIOError()) << failed.ToString();
   Status synced = engine_->SyncWal();  // the sync thread's next sync: SIGABRT before
   EXPECT_TRUE(synced.IsIOError()) << synced.ToString();
   EXPECT_NE(std::string::npos, synced.message().find("writes suspended after"))
       << synced.ToString();
   // A read of a synced key needs no sync, and is answered.
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "a"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "a"}), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);
   EXPECT_FALSE(needs_sync);
 
   fs_->ClearAll();
   ASSERT_TRUE(WaitUntilWritable());
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "c", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "c", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_OK(engine_->SyncWal());
   acknowledged_.push_back("c");
   ExpectEveryAcknowledgedRecord();
@@ -319,12 +323,14 @@ TEST_P(SyncDiskFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
 TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   std::string outcome;
   bool needs_sync = false;
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "a", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "a", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_OK(engine_->SyncWal());
   acknowledged_.push_back("a");
 
   fs_->FailWalSyncs(Fault::kIoError);
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "b", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "b", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_TRUE(needs_sync);
   Status failed = engine_->SyncWal();  // b is visible, and its durability unknown: not acked
   ASSERT_TRUE(failed.IsIOError()) << failed.ToString();
@@ -333,17 +339,17 @@ TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   Status again = engine_->SyncWal();
   EXPECT_NE(std::string::npos, again.message().find("writes suspended after")) << again.ToString();
   // Reads of keys no unsynced write touched are answered at once...
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "a"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "a"}), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);
   EXPECT_FALSE(needs_sync);
   // ...a read that sees b must wait for b to be durable.
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "b"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "b"}), &outcome, &needs_sync));
   EXPECT_TRUE(needs_sync);
 
   fs_->ClearAll();
   ASSERT_TRUE(WaitUntilWritable());  // recovery flushed the memtable, b with it
   ASSERT_OK(engine_->SyncWal());
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "b"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "b"}), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);
   ExpectEveryAcknowledgedRecord();
   Reopen();
@@ -451,7 +457,8 @@ TEST_P(DiskFaultTest, ACorruptTableFileFoundByACompactionStopsWritesUntilARestar
   ASSERT_OK(Open());
   Status compacted = engine_->CompactAll();
   EXPECT_TRUE(compacted.IsCorruption()) << compacted.ToString();
-  const std::string refused = engine_->Insert("pay", "after", "PENDING").status().ToString();
+  const std::string refused =
+      engine_->Insert({.ns = "pay", .key = "after", .status = "PENDING"}).status().ToString();
   EXPECT_NE(std::string::npos, refused.find("restart")) << refused;
   EXPECT_EQ(std::string::npos, refused.find("recovering")) << refused;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // retries would have begun

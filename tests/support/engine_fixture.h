@@ -12,6 +12,7 @@
 #include "idem/serving.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
+#include "support/ttl_ms.h"
 
 namespace idem::testing {
 
@@ -43,11 +44,18 @@ class EngineTest : public ::testing::Test {
   std::string Insert(std::string_view ns, std::string_view key, std::string_view status = "PENDING",
                      std::string_view payload = {}, std::string_view fingerprint = {},
                      int64_t ttl_ms = kDefaultTtl) {
-    return Name(engine_->Insert(ns, key, status, payload, fingerprint, ttl_ms));
+    return Name(engine_->Insert({.ns = ns,
+                                 .key = key,
+                                 .status = status,
+                                 .payload = payload,
+                                 .fingerprint = fingerprint,
+                                 .ttl = TtlMs(ttl_ms)}));
   }
-  std::string Get(std::string_view ns, std::string_view key) { return Name(engine_->Get(ns, key)); }
+  std::string Get(std::string_view ns, std::string_view key) {
+    return Name(engine_->Get({.ns = ns, .key = key}));
+  }
   Record GetRecord(std::string_view ns, std::string_view key) {
-    auto r = engine_->Get(ns, key);
+    auto r = engine_->Get({.ns = ns, .key = key});
     EXPECT_TRUE(r.ok() && r->record) << Name(r);
     return r.ok() && r->record ? *r->record : Record{};
   }

@@ -44,9 +44,9 @@ TEST(IdemctlBuild, InsertWithDurationsAndForever) {
   EXPECT_EQ("k1", op->key);
   EXPECT_EQ("NEW", op->status);
   EXPECT_EQ("hello", op->payload);
-  EXPECT_EQ(15 * 60'000, op->ttl_ms);
+  EXPECT_EQ(Ttl(std::chrono::milliseconds(15 * 60'000)), op->ttl);
   auto forever = Parse({"--data", "d", "insert", "pay", "k", "--ttl", "forever"});
-  EXPECT_EQ(kForever, BuildOp(*forever)->ttl_ms);
+  EXPECT_EQ(Ttl::Forever(), BuildOp(*forever)->ttl);
   auto bad = Parse({"--data", "d", "insert", "pay", "k", "--ttl", "soon"});
   EXPECT_FALSE(BuildOp(*bad).ok());
 }
@@ -62,7 +62,7 @@ TEST(IdemctlBuild, CasConditionsAndUpdate) {
   EXPECT_EQ(3u, op->condition.version);
   EXPECT_FALSE(op->condition.fence.has_value());
   EXPECT_EQ("PAID", op->update.status);
-  EXPECT_EQ(7 * 24 * 3600'000LL, op->update.ttl_ms);
+  EXPECT_EQ(Ttl(std::chrono::milliseconds(7 * 24 * 3600'000LL)), op->update.ttl);
   auto bad = Parse({"--data", "d", "delete", "o", "k", "--expect-version", "-1"});
   EXPECT_FALSE(BuildOp(*bad).ok());
 }
@@ -71,8 +71,8 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   auto begin = Parse({"--data", "d", "begin", "p", "k", "--lease", "30s", "--wait", "2s"});
   auto b = BuildOp(*begin);
   EXPECT_EQ(OpType::kBegin, b->type);
-  EXPECT_EQ(30'000, b->lease_ms);
-  EXPECT_EQ(2'000, b->wait_ms);
+  EXPECT_EQ(std::chrono::milliseconds(30'000), b->lease);
+  EXPECT_EQ(std::chrono::milliseconds(2'000), b->wait);
   auto complete = Parse({"--data", "d", "complete", "p", "k", "--fence", "42", "--payload", "r"});
   auto c = BuildOp(*complete);
   EXPECT_EQ(OpType::kComplete, c->type);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <set>
 #include <utility>
 
 #include "base64.h"
@@ -354,9 +356,10 @@ Result<Op> BuildOp(Invocation& inv) {
   if (!lease.ok()) return lease.status();
   Result<int64_t> wait = DurationFlag(inv, "wait", 0);
   if (!wait.ok()) return wait.status();
-  op.ttl_ms = *ttl;
-  op.lease_ms = *lease;
-  op.wait_ms = *wait;
+  // A flag not given leaves its field not given (the namespace's default).
+  if (inv.flags.count("ttl")) op.ttl = Ttl(std::chrono::milliseconds(*ttl));
+  if (inv.flags.count("lease")) op.lease = std::chrono::milliseconds(*lease);
+  if (inv.flags.count("wait")) op.wait = std::chrono::milliseconds(*wait);
 
   if (c == "insert") {
     op.type = OpType::kInsert;
@@ -371,7 +374,7 @@ Result<Op> BuildOp(Invocation& inv) {
     if (c == "cas") {
       if (auto s = Flag(inv, "status")) op.update.status = *s;
       if (auto s = Flag(inv, "payload")) op.update.payload = *s;
-      if (inv.flags.count("ttl")) op.update.ttl_ms = *ttl;
+      op.update.ttl = op.ttl;
     }
   } else if (c == "begin") {
     op.type = OpType::kBegin;

@@ -66,14 +66,10 @@ class Store {
   virtual Result<StoreStats> Stats() = 0;
 
   // Single-operation conveniences over Apply.
-  Result<OpResult> Insert(std::string_view ns, std::string_view key, std::string_view status,
-                          std::string_view payload = {}, std::string_view fingerprint = {},
-                          int64_t ttl_ms = kDefaultTtl);
-  Result<OpResult> CompareAndSet(std::string_view ns, std::string_view key,
-                                 const Condition& condition, const Update& update);
-  Result<OpResult> Get(std::string_view ns, std::string_view key);
-  Result<OpResult> Delete(std::string_view ns, std::string_view key,
-                          const Condition& condition = {});
+  Result<OpResult> Insert(const InsertArgs& args);
+  Result<OpResult> CompareAndSet(const CompareAndSetArgs& args);
+  Result<OpResult> Get(const GetArgs& args);
+  Result<OpResult> Delete(const DeleteArgs& args);
   Result<OpResult> Execute(const Op& op);  // Apply of one op
 };
 
