@@ -25,7 +25,7 @@ struct Limits {
   size_t max_owner_bytes = 128;
   size_t max_status_set = 16;        // statuses in one Condition::status_in
   size_t max_batch_ops = 10'000;     // operations in one Apply
-  int64_t max_wait_ms = 5 * 60'000;  // Begin's wait_ms
+  int64_t max_wait_ms = 5 * 60'000;  // the longest wait a Begin may ask for
 };
 
 enum class Durability : uint8_t {
@@ -46,14 +46,14 @@ constexpr std::string_view DurabilityName(Durability durability) {
 
 // How long a namespace keeps its records.
 struct RetentionPolicy {
-  int64_t default_ttl_ms = 24LL * 3600 * 1000;   // used when an operation says kDefaultTtl
+  int64_t default_ttl_ms = 24LL * 3600 * 1000;   // used when an operation leaves its TTL out
   int64_t max_ttl_ms = 30LL * 24 * 3600 * 1000;  // a longer explicit TTL is InvalidArgument
-  bool allow_forever = false;                    // whether kForever is accepted
+  bool allow_forever = false;                    // whether Ttl::Forever() is accepted
 };
 
 // Request lifecycle, locks: leases and what happens to finished attempts.
 struct LifecyclePolicy {
-  int64_t default_lease_ms = 30'000;  // Begin/Heartbeat/Lock/Renew with lease_ms = 0
+  int64_t default_lease_ms = 30'000;  // Begin/Heartbeat/Lock/Renew that leave the lease out
   int64_t max_lease_ms = 24LL * 3600 * 1000;
   int64_t completed_ttl_ms = 0;         // retention after Complete; 0 = retention default
   bool remember_failures = false;       // Abort: keep a FAILED record (replayed) or release

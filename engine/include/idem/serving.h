@@ -32,7 +32,7 @@ class ServingEngine : public Engine {
   // Engine::Open, with the serving methods below.
   static Result<std::unique_ptr<ServingEngine>> Open(const std::string& dir, EngineOptions options);
 
-  // Apply (the Store contract) blocks the calling thread for Begin ops with wait_ms > 0 that find
+  // Apply (the Store contract) blocks the calling thread for Begin ops with a wait that find
   // an attempt in progress, until it completes, aborts, its lease ends or the wait runs out.
   // ApplyNoWait answers such ops at once (IN_PROGRESS): a server waits without a thread per
   // waiter by combining it with Watch.
