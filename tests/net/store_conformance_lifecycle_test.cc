@@ -58,12 +58,14 @@ TEST_P(StoreConformanceTest, AbortReleasesAndHeartbeatExtends) {
 // compared (it replays); a retry with one is compared even against a record stored without one
 // (MISMATCH: the empty fingerprint differs from it). The same rule for Insert's EXISTS.
 TEST_P(StoreConformanceTest, OnlyARetryCarryingAFingerprintIsCompared) {
-  ASSERT_EQ("STARTED", Name(store().Execute(
-                           Op::Begin({.ns = "pay", .key = "with", .fingerprint = "hash-a"}))));
+  ASSERT_EQ(
+      "STARTED",
+      Name(store().Execute(Op::Begin({.ns = "pay", .key = "with", .fingerprint = "hash-a"}))));
   EXPECT_EQ("IN_PROGRESS", Name(store().Execute(Op::Begin({.ns = "pay", .key = "with"}))));
   ASSERT_EQ("STARTED", Name(store().Execute(Op::Begin({.ns = "pay", .key = "without"}))));
-  EXPECT_EQ("MISMATCH", Name(store().Execute(Op::Begin(
-                            {.ns = "pay", .key = "without", .fingerprint = "hash-a"}))));
+  EXPECT_EQ(
+      "MISMATCH",
+      Name(store().Execute(Op::Begin({.ns = "pay", .key = "without", .fingerprint = "hash-a"}))));
 
   ASSERT_EQ("INSERTED", Insert("plain"));
   Result<OpResult> exists =

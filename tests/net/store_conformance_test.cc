@@ -136,8 +136,9 @@ TEST_P(StoreConformanceTest, EveryAppliedWriteAddsOneToTheVersionAndKeepsTheFenc
   EXPECT_EQ(2u, changed->record->version);
   EXPECT_EQ(first.fence, changed->record->fence);
 
-  EXPECT_EQ(Outcome::kConditionFailed,
-            store().CompareAndSet({.ns = "pay", .key = "k1", .condition = {.version = 1}})->outcome);
+  EXPECT_EQ(
+      Outcome::kConditionFailed,
+      store().CompareAndSet({.ns = "pay", .key = "k1", .condition = {.version = 1}})->outcome);
 
   clock_->Advance(1000);
   Result<OpResult> touched = store().CompareAndSet({.ns = "pay", .key = "k1"});  // empty Update
