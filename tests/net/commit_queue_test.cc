@@ -459,6 +459,22 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncARefusedWriteIsAnsweredAsRefused) {
   ASSERT_TRUE(q.WaitUntilWritable());
 }
 
+// docs/protocol.md §5: an IO_ERROR reading "writes suspended after ..." is a refusal, and the
+// refused write never happened, not even once writes resume or the database is reopened.
+TEST(CommitQueueTest, OnTheLoopUnderSyncAWriteRefusedWhileSuspendedNeverHappened) {
+  FaultyDiskQueue q;
+  ASSERT_EQ("INSERTED", q.Insert("a"));
+  q.fs().FailWalAppends(testing::FaultInjectionFs::Fault::kNoSpace);
+  ASSERT_EQ(0u, q.Insert("b").find("IO_ERROR: ")) << "the write that suspends writes";
+  const std::string refused = q.Insert("c");
+  ASSERT_EQ(0u, refused.find("IO_ERROR: writes suspended after")) << refused;
+  q.fs().ClearAll();
+  ASSERT_TRUE(q.WaitUntilWritable());
+  EXPECT_EQ("NOT_FOUND", q.Apply(Op::Get({.ns = "pay", .key = "c"})));
+  q.ExpectEveryAcknowledgedRecordAfterReopen();
+  EXPECT_EQ("NOT_FOUND", q.Apply(Op::Get({.ns = "pay", .key = "c"})));
+}
+
 // A failed fdatasync: the batch whose sync failed is answered IO_ERROR (effect unknown); reads
 // go on; writes work again without a restart (before, the first failed sync failed every later
 // request, reads included, until a restart). One sync fails here: with the fault still there

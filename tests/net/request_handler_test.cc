@@ -86,6 +86,7 @@ TEST_F(RequestHandlerTest, HelloIsAnsweredWithLimits) {
 TEST_F(RequestHandlerTest, TheFirstFrameMustBeHello) {
   Status s = Handle(EncodeApplyRequest(1, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})}));
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(1u, Reply()->id());  // the offending frame's id, not 0 (docs/protocol.md §2)
   EXPECT_TRUE(ReplyError().IsInvalidArgument());
 }
 
@@ -96,6 +97,7 @@ TEST_F(RequestHandlerTest, AnotherProtocolVersionIsRefused) {
   Status s =
       HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()));
   EXPECT_EQ(Status::Code::kNotSupported, s.code());
+  EXPECT_EQ(1u, Reply()->id());  // the Hello's id, not 0 (docs/protocol.md §2)
   EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code());
 }
 
@@ -156,8 +158,10 @@ TEST_F(RequestHandlerTest, GarbageFailsVerificationAndClosesTheConnection) {
 
 TEST_F(RequestHandlerTest, RequestIdZeroIsReserved) {
   Greet();
-  EXPECT_FALSE(Handle(EncodeStatsRequest(0)).ok());
+  Status s = Handle(EncodeStatsRequest(0));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();  // and the connection closes
   EXPECT_EQ(0u, Reply()->id());
+  EXPECT_TRUE(ReplyError().IsInvalidArgument());
 }
 
 TEST_F(RequestHandlerTest, UnknownRequestTypeIsNotSupported) {

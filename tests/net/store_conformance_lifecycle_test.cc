@@ -54,6 +54,82 @@ TEST_P(StoreConformanceTest, AbortReleasesAndHeartbeatExtends) {
   EXPECT_GT(again->record->fence, fence);
 }
 
+// docs/recipes.md "Rules when several outcomes apply". A retry without a fingerprint is not
+// compared (it replays); a retry with one is compared even against a record stored without one
+// (MISMATCH: the empty fingerprint differs from it). The same rule for Insert's EXISTS.
+TEST_P(StoreConformanceTest, OnlyARetryCarryingAFingerprintIsCompared) {
+  ASSERT_EQ(
+      "STARTED",
+      Name(store().Execute(Op::Begin({.ns = "pay", .key = "with", .fingerprint = "hash-a"}))));
+  EXPECT_EQ("IN_PROGRESS", Name(store().Execute(Op::Begin({.ns = "pay", .key = "with"}))));
+  ASSERT_EQ("STARTED", Name(store().Execute(Op::Begin({.ns = "pay", .key = "without"}))));
+  EXPECT_EQ(
+      "MISMATCH",
+      Name(store().Execute(Op::Begin({.ns = "pay", .key = "without", .fingerprint = "hash-a"}))));
+
+  ASSERT_EQ("INSERTED", Insert("plain"));
+  Result<OpResult> exists =
+      store().Insert({.ns = "pay", .key = "plain", .status = "PENDING", .fingerprint = "hash-a"});
+  ASSERT_OK(exists);
+  EXPECT_EQ(Outcome::kExists, exists->outcome);
+  EXPECT_FALSE(exists->fingerprint_matches);
+  ASSERT_EQ("INSERTED", Insert("printed", "PENDING", "hash-a"));
+  Result<OpResult> bare = store().Insert({.ns = "pay", .key = "printed", .status = "PENDING"});
+  ASSERT_OK(bare);
+  EXPECT_EQ(Outcome::kExists, bare->outcome);
+  EXPECT_TRUE(bare->fingerprint_matches);
+}
+
+// The first Complete wins: a second one by the holder, with another payload, answers ALREADY
+// with the stored record, whose payload is the first one (the caller compares it with its own).
+TEST_P(StoreConformanceTest, ASecondCompleteWithAnotherPayloadIsAlreadyAndKeepsTheFirst) {
+  Result<OpResult> started = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
+  ASSERT_OK(started);
+  const uint64_t fence = started->record->fence;
+  ASSERT_EQ("APPLIED", Name(store().Execute(Op::Complete(
+                           {.ns = "pay", .key = "k", .fence = fence, .response = "first"}))));
+  Result<OpResult> second = store().Execute(
+      Op::Complete({.ns = "pay", .key = "k", .fence = fence, .response = "second"}));
+  ASSERT_OK(second);
+  EXPECT_EQ(Outcome::kAlready, second->outcome);
+  EXPECT_EQ("first", second->record->payload);
+  Result<OpResult> replay = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
+  ASSERT_OK(replay);
+  EXPECT_EQ(Outcome::kCompleted, replay->outcome);
+  EXPECT_EQ("first", replay->record->payload);
+}
+
+// A lease that ran out ends nothing by itself: until another Begin takes over, the holder's
+// Heartbeat (its fence still current) is APPLIED and the attempt is live again.
+TEST_P(StoreConformanceTest, AHeartbeatAfterTheLeaseEndedButBeforeATakeoverRevivesTheAttempt) {
+  Result<OpResult> started = store().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 10s}));
+  ASSERT_OK(started);
+  const uint64_t fence = started->record->fence;
+  clock_->Advance(15'000);  // past the lease; nobody has asked since
+  Result<OpResult> hb =
+      store().Execute(Op::Heartbeat({.ns = "pay", .key = "k", .fence = fence, .lease = 10s}));
+  ASSERT_OK(hb);
+  EXPECT_EQ(Outcome::kApplied, hb->outcome);
+  EXPECT_EQ(fence, hb->record->fence);
+  EXPECT_EQ(now() + 10'000, hb->record->lease_until_ms);
+  EXPECT_EQ("IN_PROGRESS", Name(store().Execute(Op::Begin({.ns = "pay", .key = "k"}))));
+}
+
+// A lock's owner names its holder: two processes that Lock with one owner name both get
+// ACQUIRED with the same fence (the second is taken for a retry of the first), so they hold the
+// lock together. Owner names must be unique per holder.
+TEST_P(StoreConformanceTest, TwoHoldersWithOneOwnerNameShareTheLock) {
+  Result<OpResult> one =
+      store().Execute(Op::Lock({.ns = "locks", .key = "report", .owner = "worker", .lease = 10s}));
+  ASSERT_OK(one);
+  EXPECT_EQ(Outcome::kAcquired, one->outcome);
+  Result<OpResult> two =
+      store().Execute(Op::Lock({.ns = "locks", .key = "report", .owner = "worker", .lease = 10s}));
+  ASSERT_OK(two);
+  EXPECT_EQ(Outcome::kAcquired, two->outcome);
+  EXPECT_EQ(one->record->fence, two->record->fence);
+}
+
 TEST_P(StoreConformanceTest, OneShotTokens) {
   Result<OpResult> issued = store().Execute(Op::IssueToken({.ns = "form"}));
   ASSERT_OK(issued);

@@ -118,6 +118,44 @@ TEST_P(StoreConformanceTest, CompareAndSetOnVersionAndFence) {
   EXPECT_EQ("PENDING", ok->record->status);  // unset: unchanged
 }
 
+// docs/protocol.md §4 "Versions, fences and updates": a record's life starts at version 1;
+// every applied write adds 1, an empty Update included (it only bumps the version and
+// updated_ms); CompareAndSet never changes the fence; an answer that writes nothing (here
+// CONDITION_FAILED) leaves the version alone.
+TEST_P(StoreConformanceTest, EveryAppliedWriteAddsOneToTheVersionAndKeepsTheFence) {
+  Result<OpResult> inserted =
+      store().Insert({.ns = "pay", .key = "k1", .status = "PENDING", .payload = "body"});
+  ASSERT_OK(inserted);
+  EXPECT_EQ(1u, inserted->record->version);
+  const Record first = *inserted->record;
+
+  Result<OpResult> changed =
+      store().CompareAndSet({.ns = "pay", .key = "k1", .update = {.status = "PAID"}});
+  ASSERT_OK(changed);
+  EXPECT_EQ(Outcome::kApplied, changed->outcome);
+  EXPECT_EQ(2u, changed->record->version);
+  EXPECT_EQ(first.fence, changed->record->fence);
+
+  EXPECT_EQ(
+      Outcome::kConditionFailed,
+      store().CompareAndSet({.ns = "pay", .key = "k1", .condition = {.version = 1}})->outcome);
+
+  clock_->Advance(1000);
+  Result<OpResult> touched = store().CompareAndSet({.ns = "pay", .key = "k1"});  // empty Update
+  ASSERT_OK(touched);
+  EXPECT_EQ(Outcome::kApplied, touched->outcome);
+  EXPECT_EQ(3u, touched->record->version);
+  EXPECT_EQ(first.fence, touched->record->fence);
+  EXPECT_EQ("PAID", touched->record->status);
+  EXPECT_EQ("body", touched->record->payload);
+  EXPECT_EQ(first.created_ms, touched->record->created_ms);
+  EXPECT_EQ(now(), touched->record->updated_ms);
+  EXPECT_EQ(first.expires_at_ms, touched->record->expires_at_ms);
+  Result<OpResult> read = store().Get({.ns = "pay", .key = "k1"});
+  ASSERT_OK(read);
+  EXPECT_EQ(3u, read->record->version);
+}
+
 TEST_P(StoreConformanceTest, CompareAndSetOfAMissingKeyIsNotFound) {
   Result<OpResult> r =
       store().CompareAndSet({.ns = "pay", .key = "nope", .update = {.status = "X"}});
