@@ -753,6 +753,9 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
   }
   for (const auto& [ns, graph] : options.state_graphs) {
     if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
+    if (Status st = graph.Validate(options.limits.max_status_bytes); !st.ok()) {
+      return Status::InvalidArgument("namespace '" + ns + "': " + st.message());
+    }
   }
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");

@@ -81,6 +81,16 @@ TEST_P(StoreConformanceTest, StateMachineTransitions) {
   EXPECT_EQ("NOT_FOUND", Name(store().Execute(Op::Transition("order", "nope", "PAID"))));
 }
 
+// The "post" graph is "draft>published,*>moderated": a post can be moderated from any state.
+TEST_P(StoreConformanceTest, StarInAStateGraphMeansFromAnyState) {
+  ASSERT_OK(store().Insert("post", "p1", "draft"));
+  ASSERT_OK(store().Insert("post", "p2", "draft"));
+  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("post", "p1", "published"))));
+  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("post", "p1", "moderated"))));
+  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("post", "p2", "moderated"))));
+  EXPECT_EQ("ILLEGAL", Name(store().Execute(Op::Transition("post", "p2", "published"))));
+}
+
 // The outcome does not depend on whether the Begin arrives before or after the Complete, so no
 // sleep is needed; when it arrives first it waits and is woken by the Complete's commit.
 TEST_P(StoreConformanceTest, WaitingBeginGetsTheResponseWhenTheHolderCompletes) {
