@@ -264,13 +264,13 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
       ttl_ms = op.ttl_ms != kDefaultTtl ? op.ttl_ms : lifecycle.completed_ttl_ms;
       in.remember_failures = lifecycle.remember_failures;
       break;
-    case OpType::kTransition: {
-      auto graph = state_graphs_.find(op.ns);
-      if (graph != state_graphs_.end()) in.graph = &graph->second;
-      break;
-    }
     default:
       break;
+  }
+  if (op.type == OpType::kInsert || op.type == OpType::kCompareAndSet ||
+      op.type == OpType::kTransition) {
+    auto graph = state_graphs_.find(op.ns);
+    if (graph != state_graphs_.end()) in.graph = &graph->second;
   }
   if (op.type == OpType::kBegin || op.type == OpType::kHeartbeat || op.type == OpType::kLock ||
       op.type == OpType::kRenew) {

@@ -102,8 +102,9 @@ Status ValidateOp(const Op& op, const Limits& limits) {
       return ValidateCondition(op.condition, limits);
     case OpType::kDelete:
       return ValidateCondition(op.condition, limits);
-    case OpType::kGet:
     case OpType::kIssueToken:
+      return payload("payload");
+    case OpType::kGet:
     case OpType::kConsumeToken:
       return Status::Ok();
     case OpType::kBegin:

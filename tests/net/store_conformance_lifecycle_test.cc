@@ -56,6 +56,32 @@ TEST_P(StoreConformanceTest, OneShotTokens) {
   EXPECT_EQ("NOT_FOUND", Name(store().Execute(Op::ConsumeToken("form", "never-issued"))));
 }
 
+// What a token authorizes travels with it: issued with a payload, returned by the consume and by
+// every later ALREADY_CONSUMED answer.
+TEST_P(StoreConformanceTest, TokensCarryTheirPayload) {
+  Op issue = Op::IssueToken("form");
+  issue.payload = "refund order 42";
+  Result<OpResult> issued = store().Execute(issue);
+  ASSERT_OK(issued);
+  ASSERT_EQ(Outcome::kIssued, issued->outcome);
+  EXPECT_EQ("refund order 42", issued->record->payload);
+  Result<OpResult> consumed = store().Execute(Op::ConsumeToken("form", issued->token));
+  ASSERT_OK(consumed);
+  EXPECT_EQ(Outcome::kConsumed, consumed->outcome);
+  EXPECT_EQ("refund order 42", consumed->record->payload);
+  Result<OpResult> again = store().Execute(Op::ConsumeToken("form", issued->token));
+  ASSERT_OK(again);
+  EXPECT_EQ(Outcome::kAlreadyConsumed, again->outcome);
+  EXPECT_EQ("refund order 42", again->record->payload);
+}
+
+TEST_P(StoreConformanceTest, TokenPayloadIsBoundedByThePayloadLimit) {
+  Op issue = Op::IssueToken("form");
+  const std::string big(Limits{}.max_payload_bytes + 1, 'x');
+  issue.payload = big;
+  EXPECT_EQ("INVALID_ARGUMENT", Name(store().Execute(issue)));
+}
+
 TEST_P(StoreConformanceTest, Locks) {
   Result<OpResult> alice = store().Execute(Op::Lock("locks", "report", "alice", 10'000));
   ASSERT_OK(alice);

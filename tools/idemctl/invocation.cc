@@ -24,7 +24,7 @@ const std::map<std::string_view, CommandSpec>& Commands() {
       {"complete", {2, {"fence", "payload", "ttl", "status"}}},
       {"abort", {2, {"fence", "payload"}}},
       {"heartbeat", {2, {"fence", "lease"}}},
-      {"token-issue", {1, {"ttl"}}},
+      {"token-issue", {1, {"ttl", "payload"}}},
       {"token-consume", {2, {}}},
       {"lock", {2, {"owner", "lease"}}},
       {"renew", {2, {"fence", "lease"}}},
@@ -221,6 +221,7 @@ Result<Op> BuildOp(Invocation& inv) {
     op.status = str("status");
   } else if (c == "token-issue") {
     op.type = OpType::kIssueToken;
+    op.payload = str("payload");
   } else if (c == "token-consume") {
     op.type = OpType::kConsumeToken;
   } else if (c == "lock") {
@@ -258,8 +259,10 @@ request lifecycle
   abort NS KEY --fence N [--payload TEXT]
   heartbeat NS KEY --fence N [--lease D]
 one-shot tokens
-  token-issue NS [--ttl D]          prints the token
-  token-consume NS TOKEN            CONSUMED once
+  token-issue NS [--ttl D] [--payload TEXT]
+                                    prints the token; the payload (what it authorizes) is
+                                    returned by token-consume
+  token-consume NS TOKEN            CONSUMED once, then ALREADY_CONSUMED
 locks
   lock NS KEY --owner O [--lease D]
   renew NS KEY --fence N [--lease D]
@@ -278,7 +281,7 @@ Durations: 500ms, 30s, 15m, 24h, 7d. --json prints one JSON object per result:
 Exit status: 0 the operation succeeded (INSERTED, EXISTS, FOUND, APPLIED, DELETED, STARTED,
 COMPLETED, RELEASED, ISSUED, CONSUMED, ACQUIRED, ALREADY); 1 it ran but the answer is a refusal
 (NOT_FOUND, CONDITION_FAILED, IN_PROGRESS, MISMATCH, FENCE_MISMATCH, ALREADY_CONSUMED, HELD,
-ILLEGAL); 2 usage error; 3 invalid argument; 4 store unreachable (server down, no database
+ILLEGAL, WRONG_KIND: the record belongs to another scheme, see its kind); 2 usage error; 3 invalid argument; 4 store unreachable (server down, no database
 at --data) or I/O error; 5 timed out;
 6 corruption; 7 any other error (busy, not supported, shutting down).
 )";

@@ -21,6 +21,7 @@ bool IsRefusal(Outcome o) {
     case Outcome::kAlreadyConsumed:
     case Outcome::kHeld:
     case Outcome::kIllegal:
+    case Outcome::kWrongKind:
       return true;
     default:
       return false;
@@ -67,6 +68,8 @@ std::string Relative(int64_t at_ms, int64_t now_ms) {
 
 void WriteRecord(const Record& r, JsonWriter& j) {
   j.BeginObject();
+  j.Key("kind");
+  j.String(RecordKindName(r.kind));
   j.Key("status");
   j.String(r.status);
   j.Key("version");
@@ -122,6 +125,7 @@ std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
   if (r.outcome == Outcome::kExists && !r.fingerprint_matches) out += " (fingerprint differs)";
   if (!r.record) return out;
   const Record& rec = *r.record;
+  out += "\nkind:        " + std::string(RecordKindName(rec.kind));
   out += "\nstatus:      " + rec.status;
   out += "\nversion:     " + std::to_string(rec.version);
   out += "\nfence:       " + std::to_string(rec.fence);

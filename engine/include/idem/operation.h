@@ -70,7 +70,8 @@ enum class Outcome : uint8_t {
   kAcquired = 17,         // Lock: the caller holds the lock (record.fence)
   kHeld = 18,             // Lock: someone else holds it (record.owner, record.lease_until_ms)
   kAlready = 19,          // Transition/Complete: already in the requested state (success)
-  kIllegal = 20,          // Transition: the namespace's state graph forbids it
+  kIllegal = 20,          // Transition/CompareAndSet: the namespace's state graph forbids it
+  kWrongKind = 21,        // the record belongs to another scheme (record.kind); nothing changed
 };
 
 // Stable upper-case name ("INSERTED", "CONDITION_FAILED", ...): idemctl's JSON uses it.
@@ -103,7 +104,8 @@ struct Update {
 //   Abort         ns key condition.fence payload(failure response, kept if the policy
 //                 remembers failures)
 //   Heartbeat     ns key condition.fence lease_ms
-//   IssueToken    ns ttl_ms                      (the key is generated: OpResult::token)
+//   IssueToken    ns ttl_ms payload(what the token authorizes; returned when consumed)
+//                 (the key is generated: OpResult::token)
 //   ConsumeToken  ns key(the token)
 //   Lock          ns key owner lease_ms
 //   Renew         ns key condition.fence lease_ms
