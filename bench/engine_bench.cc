@@ -84,7 +84,8 @@ struct Fixture {
       keys.clear();
       std::vector<Op> ops;
       for (int i = start; i < start + 1000; ++i) keys.push_back(KeyOf(i));
-      for (const auto& k : keys) ops.push_back(Op::Insert(kNs, k, "DONE", kPayload));
+      for (const auto& k : keys)
+        ops.push_back(Op::Insert({.ns = kNs, .key = k, .status = "DONE", .payload = kPayload}));
       std::vector<Result<OpResult>> results;
       if (!engine->Apply(ops, &results).ok()) std::abort();
       rocksdb::WriteBatch batch;
@@ -99,7 +100,8 @@ struct Fixture {
     if (!engine->Flush().ok() || !raw->Flush(rocksdb::FlushOptions()).ok()) std::abort();
     for (int i = kPreloaded; i < kPreloaded + 100'000; ++i) {
       std::string key = KeyOf(i);
-      if (!engine->Insert(kNs, key, "DONE", kPayload).ok()) std::abort();
+      if (!engine->Insert({.ns = kNs, .key = key, .status = "DONE", .payload = kPayload}).ok())
+        std::abort();
       Record r;
       r.status = "DONE";
       r.payload = kPayload;
@@ -165,7 +167,7 @@ void BM_Insert_New(benchmark::State& state) {
   Engine& engine = *F().engine;
   for (auto _ : state) {
     std::string key = KeyOf(F().next_new_key.fetch_add(1));
-    auto r = engine.Insert(kNs, key, "PENDING", kPayload);
+    auto r = engine.Insert({.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kInserted) state.SkipWithError("insert failed");
   }
   state.SetItemsProcessed(state.iterations());
@@ -176,7 +178,7 @@ void BM_Insert_Duplicate(benchmark::State& state) {
   uint64_t i = state.thread_index() * 7919;
   for (auto _ : state) {
     std::string key = KeyOf((i += 104729) % kHotSet);
-    auto r = engine.Insert(kNs, key, "PENDING", kPayload);
+    auto r = engine.Insert({.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kExists) state.SkipWithError("expected EXISTS");
   }
   state.SetItemsProcessed(state.iterations());
@@ -187,7 +189,7 @@ void BM_Get_Hit(benchmark::State& state) {
   uint64_t i = state.thread_index() * 7919;
   for (auto _ : state) {
     std::string key = KeyOf((i += 104729) % kHotSet);
-    auto r = engine.Get(kNs, key);
+    auto r = engine.Get({.ns = kNs, .key = key});
     if (!r.ok() || r->outcome != Outcome::kFound) state.SkipWithError("expected FOUND");
   }
   state.SetItemsProcessed(state.iterations());
@@ -202,7 +204,7 @@ void BM_CompareAndSet(benchmark::State& state) {
   Update set{"SUCCEEDED", kPayload, {}};
   for (auto _ : state) {
     std::string key = KeyOf((i += 104729) % kHotSet);
-    auto r = engine.CompareAndSet(kNs, key, when, set);
+    auto r = engine.CompareAndSet({.ns = kNs, .key = key, .condition = when, .update = set});
     if (!r.ok() || r->outcome != Outcome::kApplied) state.SkipWithError("expected APPLIED");
   }
   state.SetItemsProcessed(state.iterations());
@@ -233,7 +235,7 @@ void TimeApplyBatches(benchmark::State& state, MakeOp make_op) {
 void BM_Apply_Insert(benchmark::State& state) {
   TimeApplyBatches(state, [](std::string* key) {
     *key = KeyOf(F().next_new_key.fetch_add(1));
-    return Op::Insert(kNs, *key, "PENDING", kPayload);
+    return Op::Insert({.ns = kNs, .key = *key, .status = "PENDING", .payload = kPayload});
   });
 }
 
@@ -243,7 +245,7 @@ void BM_Apply_InsertRandom(benchmark::State& state) {
   TimeApplyBatches(state, [](std::string* key) {
     uint64_t x = F().next_new_key.fetch_add(1) * 0x9e3779b97f4a7c15ULL;  // odd: a bijection
     *key = KeyOf(x ^ (x >> 29));
-    return Op::Insert(kNs, *key, "PENDING", kPayload);
+    return Op::Insert({.ns = kNs, .key = *key, .status = "PENDING", .payload = kPayload});
   });
 }
 
@@ -255,7 +257,7 @@ void BM_Apply_CompareAndSet(benchmark::State& state) {
   uint64_t i = 0;
   TimeApplyBatches(state, [&](std::string* key) {
     *key = KeyOf((i += 104729) % kHotSet);
-    return Op::CompareAndSet(kNs, *key, when, set);
+    return Op::CompareAndSet({.ns = kNs, .key = *key, .condition = when, .update = set});
   });
 }
 

@@ -17,8 +17,8 @@
 #include <benchmark/benchmark.h>
 
 #include "idem/client.h"
-#include "idem/engine.h"
 #include "idem/server.h"
+#include "idem/serving.h"
 
 namespace idem {
 namespace {
@@ -39,7 +39,7 @@ class Loopback {
     EngineOptions engine_options;
     engine_options.durability = Durability::kAsync;
     engine_options.reclaim_interval_ms = 0;
-    auto engine = Engine::Open(dir_, engine_options);
+    auto engine = ServingEngine::Open(dir_, engine_options);
     if (!engine.ok()) Die(engine.status().ToString());
     engine_ = std::move(*engine);
     ServerOptions server_options;
@@ -68,7 +68,7 @@ class Loopback {
 
  private:
   std::string dir_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Client> client_;
 };
@@ -86,7 +86,8 @@ void BM_Loopback_RoundTrip(benchmark::State& state) {
   uint64_t next = 0;
   for (auto _ : state) {
     const std::string key = KeyOf(next++);
-    Result<OpResult> r = loopback.client().Insert("bench", key, "DONE", kPayload);
+    Result<OpResult> r = loopback.client().Insert(
+        {.ns = "bench", .key = key, .status = "DONE", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kInserted) {
       state.SkipWithError("insert failed");
       break;
@@ -110,7 +111,7 @@ void BM_Loopback_Pipelined(benchmark::State& state) {
       ++in_flight;
     }
     const std::string key = KeyOf(next++);
-    const Op op = Op::Insert("bench", key, "DONE", kPayload);
+    const Op op = Op::Insert({.ns = "bench", .key = key, .status = "DONE", .payload = kPayload});
     loopback.client().ApplyAsync(std::span<const Op>(&op, 1),
                                  [&](Status s, std::vector<Result<OpResult>> results) {
                                    if (!s.ok() || !results[0].ok()) failed = true;

@@ -1,6 +1,7 @@
 // Writes the fuzzer's seed corpus (fuzz/corpus/): one file per kind of input the harness reads,
 // each small. Regenerate after a protocol or record-format change:
 //   ./dev fuzz-seeds   (builds this in build-fuzz and rewrites fuzz/corpus/)
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -12,6 +13,8 @@
 
 namespace idem {
 namespace {
+
+using namespace std::chrono_literals;
 
 void Write(const std::string& dir, const std::string& name, const uint8_t* data, size_t size) {
   std::ofstream out(dir + "/" + name, std::ios::binary);
@@ -36,26 +39,33 @@ int Main(const std::string& dir) {
   WriteFrame(dir, "hello_reply", EncodeHelloReply(1, info));
   WriteFrame(dir, "stats_request", EncodeStatsRequest(2));
   StoreStats stats;
-  stats.durability = "sync";
+  stats.durability = Durability::kSync;
   stats.ops = 7;
   WriteFrame(dir, "stats_response", EncodeStatsResponse(2, stats));
   WriteFrame(dir, "error", EncodeError(0, Status::InvalidArgument("seed error")));
 
   std::vector<Op> ops = {
-      Op::Insert("ns", "k", "NEW", "payload", "fp", 1000),
-      Op::CompareAndSet("ns", "k", {.status_in = {"A", "B"}, .version = 1, .fence = 2},
-                        {.status = "X", .payload = "y", .ttl_ms = 5}),
-      Op::Get("ns", "k"),
-      Op::Delete("ns", "k", {.fence = 3}),
+      Op::Insert({.ns = "ns",
+                  .key = "k",
+                  .status = "NEW",
+                  .payload = "payload",
+                  .fingerprint = "fp",
+                  .ttl = 1s}),
+      Op::CompareAndSet({.ns = "ns",
+                         .key = "k",
+                         .condition = {.status_in = {"A", "B"}, .version = 1, .fence = 2},
+                         .update = {.status = "X", .payload = "y", .ttl = 5ms}}),
+      Op::Get({.ns = "ns", .key = "k"}),
+      Op::Delete({.ns = "ns", .key = "k", .condition = {.fence = 3}}),
   };
-  Op begin = Op::Get("ns", "job");
+  Op begin = Op::Get({.ns = "ns", .key = "job"});
   begin.type = OpType::kBegin;
   begin.owner = "worker";
-  begin.lease_ms = 1000;
-  begin.wait_ms = 10;
+  begin.lease = 1s;
+  begin.wait = 10ms;
   begin.fingerprint = "fp";
   ops.push_back(begin);
-  Op transition = Op::Get("ns", "state");
+  Op transition = Op::Get({.ns = "ns", .key = "state"});
   transition.type = OpType::kTransition;
   transition.status = "DONE";
   ops.push_back(transition);

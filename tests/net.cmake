@@ -3,8 +3,6 @@
 set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
 
 idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
-idem_add_test(net_server_flags_test net/server_flags_test.cc LIBS idem_net)
-idem_add_test(net_fd_budget_test net/fd_budget_test.cc LIBS idem_net)
 idem_add_test(net_accept_backoff_test net/accept_backoff_test.cc LIBS idem_net_internal)
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
@@ -37,7 +35,8 @@ endif()
 
 if(TARGET idemstored)
   # The real binary under a 1024 open-files limit and a flood of 1,200 connections.
-  idem_add_test(net_idemstored_fd_limit_test net/idemstored_fd_limit_test.cc LIBS idem_net_internal)
+  idem_add_test(net_idemstored_fd_limit_test net/idemstored_fd_limit_test.cc LIBS idem_net_internal
+                idem_server_config)
   target_compile_definitions(net_idemstored_fd_limit_test PRIVATE
     IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
   target_include_directories(net_idemstored_fd_limit_test PRIVATE ${IDEM_NET_TEST_DIR})

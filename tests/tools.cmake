@@ -1,3 +1,11 @@
+# The tools' own units: durations as typed, base64, JSON text, idemstored's flags and its
+# descriptor budget.
+idem_add_test(duration_test tools/duration_test.cc LIBS idem_tool_common)
+idem_add_test(base64_test tools/base64_test.cc LIBS idem_tool_common)
+idem_add_test(json_writer_test tools/json_writer_test.cc LIBS idem_tool_common)
+idem_add_test(server_flags_test tools/server_flags_test.cc LIBS idem_server_config)
+idem_add_test(fd_budget_test tools/fd_budget_test.cc LIBS idem_server_config)
+
 idem_add_test(idemctl_test tools/idemctl_test.cc LIBS idemctl_core)
 target_compile_definitions(idemctl_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>")
 add_dependencies(idemctl_test idemctl)

@@ -1,5 +1,6 @@
-// idemstored: serves an idemstore database over TCP. All logic lives in net/ (Server,
-// ParseServerFlags) and engine/ (Engine); this file only wires them and logs start and stop.
+// idemstored: serves an idemstore database over TCP. All logic lives in net/ (Server), engine/
+// (Engine) and tools/server_config/ (ParseServerFlags, PlanFdBudget); this file only wires them
+// and logs start and stop.
 //
 // Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad flags (including a
 // --max-connections the open-files limit cannot serve), 1 when the database or the listening
@@ -10,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "idem/duration.h"
-#include "idem/engine.h"
-#include "idem/fd_budget.h"
+#include "duration.h"
+#include "fd_budget.h"
 #include "idem/server.h"
-#include "idem/server_flags.h"
+#include "idem/serving.h"
+#include "server_flags.h"
 
 #ifndef IDEM_ALLOCATOR
 #define IDEM_ALLOCATOR "libc"
@@ -76,8 +77,8 @@ int main(int argc, char** argv) {
 
   idem::EngineOptions engine_options = flags->engine;
   engine_options.max_open_files = budget->rocksdb_max_open_files;
-  idem::Result<std::unique_ptr<idem::Engine>> engine =
-      idem::Engine::Open(flags->data_dir, engine_options);
+  idem::Result<std::unique_ptr<idem::ServingEngine>> engine =
+      idem::ServingEngine::Open(flags->data_dir, engine_options);
   if (!engine.ok()) {
     std::fprintf(stderr, "idemstored: cannot open %s: %s\n", flags->data_dir.c_str(),
                  engine.status().ToString().c_str());

@@ -1,9 +1,9 @@
 // Physically removes expired records during compaction.
 //
 // RocksDB's TTL contract holds here too: expired values are dropped in compaction ONLY, so every
-// read checks expiry itself (engine.cc) and this filter is purely about reclaiming space. It
-// reads the same Clock as the reads, so "expired" means the same thing to both, and a test or
-// simulation that advances a ManualClock sees the filter act without sleeping.
+// read checks expiry itself (LiveRecord in rocks_engine.cc) and this filter is purely about
+// reclaiming space. It reads the same Clock as the reads, so "expired" means the same thing to
+// both, and a test or simulation that advances a ManualClock sees the filter act without sleeping.
 //
 // Physical removal lags logical expiry by a grace (EngineOptions::expiry_grace_ms): a record is
 // removed once it has been expired for the grace, so a clock that ran ahead for a moment (a step

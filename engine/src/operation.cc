@@ -117,92 +117,93 @@ Op Fenced(OpType type, std::string_view ns, std::string_view key, uint64_t fence
 }
 }  // namespace
 
-Op Op::Insert(std::string_view ns, std::string_view key, std::string_view status,
-              std::string_view payload, std::string_view fingerprint, int64_t ttl_ms) {
-  Op op = Keyed(OpType::kInsert, ns, key);
-  op.status = status;
-  op.payload = payload;
-  op.fingerprint = fingerprint;
-  op.ttl_ms = ttl_ms;
+Op Op::Insert(const InsertArgs& args) {
+  Op op = Keyed(OpType::kInsert, args.ns, args.key);
+  op.status = args.status;
+  op.payload = args.payload;
+  op.fingerprint = args.fingerprint;
+  op.ttl = args.ttl;
   return op;
 }
 
-Op Op::CompareAndSet(std::string_view ns, std::string_view key, Condition condition,
-                     Update update) {
-  Op op = Keyed(OpType::kCompareAndSet, ns, key);
-  op.condition = std::move(condition);
-  op.update = update;
+Op Op::CompareAndSet(const CompareAndSetArgs& args) {
+  Op op = Keyed(OpType::kCompareAndSet, args.ns, args.key);
+  op.condition = args.condition;
+  op.update = args.update;
   return op;
 }
 
-Op Op::Get(std::string_view ns, std::string_view key) { return Keyed(OpType::kGet, ns, key); }
+Op Op::Get(const GetArgs& args) { return Keyed(OpType::kGet, args.ns, args.key); }
 
-Op Op::Delete(std::string_view ns, std::string_view key, Condition condition) {
-  Op op = Keyed(OpType::kDelete, ns, key);
-  op.condition = std::move(condition);
+Op Op::Delete(const DeleteArgs& args) {
+  Op op = Keyed(OpType::kDelete, args.ns, args.key);
+  op.condition = args.condition;
   return op;
 }
 
-Op Op::Begin(std::string_view ns, std::string_view key, std::string_view fingerprint,
-             int64_t lease_ms, int64_t wait_ms, std::string_view owner) {
-  Op op = Keyed(OpType::kBegin, ns, key);
-  op.fingerprint = fingerprint;
-  op.lease_ms = lease_ms;
-  op.wait_ms = wait_ms;
-  op.owner = owner;
+Op Op::Begin(const BeginArgs& args) {
+  Op op = Keyed(OpType::kBegin, args.ns, args.key);
+  op.fingerprint = args.fingerprint;
+  op.owner = args.owner;
+  op.lease = args.lease;
+  op.wait = args.wait;
+  op.ttl = args.ttl;
   return op;
 }
 
-Op Op::Complete(std::string_view ns, std::string_view key, uint64_t fence,
-                std::string_view response, int64_t ttl_ms) {
-  Op op = Fenced(OpType::kComplete, ns, key, fence);
-  op.payload = response;
-  op.ttl_ms = ttl_ms;
+Op Op::Complete(const CompleteArgs& args) {
+  Op op = Fenced(OpType::kComplete, args.ns, args.key, args.fence);
+  op.payload = args.response;
+  op.status = args.status;
+  op.ttl = args.ttl;
   return op;
 }
 
-Op Op::Abort(std::string_view ns, std::string_view key, uint64_t fence) {
-  return Fenced(OpType::kAbort, ns, key, fence);
-}
-
-Op Op::Heartbeat(std::string_view ns, std::string_view key, uint64_t fence, int64_t lease_ms) {
-  Op op = Fenced(OpType::kHeartbeat, ns, key, fence);
-  op.lease_ms = lease_ms;
+Op Op::Abort(const AbortArgs& args) {
+  Op op = Fenced(OpType::kAbort, args.ns, args.key, args.fence);
+  op.payload = args.response;
   return op;
 }
 
-Op Op::IssueToken(std::string_view ns, int64_t ttl_ms) {
-  Op op = Keyed(OpType::kIssueToken, ns, {});
-  op.ttl_ms = ttl_ms;
+Op Op::Heartbeat(const HeartbeatArgs& args) {
+  Op op = Fenced(OpType::kHeartbeat, args.ns, args.key, args.fence);
+  op.lease = args.lease;
   return op;
 }
 
-Op Op::ConsumeToken(std::string_view ns, std::string_view token) {
-  return Keyed(OpType::kConsumeToken, ns, token);
-}
-
-Op Op::Lock(std::string_view ns, std::string_view key, std::string_view owner, int64_t lease_ms) {
-  Op op = Keyed(OpType::kLock, ns, key);
-  op.owner = owner;
-  op.lease_ms = lease_ms;
+Op Op::IssueToken(const IssueTokenArgs& args) {
+  Op op = Keyed(OpType::kIssueToken, args.ns, {});
+  op.ttl = args.ttl;
+  op.payload = args.payload;
   return op;
 }
 
-Op Op::Renew(std::string_view ns, std::string_view key, uint64_t fence, int64_t lease_ms) {
-  Op op = Fenced(OpType::kRenew, ns, key, fence);
-  op.lease_ms = lease_ms;
+Op Op::ConsumeToken(const ConsumeTokenArgs& args) {
+  return Keyed(OpType::kConsumeToken, args.ns, args.token);
+}
+
+Op Op::Lock(const LockArgs& args) {
+  Op op = Keyed(OpType::kLock, args.ns, args.key);
+  op.owner = args.owner;
+  op.lease = args.lease;
   return op;
 }
 
-Op Op::Unlock(std::string_view ns, std::string_view key, uint64_t fence) {
-  return Fenced(OpType::kUnlock, ns, key, fence);
+Op Op::Renew(const RenewArgs& args) {
+  Op op = Fenced(OpType::kRenew, args.ns, args.key, args.fence);
+  op.lease = args.lease;
+  return op;
 }
 
-Op Op::Transition(std::string_view ns, std::string_view key, std::string_view to_status,
-                  std::optional<uint64_t> expect_version) {
-  Op op = Keyed(OpType::kTransition, ns, key);
-  op.status = to_status;
-  op.condition.version = expect_version;
+Op Op::Unlock(const UnlockArgs& args) {
+  return Fenced(OpType::kUnlock, args.ns, args.key, args.fence);
+}
+
+Op Op::Transition(const TransitionArgs& args) {
+  Op op = Keyed(OpType::kTransition, args.ns, args.key);
+  op.status = args.to_status;
+  op.condition.version = args.expect_version;
+  op.update.payload = args.payload;
   return op;
 }
 

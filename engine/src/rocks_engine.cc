@@ -27,6 +27,7 @@
 #include "failure_safe_fs.h"
 #include "fence_allocator.h"
 #include "idem/engine.h"
+#include "idem/serving.h"
 #include "io_accounting.h"
 #include "key_codec.h"
 #include "key_locks.h"
@@ -50,7 +51,7 @@ struct Pending {
   size_t result_index = 0;
 };
 
-class RocksEngine final : public Engine {
+class RocksEngine final : public ServingEngine {
  public:
   RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::Env> env,
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
@@ -81,9 +82,9 @@ class RocksEngine final : public Engine {
     }
     reclaim_cv_.notify_all();
     if (reclaimer_.joinable()) reclaimer_.join();
-    // RocksDB 7.8's Resume waits for its own flush; if that flush fails (a fault that recurred
-    // during recovery), nothing schedules another and the wait never ends. Cancelling background
-    // work is what ends it, so that closing never hangs on a recovery in progress.
+    // RocksDB 7.8's Resume can wait for ever for a flush that is never scheduled (write_health.h:
+    // a recovery that does not end). Cancelling background work is what ends that wait, so that
+    // closing never hangs on a recovery in progress.
     if (health_->suspended()) rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/false);
     health_->StopRecovery();
     // The next run continues from here, whatever its wall clock says.
@@ -249,10 +250,10 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
     case OpType::kInsert:
     case OpType::kBegin:
     case OpType::kIssueToken:
-      ttl_ms = op.ttl_ms;
+      ttl_ms = TtlMillis(op.ttl);
       break;
     case OpType::kCompareAndSet:
-      ttl_ms = op.update.ttl_ms;
+      if (op.update.ttl) ttl_ms = TtlMillis(op.update.ttl);
       break;
     case OpType::kComplete:
     case OpType::kAbort:
@@ -261,7 +262,7 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
                                        " bytes; this namespace's max_response_bytes is " +
                                        std::to_string(lifecycle.max_response_bytes));
       }
-      ttl_ms = op.ttl_ms != kDefaultTtl ? op.ttl_ms : lifecycle.completed_ttl_ms;
+      ttl_ms = TtlMillis(op.ttl) != kDefaultTtl ? TtlMillis(op.ttl) : lifecycle.completed_ttl_ms;
       in.remember_failures = lifecycle.remember_failures;
       break;
     default:
@@ -274,7 +275,7 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
   }
   if (op.type == OpType::kBegin || op.type == OpType::kHeartbeat || op.type == OpType::kLock ||
       op.type == OpType::kRenew) {
-    Result<int64_t> lease = ResolveLease(op.lease_ms, lifecycle);
+    Result<int64_t> lease = ResolveLease(LeaseMillis(op.lease), lifecycle);
     if (!lease.ok()) return lease.status();
     in.lease_ms = *lease;
   }
@@ -534,9 +535,10 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     Result<OpResult>& r = (*results)[i];
-    if (op.type == OpType::kBegin && op.wait_ms > 0 && r.ok() &&
+    const std::chrono::milliseconds wait = op.wait.value_or(std::chrono::milliseconds(0));
+    if (op.type == OpType::kBegin && wait.count() > 0 && r.ok() &&
         r->outcome == Outcome::kInProgress) {
-      r = WaitForAttempt(op, std::move(r), start + std::chrono::milliseconds(op.wait_ms));
+      r = WaitForAttempt(op, std::move(r), start + wait);
     }
   }
   return Status::Ok();
@@ -550,7 +552,7 @@ Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last
     bool fired = false;  // guarded by mu
   };
   Op once = op;
-  once.wait_ms = 0;
+  once.wait.reset();
   while (true) {
     auto signal = std::make_shared<Signal>();
     // Watch first, then re-read: a change committed after the read always fires the watch.
@@ -615,7 +617,7 @@ Result<StoreStats> RocksEngine::Stats() {
   if (db_->GetIntProperty("rocksdb.block-cache-usage", &v)) stats.block_cache_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-capacity", &v)) stats.block_cache_capacity_bytes = v;
   if (db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &v)) stats.table_readers_bytes = v;
-  stats.durability = options_.durability == Durability::kSync ? "sync" : "async";
+  stats.durability = options_.durability;
   return stats;
 }
 
@@ -719,12 +721,19 @@ void RocksEngine::ReclaimLoop() {
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptions options) {
+  Result<std::unique_ptr<ServingEngine>> engine =
+      OpenEngineOnFileSystem(dir, std::move(options), nullptr);
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<Engine>(std::move(*engine));
+}
+
+Result<std::unique_ptr<ServingEngine>> ServingEngine::Open(const std::string& dir,
+                                                           EngineOptions options) {
   return OpenEngineOnFileSystem(dir, std::move(options), nullptr);
 }
 
-Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
-                                                       EngineOptions options,
-                                                       std::shared_ptr<rocksdb::FileSystem> fs) {
+Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
+    const std::string& dir, EngineOptions options, std::shared_ptr<rocksdb::FileSystem> fs) {
   if (!options.log) options.log = LogToStderr;
   if (options.expiry_grace_ms < 0 || options.expiry_grace_ms > EngineOptions::kMaxExpiryGraceMs) {
     return Status::InvalidArgument("expiry_grace_ms is " + std::to_string(options.expiry_grace_ms) +
@@ -757,6 +766,9 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
       return Status::InvalidArgument("namespace '" + ns + "': " + st.message());
     }
   }
+  if (options.recovery_stuck_after_ms <= 0) {
+    return Status::InvalidArgument("recovery_stuck_after_ms must be > 0");
+  }
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
   }
@@ -782,7 +794,8 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
       if (!lowered.ok()) return FromRocks(lowered);
     }
   }
-  auto health = std::make_shared<WriteHealth>(options.log);
+  auto health = std::make_shared<WriteHealth>(
+      options.log, std::chrono::milliseconds(options.recovery_stuck_after_ms));
   if (!fs) fs = rocks_options.env->GetFileSystem();
   fs = NewFailureSafeFileSystem(std::move(fs), health);
   // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at
@@ -811,9 +824,9 @@ Result<std::unique_ptr<Engine>> OpenEngineOnFileSystem(const std::string& dir,
     if (!mark.ok()) return mark.status();
     if (*mark) own_clock->ContinueFrom(**mark);
   }
-  return std::unique_ptr<Engine>(new RocksEngine(std::move(options), std::move(env), std::move(db),
-                                                 *reserved, std::move(io), std::move(health),
-                                                 std::move(clock_mark)));
+  return std::unique_ptr<ServingEngine>(new RocksEngine(std::move(options), std::move(env),
+                                                        std::move(db), *reserved, std::move(io),
+                                                        std::move(health), std::move(clock_mark)));
 }
 
 }  // namespace idem

@@ -10,24 +10,14 @@ Result<OpResult> Store::Execute(const Op& op) {
   return std::move(results[0]);
 }
 
-Result<OpResult> Store::Insert(std::string_view ns, std::string_view key, std::string_view status,
-                               std::string_view payload, std::string_view fingerprint,
-                               int64_t ttl_ms) {
-  return Execute(Op::Insert(ns, key, status, payload, fingerprint, ttl_ms));
+Result<OpResult> Store::Insert(const InsertArgs& args) { return Execute(Op::Insert(args)); }
+
+Result<OpResult> Store::CompareAndSet(const CompareAndSetArgs& args) {
+  return Execute(Op::CompareAndSet(args));
 }
 
-Result<OpResult> Store::CompareAndSet(std::string_view ns, std::string_view key,
-                                      const Condition& condition, const Update& update) {
-  return Execute(Op::CompareAndSet(ns, key, condition, update));
-}
+Result<OpResult> Store::Get(const GetArgs& args) { return Execute(Op::Get(args)); }
 
-Result<OpResult> Store::Get(std::string_view ns, std::string_view key) {
-  return Execute(Op::Get(ns, key));
-}
-
-Result<OpResult> Store::Delete(std::string_view ns, std::string_view key,
-                               const Condition& condition) {
-  return Execute(Op::Delete(ns, key, condition));
-}
+Result<OpResult> Store::Delete(const DeleteArgs& args) { return Execute(Op::Delete(args)); }
 
 }  // namespace idem

@@ -72,8 +72,9 @@ Status ValidateOp(const Op& op, const Limits& limits) {
                                                         " needs the holder's fence");
   };
   const auto wait = [&]() {
-    if (op.wait_ms < 0 || op.wait_ms > limits.max_wait_ms) {
-      return Status::InvalidArgument("wait_ms " + std::to_string(op.wait_ms) + " is outside 0.." +
+    const int64_t wait_ms = op.wait ? op.wait->count() : 0;
+    if (wait_ms < 0 || wait_ms > limits.max_wait_ms) {
+      return Status::InvalidArgument("wait_ms " + std::to_string(wait_ms) + " is outside 0.." +
                                      std::to_string(limits.max_wait_ms) + " (max_wait_ms)");
     }
     return Status::Ok();
@@ -141,6 +142,14 @@ Status ValidateOp(const Op& op, const Limits& limits) {
   }
   return Status::NotSupported("unknown operation type " +
                               std::to_string(static_cast<int>(op.type)));
+}
+
+int64_t TtlMillis(const std::optional<Ttl>& ttl) {
+  return ttl ? ttl->duration().count() : kDefaultTtl;
+}
+
+int64_t LeaseMillis(const std::optional<std::chrono::milliseconds>& lease) {
+  return lease ? lease->count() : 0;
 }
 
 Result<int64_t> ResolveLease(int64_t lease_ms, const LifecyclePolicy& policy) {

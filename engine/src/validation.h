@@ -2,7 +2,9 @@
 // message that names the limit, so a caller can fix its request without reading the source.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "idem/operation.h"
@@ -16,6 +18,11 @@ bool IsNameChar(char c);
 
 Status ValidateNamespace(std::string_view ns, const Limits& limits);
 Status ValidateOp(const Op& op, const Limits& limits);
+
+// The millisecond encodings the checks below take: "not given" is kDefaultTtl (a TTL) or 0 (a
+// lease), as an explicit zero is.
+int64_t TtlMillis(const std::optional<Ttl>& ttl);
+int64_t LeaseMillis(const std::optional<std::chrono::milliseconds>& lease);
 
 // The absolute expiry (kNeverExpires for "never") for a TTL argument under `policy`.
 Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms);

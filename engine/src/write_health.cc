@@ -29,7 +29,9 @@ std::string_view ReasonName(rocksdb::BackgroundErrorReason reason) {
 
 }  // namespace
 
-WriteHealth::WriteHealth(std::function<void(std::string_view)> log) : log_(std::move(log)) {}
+WriteHealth::WriteHealth(std::function<void(std::string_view)> log,
+                         std::chrono::milliseconds stuck_after)
+    : log_(std::move(log)), stuck_after_(stuck_after) {}
 
 WriteHealth::~WriteHealth() { StopRecovery(); }
 
@@ -38,6 +40,7 @@ void WriteHealth::Log(std::string_view line) const { LogToOperator(log_, line); 
 Status WriteHealth::Refusal() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (unrecoverable_) return Status::IOError("writes stopped after " + cause_ + "; " + kRestart);
+  if (stuck_) return Status::IOError("writes suspended after " + cause_ + "; " + StuckText());
   return Status::IOError("writes suspended after " + cause_ + "; recovering (" +
                          std::to_string(attempts_) + " attempts so far)");
 }
@@ -117,9 +120,20 @@ void WriteHealth::OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::
   *auto_recovery = false;  // the engine recovers (RecoveryLoop), one way for every fault
 }
 
+std::string WriteHealth::StuckText() const {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - recover_began_)
+                      .count();
+  return "recovery stuck: RocksDB's DB::Resume has not returned for " + std::to_string(ms) +
+         " ms (RocksDB 7.8 can wait for ever for a flush it dropped while writes were stopped); "
+         "reads go on; to take writes again, restart the server (if the start is then refused, "
+         "run `idemctl --data DIR repair`)";
+}
+
 void WriteHealth::StartRecovery(std::function<Status()> recover) {
   recover_ = std::move(recover);
   recovery_ = std::thread([this] { RecoveryLoop(); });
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
 void WriteHealth::StopRecovery() {
@@ -129,6 +143,27 @@ void WriteHealth::StopRecovery() {
   }
   cv_.notify_all();
   if (recovery_.joinable()) recovery_.join();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void WriteHealth::WatchdogLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || (recovering_ && !stuck_); });
+    if (stopping_) return;
+    const auto began = recover_began_;
+    const bool returned = cv_.wait_until(lock, began + stuck_after_, [&] {
+      return stopping_ || !recovering_ || recover_began_ != began;
+    });
+    if (stopping_) return;
+    if (returned) continue;
+    stuck_ = true;  // until that call returns (RecoveryLoop)
+    const std::string line = "writes suspended after " + cause_ + "; " + StuckText() +
+                             " (recovery attempt " + std::to_string(attempts_) + ")";
+    lock.unlock();
+    Log(line);
+    lock.lock();
+  }
 }
 
 void WriteHealth::RecoveryLoop() {
@@ -150,9 +185,23 @@ void WriteHealth::RecoveryLoop() {
       if (stopping_ || unrecoverable_) break;
       const int64_t attempt = ++attempts_;
       const uint64_t failures = failures_;
+      recovering_ = true;
+      recover_began_ = std::chrono::steady_clock::now();
       lock.unlock();
+      cv_.notify_all();  // the watchdog times the call
       Status s = recover_();
       lock.lock();
+      recovering_ = false;
+      if (stuck_) {
+        stuck_ = false;
+        const std::string line = "recovery attempt " + std::to_string(attempt) +
+                                 ": RocksDB's DB::Resume returned after all (" + s.ToString() +
+                                 "); recovery goes on";
+        lock.unlock();
+        Log(line);
+        lock.lock();
+      }
+      cv_.notify_all();
       // A failure reported while recovering may postdate what recover_ made durable: retry.
       if (s.ok() && failures_ != failures) s = Status::IOError("another failure during recovery");
       if (s.ok()) break;

@@ -26,6 +26,14 @@
 //   of a recovery starts from the backoff reached before). Resume writes every memtable to new
 //   table files and syncs them, so the writes the failed WAL held are durable again from other
 //   pages than the ones the failed fsync may have lost; only then are writes taken again.
+// - A recovery that does not end. RocksDB 7.8's DB::Resume flushes the memtables and waits for
+//   the flush; if a flush job that was scheduled before writes stopped ran after they stopped,
+//   it gave up without taking its request off the flush queue, and Resume's flush is then never
+//   scheduled: Resume waits for ever (db_impl_compaction_flush.cc, BackgroundFlush; RocksDB's
+//   public API has no call that puts the request back). A watchdog times each recovery attempt: one
+//   that has not returned after `stuck_after` is logged, with what to do (restart), and refused
+//   writes say so; reads go on. If it returns after all, recovery goes on as before. Closing the
+//   engine ends the wait (rocks_engine.cc).
 // - Corruption and data loss (RocksDB's kUnrecoverableError, or a corruption a background job
 //   found) are not retried: no Resume repairs them. Writes stop for good, reads go on, and the
 //   refusal and the log say that a restart is needed (the start checks the data directory), and
@@ -57,8 +65,10 @@ class WriteHealth final : public rocksdb::EventListener {
       "no retry repairs this: restart the server (if the start is then refused, run `idemctl "
       "--data DIR repair`)";
 
-  // `log`: EngineOptions::log (null: stderr).
-  explicit WriteHealth(std::function<void(std::string_view)> log);
+  // `log`: EngineOptions::log (null: stderr). `stuck_after`:
+  // EngineOptions::recovery_stuck_after_ms.
+  explicit WriteHealth(std::function<void(std::string_view)> log,
+                       std::chrono::milliseconds stuck_after = std::chrono::seconds(30));
   ~WriteHealth() override;  // StopRecovery()
 
   bool suspended() const { return suspended_.load(std::memory_order_acquire); }
@@ -77,9 +87,10 @@ class WriteHealth final : public rocksdb::EventListener {
   void WalAppendFailed(const std::string& error);
 
   // Starts the recovery thread: while suspended it calls `recover` until that returns OK, then
-  // takes writes again. `recover` runs on that thread only.
+  // takes writes again. `recover` runs on that thread only. Also starts the watchdog, which
+  // reports a call of `recover` that has not returned after `stuck_after`.
   void StartRecovery(std::function<Status()> recover);
-  void StopRecovery();  // idempotent; joins the thread
+  void StopRecovery();  // idempotent; joins the threads
 
   void Log(std::string_view line) const;
 
@@ -90,8 +101,11 @@ class WriteHealth final : public rocksdb::EventListener {
 
  private:
   void RecoveryLoop();
+  void WatchdogLoop();
+  std::string StuckText() const;  // mu_ held
 
   const std::function<void(std::string_view)> log_;
+  const std::chrono::milliseconds stuck_after_;
   std::atomic<bool> suspended_{false};
 
   mutable std::mutex mu_;
@@ -102,12 +116,16 @@ class WriteHealth final : public rocksdb::EventListener {
   int syncs_in_flight_ = 0;     // guarded by mu_
   bool stopping_ = false;       // guarded by mu_
   bool unrecoverable_ = false;  // guarded by mu_; StopForGood: no recovery until a restart
+  bool recovering_ = false;     // guarded by mu_; `recover` is running
+  std::chrono::steady_clock::time_point recover_began_;  // guarded by mu_; its latest call
+  bool stuck_ = false;  // guarded by mu_; the running call of `recover` outlived stuck_after_
   // Recovery thread only: when writes last resumed, and the backoff it had reached.
   bool resumed_before_ = false;
   std::chrono::steady_clock::time_point last_resumed_;
   int64_t last_delay_ms_ = kFirstRetryMs;
   std::function<Status()> recover_;
   std::thread recovery_;
+  std::thread watchdog_;
 };
 
 }  // namespace idem

@@ -7,25 +7,25 @@ namespace idem {
 using SteadyClock = std::chrono::steady_clock;
 
 struct BeginWaiter::Waiting {
-  Op op;  // wait_ms = 0: each re-apply answers at once
+  Op op;  // without its wait: each re-apply answers at once
   SteadyClock::time_point deadline;
   Done done;
 
   std::mutex mu;
-  Result<OpResult> last;         // guarded by mu
-  uint64_t round = 0;            // guarded by mu; wakes of older rounds are ignored
-  bool awaiting_result = false;  // guarded by mu; the round's re-apply is in the queue
-  bool woken = false;            // guarded by mu; the round's watch or timer fired
-  Engine::WatchId watch = 0;     // guarded by mu
-  bool finished = false;         // guarded by mu
+  Result<OpResult> last;             // guarded by mu
+  uint64_t round = 0;                // guarded by mu; wakes of older rounds are ignored
+  bool awaiting_result = false;      // guarded by mu; the round's re-apply is in the queue
+  bool woken = false;                // guarded by mu; the round's watch or timer fired
+  ServingEngine::WatchId watch = 0;  // guarded by mu
+  bool finished = false;             // guarded by mu
 
   Waiting(const Op& o, SteadyClock::time_point d, Result<OpResult> l, Done dn)
       : op(o), deadline(d), done(std::move(dn)), last(std::move(l)) {
-    op.wait_ms = 0;
+    op.wait.reset();
   }
 };
 
-BeginWaiter::BeginWaiter(Engine* engine, CommitQueue* queue, RunAfter run_after)
+BeginWaiter::BeginWaiter(ServingEngine* engine, CommitQueue* queue, RunAfter run_after)
     : engine_(engine), queue_(queue), run_after_(std::move(run_after)) {}
 
 void BeginWaiter::Wait(const Op& op, SteadyClock::time_point deadline, Result<OpResult> last,
@@ -53,7 +53,8 @@ void BeginWaiter::Round(const std::shared_ptr<Waiting>& w, uint64_t round) {
     w->woken = false;
   }
   // Watch first, then read: a commit after the read always fires the watch.
-  Engine::WatchId id = engine_->Watch(w->op.ns, w->op.key, [this, w, round] { Wake(w, round); });
+  ServingEngine::WatchId id =
+      engine_->Watch(w->op.ns, w->op.key, [this, w, round] { Wake(w, round); });
   {
     std::lock_guard<std::mutex> lock(w->mu);
     w->watch = id;
@@ -94,7 +95,7 @@ void BeginWaiter::OnResult(const std::shared_ptr<Waiting>& w, uint64_t round, St
   }
   if (!still_waiting) {
     run_after_(std::chrono::milliseconds(0), [this, w] {
-      Engine::WatchId id;
+      ServingEngine::WatchId id;
       Result<OpResult> final_result = Status::Shutdown("unset");
       {
         std::lock_guard<std::mutex> lock(w->mu);
@@ -123,7 +124,7 @@ void BeginWaiter::Wake(const std::shared_ptr<Waiting>& w, uint64_t round) {
 }
 
 void BeginWaiter::Retry(const std::shared_ptr<Waiting>& w, uint64_t round) {
-  Engine::WatchId id;
+  ServingEngine::WatchId id;
   {
     std::lock_guard<std::mutex> lock(w->mu);
     if (w->finished || w->round != round) return;
@@ -165,7 +166,7 @@ void BeginWaiter::Stop() {
     waiting.swap(waiting_);
   }
   for (const auto& w : waiting) {
-    Engine::WatchId id;
+    ServingEngine::WatchId id;
     Result<OpResult> last = Status::Shutdown("unset");
     {
       std::lock_guard<std::mutex> lock(w->mu);

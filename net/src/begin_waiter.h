@@ -1,8 +1,8 @@
 // BeginWaiter: a Begin with wait_ms > 0 that finds an attempt in progress must wait for it (up
 // to wait_ms) before answering. Engine::Apply does that by blocking its thread; in the server
 // that would park an engine thread, and with it every other request of its group commit, for
-// up to limits.max_wait_ms. So the server applies with Engine::ApplyNoWait (IN_PROGRESS comes
-// back at once) and hands such ops here, which waits without any thread:
+// up to limits.max_wait_ms. So the server applies with ServingEngine::ApplyNoWait (IN_PROGRESS
+// comes back at once) and hands such ops here, which waits without any thread:
 //
 //   1. Watch the key (before reading, so that no change is missed), re-apply the Begin through
 //      the CommitQueue with wait_ms = 0;
@@ -22,7 +22,7 @@
 #include <set>
 
 #include "commit_queue.h"
-#include "idem/engine.h"
+#include "idem/serving.h"
 
 namespace idem {
 
@@ -32,7 +32,7 @@ class BeginWaiter {
   using RunAfter = std::function<void(std::chrono::milliseconds delay, std::function<void()> fn)>;
   using Done = std::function<void(Result<OpResult> result)>;
 
-  BeginWaiter(Engine* engine, CommitQueue* queue, RunAfter run_after);
+  BeginWaiter(ServingEngine* engine, CommitQueue* queue, RunAfter run_after);
 
   // `op` is a Begin with wait_ms > 0 whose result `last` was IN_PROGRESS; its strings must stay
   // valid until `done` runs (keep their owner in `done`). `done` runs exactly once, with the
@@ -53,7 +53,7 @@ class BeginWaiter {
   void LastLook(const std::shared_ptr<Waiting>& w);
   void Finish(const std::shared_ptr<Waiting>& w, Result<OpResult> result);
 
-  Engine* const engine_;
+  ServingEngine* const engine_;
   CommitQueue* const queue_;
   const RunAfter run_after_;
 

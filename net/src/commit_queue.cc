@@ -1,21 +1,28 @@
 #include "commit_queue.h"
 
-#include <pthread.h>
-
 #include <string>
 
 namespace idem {
 
 CommitQueue::CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer)
+    : CommitQueue(store, nullptr, max_batch_ops, engine_threads, std::move(defer)) {}
+
+CommitQueue::CommitQueue(ServingEngine* engine, size_t max_batch_ops, int engine_threads,
+                         Defer defer)
+    : CommitQueue(engine, engine, max_batch_ops, engine_threads, std::move(defer)) {}
+
+CommitQueue::CommitQueue(Store* store, ServingEngine* engine, size_t max_batch_ops,
+                         int engine_threads, Defer defer)
     : store_(store),
-      engine_(dynamic_cast<Engine*>(store)),
+      engine_(engine),
       max_batch_ops_(max_batch_ops),
       on_loop_(engine_threads == 0),
-      defer_(std::move(defer)),
-      defer_sync_(on_loop_ && defer_ && engine_ != nullptr &&
-                  engine_->options().durability == Durability::kSync) {
+      defer_(std::move(defer)) {
   for (int i = 0; i < engine_threads; ++i) threads_.emplace_back([this] { EngineLoop(); });
-  if (defer_sync_) sync_thread_ = std::thread([this] { SyncLoop(); });
+  if (on_loop_ && defer_ && engine_ != nullptr &&
+      engine_->options().durability == Durability::kSync) {
+    sync_ = std::make_unique<DeferredSync>(engine_, defer_);
+  }
 }
 
 CommitQueue::~CommitQueue() { Stop(); }
@@ -71,15 +78,7 @@ void CommitQueue::Stop() {
   }
   cv_.notify_all();
   if (on_loop_) FlushOnLoop();  // the loop may be stopped before its scheduled flush runs
-  if (sync_thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      sync_stopping_ = true;
-    }
-    sync_cv_.notify_all();
-    sync_thread_.join();  // after a last sync covering every batch applied
-    ReleaseSynced();      // the loop may be stopped before the one it posted runs
-  }
+  if (sync_) sync_->Stop();     // a last sync covering every batch applied, then their answers
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
@@ -156,7 +155,7 @@ void CommitQueue::TakeBatch(std::vector<Item>& batch) {
 Status CommitQueue::ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
                                bool* needs_sync) {
   *needs_sync = false;
-  if (defer_sync_) return engine_->ApplyDeferSync(ops, results, needs_sync);
+  if (sync_) return engine_->ApplyDeferSync(ops, results, needs_sync);
   return engine_ ? engine_->ApplyNoWait(ops, results) : store_->Apply(ops, results);
 }
 
@@ -166,25 +165,18 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
   for (Item& item : batch) {
     for (Op& op : item.ops) ops.push_back(std::move(op));
   }
-  // A batch that wrote nothing and saw nothing unsynced is answered at once, even in defer_sync_
-  // mode (a duplicate on an idle server costs no fsync). So is a batch whose Apply failed: it
-  // is answered with its own error and no results, so nothing it may have read leaves; held,
-  // its refusal would wait for a sync that is refused too, and then read "not confirmed
-  // durable", as if the write might have happened.
+  // A batch that wrote nothing and saw nothing unsynced is answered at once, even with sync_
+  // (a duplicate on an idle server costs no fsync). So is a batch whose Apply failed: it is
+  // answered with its own error and no results, so nothing it may have read leaves; held, its
+  // refusal would wait for a sync that is refused too, and then read "not confirmed durable",
+  // as if the write might have happened.
   bool needs_sync = false;
   Status status = ApplyBatch(ops, &results, &needs_sync);
   if (status.ok() && results.size() != ops.size()) {
     status = Status::Corruption("store returned " + std::to_string(results.size()) +
                                 " results for " + std::to_string(ops.size()) + " operations");
   }
-  const bool hold = defer_sync_ && needs_sync && status.ok();
-  // Held batches go straight into unsynced_, numbered under the lock the sync thread reads.
-  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  uint64_t seq = 0;
-  if (hold) {
-    lock.lock();
-    seq = ++applied_seq_;
-  }
+  const bool hold = sync_ && needs_sync && status.ok();
   size_t next = 0;
   for (Item& item : batch) {
     std::vector<Result<OpResult>> mine;
@@ -193,62 +185,13 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
       for (size_t i = 0; i < item.ops.size(); ++i) mine.push_back(std::move(results[next++]));
     }
     if (hold) {
-      unsynced_.push_back(Unsynced{seq, std::move(item.done), status, std::move(mine)});
+      flush_held_.push_back(
+          DeferredSync::Completion{std::move(item.done), status, std::move(mine)});
     } else {
       item.done(status, std::move(mine));
     }
   }
-  if (!hold) return;
-  lock.unlock();
-  sync_cv_.notify_one();
-}
-
-void CommitQueue::SyncLoop() {
-  pthread_setname_np(pthread_self(), "idem-sync");  // for top -H and perf
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    sync_cv_.wait(lock, [this] { return applied_seq_ > synced_seq_ || sync_stopping_; });
-    if (applied_seq_ == synced_seq_) return;  // stopping, and every batch is covered
-    // Every batch applied so far wrote to the WAL before this point: the sync covers them.
-    const uint64_t covers = applied_seq_;
-    lock.unlock();
-    Status s = engine_->SyncWal();
-    lock.lock();
-    if (!s.ok()) {  // every batch this sync covers fails; later syncs may succeed again
-      sync_error_ = s;
-      sync_error_through_seq_ = covers;
-    }
-    synced_seq_ = covers;
-    if (release_posted_) continue;  // the loop has not run the last one yet: it takes these too
-    release_posted_ = true;
-    lock.unlock();
-    defer_([this] { ReleaseSynced(); });
-    lock.lock();
-  }
-}
-
-void CommitQueue::ReleaseSynced() {
-  std::vector<Unsynced> ready;
-  Status failed;
-  uint64_t failed_through = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    release_posted_ = false;
-    while (!unsynced_.empty() && unsynced_.front().seq <= synced_seq_) {
-      ready.push_back(std::move(unsynced_.front()));
-      unsynced_.pop_front();
-    }
-    failed = sync_error_;
-    failed_through = sync_error_through_seq_;
-  }
-  for (Unsynced& u : ready) {
-    // A failed sync leaves durability unknown: say so rather than report the outcome.
-    if (u.seq <= failed_through) {
-      u.done(Status::IOError("not confirmed durable: " + failed.ToString()), {});
-    } else {
-      u.done(std::move(u.status), std::move(u.results));
-    }
-  }
+  if (hold) sync_->Hold(&flush_held_);
 }
 
 }  // namespace idem

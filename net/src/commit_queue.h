@@ -13,9 +13,10 @@
 // whole Apply fails every request of the batch with that Status. Requests in different batches
 // may run concurrently on different engine threads (no order between them is promised).
 //
-// When the Store is an Engine, batches are applied with Engine::ApplyNoWait: a Begin that would
-// wait for an attempt in progress answers IN_PROGRESS at once instead of parking this thread and
-// its whole batch; the request handler then waits for it with a BeginWaiter.
+// Given a ServingEngine (the server's case), batches are applied with ApplyNoWait: a Begin that
+// would wait for an attempt in progress answers IN_PROGRESS at once instead of parking this
+// thread and its whole batch; the request handler then waits for it with a BeginWaiter. Given a
+// plain Store, batches are applied with Store::Apply.
 //
 // Threads: Submit/Run are called from any thread (the server's I/O threads). `done` callbacks
 // and tasks run on an engine thread, never while holding the queue's lock.
@@ -28,28 +29,29 @@
 // connections. Run() tasks run at once on the caller. Without `defer` each Submit flushes at
 // once (tests that drive the request handler without a loop).
 //
-// On the loop with an Engine under Durability::kSync the fsync leaves the loop too: batches are
-// applied with Engine::ApplyDeferSync (written to the WAL, visible, not yet fsynced) and their
-// `done` callbacks wait; a sync thread runs Engine::SyncWal whenever batches are waiting, and
-// each completed sync releases, on the loop, every batch applied before it began. So the loop
-// applies the next batches while the disk syncs the previous ones, with one fsync per sync
-// rather than per batch. Nothing is acknowledged before it is durable, and neither is anything
-// that might have read a write not yet durable: every batch that wrote, or may have read a write
-// not yet synced, waits for a sync that began after it was applied (a batch that did neither is
-// answered at once). docs/design.md has the argument.
+// On the loop with a ServingEngine under Durability::kSync the fsync leaves the loop too:
+// batches are applied with ServingEngine::ApplyDeferSync (written to the WAL, visible, not yet
+// fsynced) and their `done` callbacks wait in a DeferredSync (deferred_sync.h), whose thread
+// fsyncs while the loop applies the next batches. Nothing is acknowledged before it is durable,
+// and neither is anything that might have read a write not yet durable: every batch that wrote,
+// or may have read a write not yet synced, waits for a sync that began after it was applied (a
+// batch that did neither is answered at once). docs/design.md has the argument.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "deferred_sync.h"
 #include "idem/engine.h"
 #include "idem/operation.h"
 #include "idem/result.h"
+#include "idem/serving.h"
 #include "idem/store.h"
 
 namespace idem {
@@ -61,7 +63,15 @@ class CommitQueue {
   // Runs `flush` later on the event loop that calls Submit (e.g. asio::post onto it).
   using Defer = std::function<void(std::function<void()> flush)>;
 
+  // Applies with store->Apply: a waiting Begin blocks the thread that applies its batch.
   CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer = nullptr);
+  // Applies with engine->ApplyNoWait (ApplyDeferSync on the loop under Durability::kSync).
+  CommitQueue(ServingEngine* engine, size_t max_batch_ops, int engine_threads,
+              Defer defer = nullptr);
+  // An Engine is served through ServingEngine::Open: applying it as a plain Store would block
+  // on waiting Begins and fsync on the loop without saying so.
+  CommitQueue(Engine* engine, size_t max_batch_ops, int engine_threads,
+              Defer defer = nullptr) = delete;
   ~CommitQueue();  // Stop()
   CommitQueue(const CommitQueue&) = delete;
   CommitQueue& operator=(const CommitQueue&) = delete;
@@ -90,33 +100,24 @@ class CommitQueue {
     std::function<void(bool)> task;  // set instead of ops/done for Run()
   };
 
+  CommitQueue(Store* store, ServingEngine* engine, size_t max_batch_ops, int engine_threads,
+              Defer defer);
+
   void EngineLoop();
   // engine_threads == 0: applies everything queued, in batches of at most max_batch_ops ops.
   void FlushOnLoop();
   // Moves the queued requests at the front, up to max_batch_ops ops, into `batch`. Requires mu_.
   void TakeBatch(std::vector<Item>& batch);
-  // Applies the ops of a batch as one Store::Apply (ApplyDeferSync under defer_sync_).
+  // Applies the ops of a batch as one Store::Apply (ApplyDeferSync with sync_).
   Status ApplyBatch(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
                     bool* needs_sync);
-  // Applies `batch` and completes each request (or, with defer_sync_, queues its completion
-  // until a sync covers it).
+  // Applies `batch` and completes each request (or, with sync_, has it held until a sync covers
+  // it).
   void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
               std::vector<Result<OpResult>>& results);
 
-  // defer_sync_: a completion waiting for the sync that makes its batch durable.
-  struct Unsynced {
-    uint64_t seq;  // the batch's number in applied_seq_
-    Done done;
-    Status status;
-    std::vector<Result<OpResult>> results;
-  };
-  // The sync thread: SyncWal while batches wait, then has the loop release them.
-  void SyncLoop();
-  // Runs the completions of every batch a finished sync covers (on the loop; at Stop, inline).
-  void ReleaseSynced();
-
   Store* const store_;
-  Engine* const engine_;  // store_ if it is an Engine, else null
+  ServingEngine* const engine_;  // store_ as a ServingEngine, or null for a plain Store
   const size_t max_batch_ops_;
 
   mutable std::mutex mu_;
@@ -134,23 +135,12 @@ class CommitQueue {
   std::vector<Item> flush_batch_;
   std::vector<Op> flush_ops_;
   std::vector<Result<OpResult>> flush_results_;
+  std::vector<DeferredSync::Completion> flush_held_;  // with sync_: only the loop commits
   std::vector<std::thread> threads_;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;
-
-  const bool defer_sync_;  // on the loop, an Engine, Durability::kSync (see above)
-  std::thread sync_thread_;
-  std::condition_variable sync_cv_;  // a batch was applied, or stopping
-  std::deque<Unsynced> unsynced_;    // guarded by mu_; in seq order
-  uint64_t applied_seq_ = 0;         // guarded by mu_; batches applied (ApplyDeferSync)
-  uint64_t synced_seq_ = 0;          // guarded by mu_; batches a finished sync covered
-  // guarded by mu_: the last failed sync, and the last batch it covered. Batches up to there
-  // fail; those after are answered by the syncs that cover them (the engine refuses to sync
-  // until it has recovered from the failure: write_health.h).
-  Status sync_error_;
-  uint64_t sync_error_through_seq_ = 0;
-  bool release_posted_ = false;  // guarded by mu_; a ReleaseSynced is on its way
-  bool sync_stopping_ = false;   // guarded by mu_
+  // On the loop, a ServingEngine, Durability::kSync (see above); else null.
+  std::unique_ptr<DeferredSync> sync_;
 };
 
 }  // namespace idem

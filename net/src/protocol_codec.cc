@@ -1,6 +1,7 @@
 #include "protocol_codec.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 namespace idem {
@@ -103,6 +104,19 @@ fb::Offset<wire::Error> MakeError(fb::FlatBufferBuilder& b, const Status& status
                            b.CreateString(status.message()));
 }
 
+// The wire encodes durations in milliseconds, 0 for "not given" (an explicit zero means the
+// same); a TTL's Forever() is -1, which is how Ttl holds it.
+int64_t WireMillis(const std::optional<std::chrono::milliseconds>& d) { return d ? d->count() : 0; }
+int64_t WireTtl(const std::optional<Ttl>& ttl) { return ttl ? ttl->duration().count() : 0; }
+std::optional<std::chrono::milliseconds> MillisFromWire(int64_t ms) {
+  if (ms == 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+std::optional<Ttl> TtlFromWire(int64_t ms) {
+  if (ms == 0) return std::nullopt;
+  return Ttl(std::chrono::milliseconds(ms));
+}
+
 // Every field is written when set, whatever the op type: which fields a type reads is the
 // engine's business (operation.h), so a new op type needs no change here.
 fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
@@ -118,11 +132,11 @@ fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
                                       op.condition.fence ? &fence : nullptr);
   }
   fb::Offset<wire::Update> update = 0;
-  if (op.update.status || op.update.payload || op.update.ttl_ms) {
+  if (op.update.status || op.update.payload || op.update.ttl) {
     auto status = op.update.status ? b.CreateString(*op.update.status) : 0;
     auto payload = op.update.payload ? Bytes(b, *op.update.payload) : 0;
-    wire::OptionalInt64 ttl(op.update.ttl_ms.value_or(0));
-    update = wire::CreateUpdate(b, status, payload, op.update.ttl_ms ? &ttl : nullptr);
+    wire::OptionalInt64 ttl(WireTtl(op.update.ttl));
+    update = wire::CreateUpdate(b, status, payload, op.update.ttl ? &ttl : nullptr);
   }
   auto ns = b.CreateString(op.ns);
   auto key = Bytes(b, op.key);
@@ -131,7 +145,8 @@ fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
   auto fingerprint = op.fingerprint.empty() ? 0 : Bytes(b, op.fingerprint);
   auto owner = op.owner.empty() ? 0 : b.CreateString(op.owner);
   return wire::CreateOp(b, static_cast<wire::OpType>(op.type), ns, key, status, payload,
-                        fingerprint, op.ttl_ms, condition, update, owner, op.lease_ms, op.wait_ms);
+                        fingerprint, WireTtl(op.ttl), condition, update, owner,
+                        WireMillis(op.lease), WireMillis(op.wait));
 }
 
 fb::Offset<wire::Record> MakeRecord(fb::FlatBufferBuilder& b, const Record& r) {
@@ -250,9 +265,9 @@ Result<Op> DecodeOp(const wire::Op& in, const Limits& limits) {
   op.payload = View(in.payload());
   op.fingerprint = View(in.fingerprint());
   op.owner = View(in.owner());
-  op.ttl_ms = in.ttl_ms();
-  op.lease_ms = in.lease_ms();
-  op.wait_ms = in.wait_ms();
+  op.ttl = TtlFromWire(in.ttl_ms());
+  op.lease = MillisFromWire(in.lease_ms());
+  op.wait = MillisFromWire(in.wait_ms());
   if (const wire::Condition* c = in.condition()) {
     if (c->status_in()) {
       const size_t n = c->status_in()->size();
@@ -270,7 +285,7 @@ Result<Op> DecodeOp(const wire::Op& in, const Limits& limits) {
   if (const wire::Update* u = in.update()) {
     if (u->status()) op.update.status = View(u->status());
     if (u->payload()) op.update.payload = View(u->payload());
-    if (u->ttl_ms()) op.update.ttl_ms = u->ttl_ms()->value();
+    if (u->ttl_ms()) op.update.ttl = Ttl(std::chrono::milliseconds(u->ttl_ms()->value()));
   }
   return op;
 }
@@ -362,8 +377,18 @@ Status DecodeApplyResponse(const wire::Frame& frame, size_t frame_bytes, size_t 
   return Status::Ok();
 }
 
-StoreStats DecodeStats(const wire::StatsResponse& in) {
+Result<StoreStats> DecodeStats(const wire::StatsResponse& in) {
   StoreStats s;
+  // The wire carries the mode's name, as idemstored's flag spells it.
+  const std::string_view durability = View(in.durability());
+  if (durability == DurabilityName(Durability::kSync)) {
+    s.durability = Durability::kSync;
+  } else if (durability == DurabilityName(Durability::kAsync)) {
+    s.durability = Durability::kAsync;
+  } else {
+    return Status::Corruption("unknown durability in StatsResponse: \"" + std::string(durability) +
+                              "\"");
+  }
   s.estimated_live_records = in.estimated_live_records();
   s.sst_bytes = in.sst_bytes();
   s.memtable_bytes = in.memtable_bytes();
@@ -371,7 +396,6 @@ StoreStats DecodeStats(const wire::StatsResponse& in) {
   s.next_fence = in.next_fence();
   s.ops = in.ops();
   s.writes = in.writes();
-  s.durability = View(in.durability());
   s.user_bytes_written = in.user_bytes_written();
   s.flush_bytes_written = in.flush_bytes_written();
   s.compaction_bytes_read = in.compaction_bytes_read();
@@ -496,8 +520,8 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
   fb::FlatBufferBuilder b(128);
   auto stats = wire::CreateStatsResponse(
       b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence, s.ops,
-      s.writes, b.CreateString(s.durability), s.user_bytes_written, s.flush_bytes_written,
-      s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
+      s.writes, b.CreateString(DurabilityName(s.durability)), s.user_bytes_written,
+      s.flush_bytes_written, s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
       s.block_cache_capacity_bytes, s.table_readers_bytes);
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());

@@ -63,7 +63,8 @@ Result<OpResult> DecodeOpResult(const wire::OpResult& result);
 // (results sharing one record, which would decode into many copies of it).
 Status DecodeApplyResponse(const wire::Frame& frame, size_t frame_bytes, size_t expected,
                            std::vector<Result<OpResult>>* results);
-StoreStats DecodeStats(const wire::StatsResponse& stats);
+// Corruption if the durability is neither "sync" nor "async".
+Result<StoreStats> DecodeStats(const wire::StatsResponse& stats);
 ServerInfo DecodeHelloReply(const wire::HelloReply& reply);
 
 // --- encoding: whole frames ----------------------------------------------------------------

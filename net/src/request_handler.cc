@@ -110,7 +110,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
       (*decode_errors)[i] = op.status();
       continue;
     }
-    if (waiter_ && op->type == OpType::kBegin && op->wait_ms > 0) {
+    if (waiter_ && op->type == OpType::kBegin && op->wait > std::chrono::milliseconds(0)) {
       if (!waits) waits = std::make_shared<std::vector<std::pair<size_t, Op>>>();
       waits->emplace_back(i, *op);
     }
@@ -162,7 +162,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     pending->remaining = waiting.size();
     for (auto& [i, op] : waiting) {
       Result<OpResult> last = pending->results[i];
-      waiter_->Wait(op, received + std::chrono::milliseconds(op.wait_ms), std::move(last),
+      waiter_->Wait(op, received + *op.wait, std::move(last),
                     [this, id, i = i, frame, pending, reply](Result<OpResult> final_result) {
                       std::unique_lock<std::mutex> lock(pending->mu);
                       pending->results[i] = std::move(final_result);

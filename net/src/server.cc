@@ -49,7 +49,7 @@ class ServerImpl final : public Server {
   ~ServerImpl() override { Stop(); }
 
   Status Listen();
-  Status Serve(Store* store) override;
+  Status Serve(ServingEngine* engine) override;
 
   uint16_t port() const override { return port_; }
   std::string address() const override {
@@ -81,10 +81,7 @@ class ServerImpl final : public Server {
     info.limits = o.limits;
     return info;
   }
-  // Only an Engine can watch keys; another Store blocks in Apply for a waiting Begin.
-  std::unique_ptr<BeginWaiter> MakeWaiter(Store* store) {
-    Engine* engine = dynamic_cast<Engine*>(store);
-    if (engine == nullptr) return nullptr;
+  std::unique_ptr<BeginWaiter> MakeWaiter(ServingEngine* engine) {
     return std::make_unique<BeginWaiter>(
         engine, queue_.get(), [this](std::chrono::milliseconds delay, std::function<void()> fn) {
           auto timer = std::make_shared<asio::steady_timer>(io_, delay);
@@ -108,9 +105,9 @@ class ServerImpl final : public Server {
   enum class State { kListening, kServing, kStopped };
 
   const ServerOptions options_;
-  // Built by Serve(), when there is a Store.
+  // Built by Serve(), when there is an engine.
   std::unique_ptr<CommitQueue> queue_;
-  std::unique_ptr<BeginWaiter> waiter_;  // null unless the Store is an Engine
+  std::unique_ptr<BeginWaiter> waiter_;
   std::unique_ptr<RequestHandler> handler_;
   asio::io_context io_;
   asio::strand<asio::io_context::executor_type> accept_strand_;
@@ -170,18 +167,18 @@ Status ServerImpl::Listen() {
   return Status::Ok();
 }
 
-Status ServerImpl::Serve(Store* store) {
+Status ServerImpl::Serve(ServingEngine* engine) {
   std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
   if (state_ != State::kListening) {
     return Status::InvalidArgument("Serve: the server is already serving or stopped");
   }
   state_ = State::kServing;
   queue_ = std::make_unique<CommitQueue>(
-      store, options_.limits.max_batch_ops, options_.engine_threads,
+      engine, options_.limits.max_batch_ops, options_.engine_threads,
       [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); });
-  waiter_ = MakeWaiter(store);
+  waiter_ = MakeWaiter(engine);
   handler_ =
-      std::make_unique<RequestHandler>(store, queue_.get(), waiter_.get(), MakeInfo(options_));
+      std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(), MakeInfo(options_));
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
@@ -346,10 +343,10 @@ Result<std::unique_ptr<Server>> Server::Listen(ServerOptions options) {
   return std::unique_ptr<Server>(std::move(server));
 }
 
-Result<std::unique_ptr<Server>> Server::Start(Store* store, ServerOptions options) {
+Result<std::unique_ptr<Server>> Server::Start(ServingEngine* engine, ServerOptions options) {
   Result<std::unique_ptr<Server>> server = Listen(std::move(options));
   if (!server.ok()) return server;
-  if (Status s = (*server)->Serve(store); !s.ok()) return s;
+  if (Status s = (*server)->Serve(engine); !s.ok()) return s;
   return server;
 }
 

@@ -43,16 +43,22 @@ class BatchApplyTest : public EngineTest {
       case 1: {
         const int64_t ttls[] = {kDefaultTtl, 1000, 3000};
         const int64_t ttl = ns == "short" ? ttls[1 + Draw(2)] : ttls[Draw(3)];
-        return Op::Insert(ns, key, status, "p", "", ttl);
+        return Op::Insert(
+            {.ns = ns, .key = key, .status = status, .payload = "p", .ttl = testing::TtlMs(ttl)});
       }
       case 2:
-        return Op::Get(ns, key);
+        return Op::Get({.ns = ns, .key = key});
       case 3:
-        return Op::CompareAndSet(ns, key, {{status}, {}, {}}, {kStatuses[Draw(3)], "q", {}});
+        return Op::CompareAndSet({.ns = ns,
+                                  .key = key,
+                                  .condition = {{status}, {}, {}},
+                                  .update = {kStatuses[Draw(3)], "q", {}}});
       case 4:
-        return Op::Delete(ns, key, Draw(2) == 0 ? Condition{} : Condition{{status}, {}, {}});
+        return Op::Delete({.ns = ns,
+                           .key = key,
+                           .condition = Draw(2) == 0 ? Condition{} : Condition{{status}, {}, {}}});
       default:
-        return Op::Insert("", key, status);  // invalid: an empty namespace
+        return Op::Insert({.key = key, .status = status});  // invalid: an empty namespace
     }
   }
 };

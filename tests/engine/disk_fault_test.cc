@@ -18,9 +18,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <rocksdb/env.h>
 
 #include "engine_open.h"
 #include "idem/engine.h"
+#include "idem/serving.h"
 #include "support/fault_injection_fs.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
@@ -61,11 +63,11 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
 
   // Inserts `key`; an acknowledged insert is remembered, to be checked at the end.
   Result<OpResult> Insert(const std::string& key) {
-    Result<OpResult> r = engine_->Insert("pay", key, "PENDING");
+    Result<OpResult> r = engine_->Insert({.ns = "pay", .key = key, .status = "PENDING"});
     if (r.ok() && r->outcome == Outcome::kInserted) acknowledged_.push_back(key);
     return r;
   }
-  std::string Get(const std::string& key) { return Name(engine_->Get("pay", key)); }
+  std::string Get(const std::string& key) { return Name(engine_->Get({.ns = "pay", .key = key})); }
 
   // Polls with inserts (the way a client would retry) until one is acknowledged.
   bool WaitUntilWritable() {
@@ -90,7 +92,7 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
   testing::TempDir dir_;
   std::shared_ptr<FaultInjectionFs> fs_;
   EngineOptions options_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::vector<std::string> acknowledged_;
   std::mutex mu_;
   std::vector<std::string> log_;  // guarded by mu_
@@ -253,8 +255,9 @@ TEST_P(SyncDiskFaultTest, SyncedWritesQueuedBehindAFailingSyncAreRefused) {
   });
   std::future<Status> sync = std::async(std::launch::async, [&] { return engine_->SyncWal(); });
   syncing.get_future().wait();  // SyncWal holds the synced-write lock, in fdatasync
-  std::future<Result<OpResult>> insert =
-      std::async(std::launch::async, [&] { return engine_->Insert("pay", "b", "PENDING"); });
+  std::future<Result<OpResult>> insert = std::async(std::launch::async, [&] {
+    return engine_->Insert({.ns = "pay", .key = "b", .status = "PENDING"});
+  });
   std::future<Status> compact =  // writes the clock mark, synced, first
       std::async(std::launch::async, [&] { return engine_->CompactAll(); });
   // Time to reach the lock: were they slower, they would find writes suspended anyway, and the
@@ -278,7 +281,7 @@ TEST_P(SyncDiskFaultTest, SyncedWritesQueuedBehindAFailingSyncAreRefused) {
 // The server's path under kSync: writes applied without a sync (ApplyDeferSync), then SyncWal
 // on another thread (net/src/commit_queue.h).
 
-Status ApplyDeferred(Engine& engine, Op op, std::string* outcome, bool* needs_sync) {
+Status ApplyDeferred(ServingEngine& engine, Op op, std::string* outcome, bool* needs_sync) {
   std::vector<Result<OpResult>> results;
   Status s = engine.ApplyDeferSync(std::span<const Op>(&op, 1), &results, needs_sync);
   if (s.ok()) *outcome = Name(results[0]);
@@ -288,25 +291,28 @@ Status ApplyDeferred(Engine& engine, Op op, std::string* outcome, bool* needs_sy
 TEST_P(SyncDiskFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
   std::string outcome;
   bool needs_sync = false;
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "a", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "a", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_OK(engine_->SyncWal());
   acknowledged_.push_back("a");
 
   fs_->FailWalAppends(Fault::kNoSpace);
-  Status failed = ApplyDeferred(*engine_, Op::Insert("pay", "b", "PENDING"), &outcome, &needs_sync);
+  Status failed = ApplyDeferred(
+      *engine_, Op::Insert({.ns = "pay", .key = "b", .status = "PENDING"}), &outcome, &needs_sync);
   ASSERT_TRUE(failed.IsIOError()) << failed.ToString();
   Status synced = engine_->SyncWal();  // the sync thread's next sync: SIGABRT before
   EXPECT_TRUE(synced.IsIOError()) << synced.ToString();
   EXPECT_NE(std::string::npos, synced.message().find("writes suspended after"))
       << synced.ToString();
   // A read of a synced key needs no sync, and is answered.
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "a"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "a"}), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);
   EXPECT_FALSE(needs_sync);
 
   fs_->ClearAll();
   ASSERT_TRUE(WaitUntilWritable());
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "c", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "c", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_OK(engine_->SyncWal());
   acknowledged_.push_back("c");
   ExpectEveryAcknowledgedRecord();
@@ -317,12 +323,14 @@ TEST_P(SyncDiskFaultTest, NoSpaceForTheWalThenTheSyncThreadSyncs) {
 TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   std::string outcome;
   bool needs_sync = false;
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "a", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "a", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_OK(engine_->SyncWal());
   acknowledged_.push_back("a");
 
   fs_->FailWalSyncs(Fault::kIoError);
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert("pay", "b", "PENDING"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Insert({.ns = "pay", .key = "b", .status = "PENDING"}),
+                          &outcome, &needs_sync));
   ASSERT_TRUE(needs_sync);
   Status failed = engine_->SyncWal();  // b is visible, and its durability unknown: not acked
   ASSERT_TRUE(failed.IsIOError()) << failed.ToString();
@@ -331,22 +339,97 @@ TEST_P(SyncDiskFaultTest, AFailedSyncSuspendsUntilTheMemtableIsFlushed) {
   Status again = engine_->SyncWal();
   EXPECT_NE(std::string::npos, again.message().find("writes suspended after")) << again.ToString();
   // Reads of keys no unsynced write touched are answered at once...
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "a"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "a"}), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);
   EXPECT_FALSE(needs_sync);
   // ...a read that sees b must wait for b to be durable.
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "b"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "b"}), &outcome, &needs_sync));
   EXPECT_TRUE(needs_sync);
 
   fs_->ClearAll();
   ASSERT_TRUE(WaitUntilWritable());  // recovery flushed the memtable, b with it
   ASSERT_OK(engine_->SyncWal());
-  ASSERT_OK(ApplyDeferred(*engine_, Op::Get("pay", "b"), &outcome, &needs_sync));
+  ASSERT_OK(ApplyDeferred(*engine_, Op::Get({.ns = "pay", .key = "b"}), &outcome, &needs_sync));
   EXPECT_EQ("FOUND", outcome);
   ExpectEveryAcknowledgedRecord();
   Reopen();
   ExpectEveryAcknowledgedRecord();
   EXPECT_EQ("FOUND", Get("b"));  // flushed by the recovery, not replayed from the failed WAL
+}
+
+// Holds every thread of RocksDB's flush pool (Env::Priority::HIGH, shared by every database in
+// the process) until Release(): a flush scheduled meanwhile waits in the pool's queue.
+class FlushPoolHold {
+ public:
+  FlushPoolHold() {
+    std::shared_future<void> released = release_.get_future().share();
+    rocksdb::Env* env = rocksdb::Env::Default();
+    for (int i = env->GetBackgroundThreads(rocksdb::Env::Priority::HIGH); i > 0; --i) {
+      env->Schedule(&FlushPoolHold::Hold, new std::shared_future<void>(released),
+                    rocksdb::Env::Priority::HIGH);
+    }
+  }
+  ~FlushPoolHold() { Release(); }
+  void Release() {
+    if (!released_) release_.set_value();
+    released_ = true;
+  }
+
+ private:
+  static void Hold(void* arg) {  // owns arg: the hold may be gone when the wait ends
+    std::unique_ptr<std::shared_future<void>> released(static_cast<std::shared_future<void>*>(arg));
+    released->wait();
+  }
+  std::promise<void> release_;
+  bool released_ = false;
+};
+
+// RocksDB 7.8's DB::Resume can wait for ever: a flush scheduled before a write's sync failed,
+// and run after it, finds writes stopped and gives up without taking its request off the flush
+// queue; Resume's own flush is then never scheduled (write_health.h). The engine cannot end that
+// wait, but it must not hide it: the log says recovery is stuck and to restart, refused writes
+// say the same, reads go on, and closing does not hang.
+TEST_P(SyncDiskFaultTest, ARecoveryStuckInRocksDbIsReportedAndReadsGoOn) {
+  // Longer than RocksDB's own pause after a failed flush job (1 s), which Resume waits out first:
+  // only a Resume that does not return is reported.
+  options_.recovery_stuck_after_ms = 2000;
+  Reopen();
+  for (int i = 0; i < 10; ++i) ASSERT_EQ("INSERTED", Name(Insert("k" + std::to_string(i))));
+  FlushPoolHold hold;
+  std::promise<void> switched;  // the flush switched to a new WAL, and so is scheduled
+  std::atomic<bool> first{true};
+  fs_->OnCreate([&](const std::string& name) {
+    if (IsWalFileName(name) && first.exchange(false)) switched.set_value();
+  });
+  std::future<Status> flush = std::async(std::launch::async, [&] { return engine_->Flush(); });
+  switched.get_future().wait();
+  fs_->OnCreate(nullptr);
+  fs_->FailWalSyncs(Fault::kIoError);
+  ASSERT_EQ("IO_ERROR", Name(Insert("during")));  // waits for the flush to be scheduled
+  fs_->ClearAll();
+  hold.Release();  // the flush runs now, before the first recovery attempt (kFirstRetryMs)
+
+  const auto deadline = std::chrono::steady_clock::now() + kRecoveryBound;
+  while (!Logged("recovery stuck") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(Logged("recovery stuck"));
+  EXPECT_TRUE(Logged("restart the server"));
+  Result<OpResult> refused = Insert("after");
+  ASSERT_EQ("IO_ERROR", Name(refused));
+  EXPECT_NE(std::string::npos, refused.status().message().find("recovery stuck"))
+      << refused.status().ToString();
+  EXPECT_NE(std::string::npos, refused.status().message().find("restart the server"))
+      << refused.status().ToString();
+  EXPECT_EQ("FOUND", Get("k5"));  // reads go on
+  EXPECT_EQ("NOT_FOUND", Get("never-written"));
+  EXPECT_FALSE(Logged("returned after all"));
+
+  engine_.reset();  // closing ends Resume's wait
+  EXPECT_TRUE(flush.get().IsIOError());
+  ASSERT_OK(Open());  // the restart the log asked for
+  ASSERT_EQ("INSERTED", Name(Insert("after-restart")));
+  ExpectEveryAcknowledgedRecord();
 }
 
 // A table file whose bytes went bad under the engine: the compaction that reads it fails with
@@ -374,7 +457,8 @@ TEST_P(DiskFaultTest, ACorruptTableFileFoundByACompactionStopsWritesUntilARestar
   ASSERT_OK(Open());
   Status compacted = engine_->CompactAll();
   EXPECT_TRUE(compacted.IsCorruption()) << compacted.ToString();
-  const std::string refused = engine_->Insert("pay", "after", "PENDING").status().ToString();
+  const std::string refused =
+      engine_->Insert({.ns = "pay", .key = "after", .status = "PENDING"}).status().ToString();
   EXPECT_NE(std::string::npos, refused.find("restart")) << refused;
   EXPECT_EQ(std::string::npos, refused.find("recovering")) << refused;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // retries would have begun
@@ -426,6 +510,52 @@ TEST(WriteHealthTest, ACorruptionIsNotRetriedAndTheRefusalSaysToRestart) {
     EXPECT_NE(std::string::npos, log[0].find("restart")) << log[0];
     EXPECT_EQ(std::string::npos, log[0].find("recovering")) << log[0];
   }
+}
+
+// A recovery step that does not return (RocksDB 7.8's DB::Resume waiting for a flush it
+// dropped) is reported once it has run for `stuck_after`: the log and the refusal say to
+// restart. If it returns after all, recovery goes on and writes come back.
+TEST(WriteHealthTest, ARecoveryThatDoesNotReturnIsReportedUntilItDoes) {
+  std::mutex mu;
+  std::vector<std::string> log;
+  auto logged = [&](std::string_view text) {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::any_of(log.begin(), log.end(),
+                       [&](const std::string& line) { return line.find(text) != line.npos; });
+  };
+  WriteHealth health(
+      [&](std::string_view line) {
+        std::lock_guard<std::mutex> lock(mu);
+        log.emplace_back(line);
+      },
+      std::chrono::milliseconds(100));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // By value: on a failed assertion the promise goes first, and its end releases the wait.
+  health.StartRecovery([released] {
+    released.wait();
+    return Status::Ok();
+  });
+  health.Suspend("a failed WAL sync (IO error)");
+  const auto deadline = std::chrono::steady_clock::now() + kRecoveryBound;
+  while (!logged("recovery stuck") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(logged("recovery stuck"));
+  EXPECT_TRUE(logged("restart the server"));
+  const std::string refusal = health.Refusal().ToString();
+  EXPECT_NE(std::string::npos, refusal.find("recovery stuck")) << refusal;
+  EXPECT_NE(std::string::npos, refusal.find("restart the server")) << refusal;
+  EXPECT_TRUE(health.suspended());
+
+  release.set_value();
+  while (!logged("writes resumed") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(logged("writes resumed"));
+  EXPECT_TRUE(logged("returned after all"));
+  EXPECT_FALSE(health.suspended());
+  health.StopRecovery();
 }
 
 }  // namespace

@@ -70,12 +70,14 @@ class EngineClockTest : public ::testing::Test {
 
   Result<OpResult> Do(const Op& op) { return engine_->Execute(op); }
   std::string Insert(std::string_view key, int64_t ttl_ms) {
-    return Name(engine_->Insert("rec", key, "DONE", "", "", ttl_ms));
+    return Name(engine_->Insert(
+        {.ns = "rec", .key = key, .status = "DONE", .ttl = std::chrono::milliseconds(ttl_ms)}));
   }
-  std::string Get(std::string_view key) { return Name(engine_->Get("rec", key)); }
+  std::string Get(std::string_view key) { return Name(engine_->Get({.ns = "rec", .key = key})); }
   // The engine's "now", as the time a new record is stamped with.
   int64_t EngineNow() {
-    auto r = engine_->Insert("probe", "t" + std::to_string(probes_++), "S");
+    auto r =
+        engine_->Insert({.ns = "probe", .key = "t" + std::to_string(probes_++), .status = "S"});
     EXPECT_TRUE(r.ok() && r->record) << Name(r);
     return r.ok() && r->record ? r->record->updated_ms : 0;
   }
@@ -130,7 +132,11 @@ class EngineClockTest : public ::testing::Test {
 };
 
 TEST_F(EngineClockTest, ForwardWallClockStepDoesNotEndALiveLease) {
-  auto started = Do(Op::Begin("pay", "order-1", "fp", kLease, 0, "worker-a"));
+  auto started = Do(Op::Begin({.ns = "pay",
+                               .key = "order-1",
+                               .fingerprint = "fp",
+                               .owner = "worker-a",
+                               .lease = std::chrono::milliseconds(kLease)}));
   ASSERT_OK(started);
   ASSERT_EQ(Outcome::kStarted, started->outcome);
   const uint64_t fence = started->record->fence;
@@ -140,13 +146,19 @@ TEST_F(EngineClockTest, ForwardWallClockStepDoesNotEndALiveLease) {
   Pass(1 * kSecond);
 
   // A retry must not take over the attempt worker-a is still working on...
-  auto retry = Do(Op::Begin("pay", "order-1", "fp", kLease, 0, "worker-b"));
+  auto retry = Do(Op::Begin({.ns = "pay",
+                             .key = "order-1",
+                             .fingerprint = "fp",
+                             .owner = "worker-b",
+                             .lease = std::chrono::milliseconds(kLease)}));
   ASSERT_OK(retry);
   EXPECT_EQ("IN_PROGRESS", Name(retry));
   EXPECT_EQ(fence, retry->record->fence);
   // ...and worker-a still owns it: its heartbeat and its result are accepted.
-  EXPECT_EQ("APPLIED", Name(Do(Op::Heartbeat("pay", "order-1", fence))));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Complete("pay", "order-1", fence, "paid"))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Heartbeat({.ns = "pay", .key = "order-1", .fence = fence}))));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(Do(Op::Complete({.ns = "pay", .key = "order-1", .fence = fence, .response = "paid"}))));
 }
 
 TEST_F(EngineClockTest, ForwardWallClockStepDoesNotLetCompactionRemoveLiveRecords) {
@@ -209,7 +221,11 @@ TEST_F(EngineClockTest, ExpiryGraceIsValidated) {
 }
 
 TEST_F(EngineClockTest, RestartWithTheWallClockBehindContinuesFromTheHighWaterMark) {
-  auto started = Do(Op::Begin("pay", "order-1", "fp", kLease, 0, "worker-a"));
+  auto started = Do(Op::Begin({.ns = "pay",
+                               .key = "order-1",
+                               .fingerprint = "fp",
+                               .owner = "worker-a",
+                               .lease = std::chrono::milliseconds(kLease)}));
   ASSERT_OK(started);
   const uint64_t old_fence = started->record->fence;
   ASSERT_EQ("INSERTED", Insert("minute", kMinute));
@@ -229,9 +245,17 @@ TEST_F(EngineClockTest, RestartWithTheWallClockBehindContinuesFromTheHighWaterMa
 
   // The lease (granted 5 s before the restart) ends 30 s after it was granted, give or take the
   // 5 % the engine may run slower while it converges on the wall clock.
-  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "order-1", "fp", kLease, 0, "worker-b"))));
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin({.ns = "pay",
+                                              .key = "order-1",
+                                              .fingerprint = "fp",
+                                              .owner = "worker-b",
+                                              .lease = std::chrono::milliseconds(kLease)}))));
   Pass(kLease);
-  auto takeover = Do(Op::Begin("pay", "order-1", "fp", kLease, 0, "worker-b"));
+  auto takeover = Do(Op::Begin({.ns = "pay",
+                                .key = "order-1",
+                                .fingerprint = "fp",
+                                .owner = "worker-b",
+                                .lease = std::chrono::milliseconds(kLease)}));
   ASSERT_OK(takeover);
   EXPECT_EQ("STARTED", Name(takeover));
   EXPECT_GT(takeover->record->fence, old_fence);
@@ -254,7 +278,7 @@ TEST_F(EngineClockTest, HighWaterMarkSurvivesACrash) {
     int64_t now = 0;
     for (int i = 0; i < 30; ++i) {
       Pass(kSecond);
-      auto r = (*engine)->Insert("rec", "k" + std::to_string(i), "DONE");
+      auto r = (*engine)->Insert({.ns = "rec", .key = "k" + std::to_string(i), .status = "DONE"});
       if (!r.ok()) _exit(3);
       now = r->record->updated_ms;
     }

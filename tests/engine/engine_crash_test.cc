@@ -39,7 +39,10 @@ std::string AckKey(const Ack& a) {
     threads.emplace_back([&, t] {
       for (uint32_t seq = 0;; ++seq) {
         Ack ack{life, t, seq, 0};
-        auto r = (*engine)->Insert("crash", AckKey(ack), "DONE", "payload-" + std::to_string(seq));
+        auto r = (*engine)->Insert({.ns = "crash",
+                                    .key = AckKey(ack),
+                                    .status = "DONE",
+                                    .payload = "payload-" + std::to_string(seq)});
         if (!r.ok() || r->outcome != Outcome::kInserted) _exit(3);
         ack.fence = r->record->fence;
         if (write(fd, &ack, sizeof ack) != sizeof ack) _exit(4);
@@ -86,13 +89,13 @@ TEST_P(EngineCrashTest, KilledWriterLosesNoAcknowledgedInsert) {
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   uint64_t max_fence = 0;
   for (const Ack& a : acks) {
-    auto r = (*engine)->Get("crash", AckKey(a));
+    auto r = (*engine)->Get({.ns = "crash", .key = AckKey(a)});
     ASSERT_TRUE(r.ok());
     ASSERT_EQ(Outcome::kFound, r->outcome) << AckKey(a) << " was acknowledged";
     EXPECT_EQ(a.fence, r->record->fence);
     max_fence = std::max(max_fence, a.fence);
   }
-  auto next = (*engine)->Insert("crash", "after", "S");
+  auto next = (*engine)->Insert({.ns = "crash", .key = "after", .status = "S"});
   ASSERT_TRUE(next.ok());
   EXPECT_GT(next->record->fence, max_fence);
 }

@@ -38,9 +38,10 @@ TEST_F(EngineTest, ExpiredRecordIsAbsentForEveryOperationBeforeAnyCompaction) {
   EXPECT_EQ("FOUND", Get("x", "k"));
   clock_->Advance(1);  // exactly at expires_at: gone
   EXPECT_EQ("NOT_FOUND", Get("x", "k"));
-  EXPECT_EQ("NOT_FOUND", Name(engine().CompareAndSet("x", "k", {}, {"S", {}, {}})));
-  EXPECT_EQ("NOT_FOUND", Name(engine().Delete("x", "k")));
-  auto again = engine().Insert("x", "k", "NEW");
+  EXPECT_EQ("NOT_FOUND",
+            Name(engine().CompareAndSet({.ns = "x", .key = "k", .update = {"S", {}, {}}})));
+  EXPECT_EQ("NOT_FOUND", Name(engine().Delete({.ns = "x", .key = "k"})));
+  auto again = engine().Insert({.ns = "x", .key = "k", .status = "NEW"});
   ASSERT_OK(again);
   EXPECT_EQ(Outcome::kInserted, again->outcome);  // a new life, not EXISTS
   EXPECT_EQ(1u, again->record->version);
@@ -50,7 +51,8 @@ TEST_F(EngineTest, ExpiredRecordIsAbsentForEveryOperationBeforeAnyCompaction) {
 TEST_F(EngineTest, ExpiryIsCheckedInsideBatchesToo) {
   ASSERT_EQ("INSERTED", Insert("x", "k", "S", "", "", 1000));
   clock_->Advance(1000);
-  std::vector<Op> ops = {Op::Get("x", "k"), Op::Insert("x", "k", "S")};
+  std::vector<Op> ops = {Op::Get({.ns = "x", .key = "k"}),
+                         Op::Insert({.ns = "x", .key = "k", .status = "S"})};
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().Apply(ops, &results).ok());
   EXPECT_EQ("NOT_FOUND", Name(results[0]));
@@ -97,7 +99,7 @@ TEST_F(EngineTest, CompactionPhysicallyRemovesOnlyExpiredRecords) {
   EXPECT_EQ("FOUND", Get("x", "long7"));
   EXPECT_EQ("FOUND", Get("forever", "k"));
   // The fence reservation (a meta key) survived compaction: fences keep increasing.
-  auto r = engine().Insert("x", "after", "S");
+  auto r = engine().Insert({.ns = "x", .key = "after", .status = "S"});
   ASSERT_OK(r);
   EXPECT_GT(r->record->fence, 401u);
 }

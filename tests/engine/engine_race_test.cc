@@ -40,7 +40,7 @@ TEST_P(EngineRaceTest, ConcurrentInsertsOfHotKeysYieldExactlyOneInsertedEach) {
       for (int i = 0; i < kHotKeys; ++i) order[i] = i;
       std::shuffle(order.begin(), order.end(), rng);
       for (int i : order) {
-        auto r = engine().Insert("race", HotKey(i), "S");
+        auto r = engine().Insert({.ns = "race", .key = HotKey(i), .status = "S"});
         ASSERT_TRUE(r.ok()) << r.status().ToString();
         if (r->outcome == Outcome::kInserted) {
           inserted[i]++;
@@ -72,11 +72,11 @@ TEST_P(EngineRaceTest, EveryKeyLifeHasExactlyOneInsert) {
       for (int n = 0; n < ops_per_thread; ++n) {
         int i = static_cast<int>(rng() % kHotKeys);
         if (rng() % 2) {
-          auto r = engine().Insert("life", HotKey(i), "S");
+          auto r = engine().Insert({.ns = "life", .key = HotKey(i), .status = "S"});
           ASSERT_TRUE(r.ok());
           if (r->outcome == Outcome::kInserted) inserted[i]++;
         } else {
-          auto r = engine().Delete("life", HotKey(i));
+          auto r = engine().Delete({.ns = "life", .key = HotKey(i)});
           ASSERT_TRUE(r.ok());
           if (r->outcome == Outcome::kDeleted) deleted[i]++;
         }
@@ -85,7 +85,7 @@ TEST_P(EngineRaceTest, EveryKeyLifeHasExactlyOneInsert) {
   }
   for (auto& th : threads) th.join();
   for (int i = 0; i < kHotKeys; ++i) {
-    auto r = engine().Get("life", HotKey(i));
+    auto r = engine().Get({.ns = "life", .key = HotKey(i)});
     ASSERT_OK(r);
     int live = r->outcome == Outcome::kFound ? 1 : 0;
     EXPECT_EQ(inserted[i].load(), deleted[i].load() + live) << HotKey(i);
@@ -107,8 +107,10 @@ TEST_P(EngineRaceTest, CompareAndSetFromTheSameVersionAppliesExactlyOnce) {
         for (int k = 0; k < kHotKeys; ++k) {
           int i = (k + t * 7) % kHotKeys;
           Condition from{{}, static_cast<uint64_t>(round + 1), {}};
-          auto r =
-              engine().CompareAndSet("cas", HotKey(i), from, {{}, "by" + std::to_string(t), {}});
+          auto r = engine().CompareAndSet({.ns = "cas",
+                                           .key = HotKey(i),
+                                           .condition = from,
+                                           .update = {{}, "by" + std::to_string(t), {}}});
           ASSERT_TRUE(r.ok());
           if (r->outcome == Outcome::kApplied) {
             applied[round][i]++;
@@ -147,12 +149,14 @@ TEST_P(EngineRaceTest, OverlappingBatchesNeitherDeadlockNorLoseUpdates) {
         std::shuffle(order.begin(), order.end(), rng);
         std::vector<Result<OpResult>> gets;
         std::vector<Op> reads;
-        for (int i : order) reads.push_back(Op::Get("ctr", keys[i]));
+        for (int i : order) reads.push_back(Op::Get({.ns = "ctr", .key = keys[i]}));
         ASSERT_TRUE(engine().Apply(reads, &gets).ok());
         std::vector<Op> ops;
         for (size_t j = 0; j < order.size(); ++j) {
-          ops.push_back(
-              Op::CompareAndSet("ctr", keys[order[j]], {{}, gets[j]->record->version, {}}, {}));
+          ops.push_back(Op::CompareAndSet({.ns = "ctr",
+                                           .key = keys[order[j]],
+                                           .condition = {{}, gets[j]->record->version, {}},
+                                           .update = {}}));
         }
         std::vector<Result<OpResult>> results;
         ASSERT_TRUE(engine().Apply(ops, &results).ok());

@@ -19,7 +19,8 @@ using testing::EngineTest;
 using testing::Name;
 
 TEST_F(EngineTest, InsertCreatesVersionOneWithAFenceAndTimes) {
-  auto r = engine().Insert("pay", "k1", "PENDING", "body", "fp1");
+  auto r = engine().Insert(
+      {.ns = "pay", .key = "k1", .status = "PENDING", .payload = "body", .fingerprint = "fp1"});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kInserted, r->outcome);
   ASSERT_TRUE(r->record);
@@ -37,7 +38,7 @@ TEST_F(EngineTest, InsertCreatesVersionOneWithAFenceAndTimes) {
 
 TEST_F(EngineTest, InsertOfATakenKeyReturnsTheExistingRecord) {
   ASSERT_EQ("INSERTED", Insert("pay", "k1", "PENDING", "first"));
-  auto r = engine().Insert("pay", "k1", "OTHER", "second");
+  auto r = engine().Insert({.ns = "pay", .key = "k1", .status = "OTHER", .payload = "second"});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kExists, r->outcome);
   EXPECT_EQ("first", r->record->payload);
@@ -47,11 +48,13 @@ TEST_F(EngineTest, InsertOfATakenKeyReturnsTheExistingRecord) {
 
 TEST_F(EngineTest, FingerprintMismatchIsReportedWithTheExistingRecord) {
   ASSERT_EQ("INSERTED", Insert("pay", "k1", "PENDING", "", "hash-a"));
-  auto same = engine().Insert("pay", "k1", "PENDING", "", "hash-a");
+  auto same =
+      engine().Insert({.ns = "pay", .key = "k1", .status = "PENDING", .fingerprint = "hash-a"});
   ASSERT_OK(same);
   EXPECT_EQ(Outcome::kExists, same->outcome);
   EXPECT_TRUE(same->fingerprint_matches);
-  auto other = engine().Insert("pay", "k1", "PENDING", "", "hash-b");
+  auto other =
+      engine().Insert({.ns = "pay", .key = "k1", .status = "PENDING", .fingerprint = "hash-b"});
   ASSERT_OK(other);
   EXPECT_EQ(Outcome::kExists, other->outcome);
   EXPECT_FALSE(other->fingerprint_matches);
@@ -68,7 +71,8 @@ TEST_F(EngineTest, NamespacesAreIndependent) {
 TEST_F(EngineTest, FencesIncreaseAcrossKeysAndNamespaces) {
   uint64_t last = 0;
   for (int i = 0; i < 100; ++i) {
-    auto r = engine().Insert(i % 2 ? "a" : "b", "k" + std::to_string(i), "S");
+    auto r =
+        engine().Insert({.ns = i % 2 ? "a" : "b", .key = "k" + std::to_string(i), .status = "S"});
     ASSERT_OK(r);
     EXPECT_GT(r->record->fence, last);
     last = r->record->fence;
@@ -79,14 +83,16 @@ TEST_F(EngineTest, CompareAndSetOnStatusSet) {
   ASSERT_EQ("INSERTED", Insert("order", "o1", "WAIT_PAY"));
   Condition paying{{"WAIT_PAY", "PAYING"}, {}, {}};
   Update to_paid{"PAID", "receipt", {}};
-  auto r = engine().CompareAndSet("order", "o1", paying, to_paid);
+  auto r =
+      engine().CompareAndSet({.ns = "order", .key = "o1", .condition = paying, .update = to_paid});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kApplied, r->outcome);
   EXPECT_EQ("PAID", r->record->status);
   EXPECT_EQ("receipt", r->record->payload);
   EXPECT_EQ(2u, r->record->version);
   // The second callback finds PAID: condition fails and reports the current record.
-  auto again = engine().CompareAndSet("order", "o1", paying, to_paid);
+  auto again =
+      engine().CompareAndSet({.ns = "order", .key = "o1", .condition = paying, .update = to_paid});
   ASSERT_OK(again);
   EXPECT_EQ(Outcome::kConditionFailed, again->outcome);
   EXPECT_EQ("PAID", again->record->status);
@@ -96,18 +102,24 @@ TEST_F(EngineTest, CompareAndSetOnStatusSet) {
 TEST_F(EngineTest, CompareAndSetOnVersionIsOptimisticLocking) {
   ASSERT_EQ("INSERTED", Insert("doc", "d"));
   Condition v1{{}, 1, {}};
-  EXPECT_EQ("APPLIED", Name(engine().CompareAndSet("doc", "d", v1, {"V2", {}, {}})));
-  EXPECT_EQ("CONDITION_FAILED", Name(engine().CompareAndSet("doc", "d", v1, {"V2b", {}, {}})));
+  EXPECT_EQ("APPLIED", Name(engine().CompareAndSet(
+                           {.ns = "doc", .key = "d", .condition = v1, .update = {"V2", {}, {}}})));
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(engine().CompareAndSet(
+                {.ns = "doc", .key = "d", .condition = v1, .update = {"V2b", {}, {}}})));
   EXPECT_EQ("V2", GetRecord("doc", "d").status);
 }
 
 TEST_F(EngineTest, CompareAndSetOnFence) {
-  auto ins = engine().Insert("job", "j", "RUNNING");
+  auto ins = engine().Insert({.ns = "job", .key = "j", .status = "RUNNING"});
   ASSERT_OK(ins);
   uint64_t fence = ins->record->fence;
-  EXPECT_EQ("CONDITION_FAILED",
-            Name(engine().CompareAndSet("job", "j", {{}, {}, fence + 1}, {"DONE", {}, {}})));
-  auto r = engine().CompareAndSet("job", "j", {{}, {}, fence}, {"DONE", {}, {}});
+  EXPECT_EQ("CONDITION_FAILED", Name(engine().CompareAndSet({.ns = "job",
+                                                             .key = "j",
+                                                             .condition = {{}, {}, fence + 1},
+                                                             .update = {"DONE", {}, {}}})));
+  auto r = engine().CompareAndSet(
+      {.ns = "job", .key = "j", .condition = {{}, {}, fence}, .update = {"DONE", {}, {}}});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kApplied, r->outcome);
   EXPECT_EQ(fence, r->record->fence);  // CAS keeps the record's life, so its fence
@@ -116,13 +128,17 @@ TEST_F(EngineTest, CompareAndSetOnFence) {
 TEST_F(EngineTest, CompareAndSetAllConditionPartsMustHold) {
   ASSERT_EQ("INSERTED", Insert("x", "k", "A"));
   EXPECT_EQ("CONDITION_FAILED",
-            Name(engine().CompareAndSet("x", "k", {{"A"}, 2, {}}, {"B", {}, {}})));
-  EXPECT_EQ("APPLIED", Name(engine().CompareAndSet("x", "k", {{"A"}, 1, {}}, {"B", {}, {}})));
+            Name(engine().CompareAndSet(
+                {.ns = "x", .key = "k", .condition = {{"A"}, 2, {}}, .update = {"B", {}, {}}})));
+  EXPECT_EQ("APPLIED",
+            Name(engine().CompareAndSet(
+                {.ns = "x", .key = "k", .condition = {{"A"}, 1, {}}, .update = {"B", {}, {}}})));
 }
 
 TEST_F(EngineTest, CompareAndSetCanChangeExpiry) {
   ASSERT_EQ("INSERTED", Insert("x", "k"));
-  auto r = engine().CompareAndSet("x", "k", {}, {{}, {}, 5000});
+  auto r = engine().CompareAndSet(
+      {.ns = "x", .key = "k", .update = {{}, {}, std::chrono::milliseconds(5000)}});
   ASSERT_OK(r);
   EXPECT_EQ(clock_->NowMillis() + 5000, r->record->expires_at_ms);
   EXPECT_EQ("PENDING", r->record->status);
@@ -130,7 +146,8 @@ TEST_F(EngineTest, CompareAndSetCanChangeExpiry) {
 }
 
 TEST_F(EngineTest, CompareAndSetOnMissingKeyIsNotFound) {
-  EXPECT_EQ("NOT_FOUND", Name(engine().CompareAndSet("x", "nope", {}, {"B", {}, {}})));
+  EXPECT_EQ("NOT_FOUND",
+            Name(engine().CompareAndSet({.ns = "x", .key = "nope", .update = {"B", {}, {}}})));
 }
 
 TEST_F(EngineTest, GetOutcomes) {
@@ -140,10 +157,11 @@ TEST_F(EngineTest, GetOutcomes) {
 }
 
 TEST_F(EngineTest, DeleteOutcomes) {
-  EXPECT_EQ("NOT_FOUND", Name(engine().Delete("x", "k")));
+  EXPECT_EQ("NOT_FOUND", Name(engine().Delete({.ns = "x", .key = "k"})));
   ASSERT_EQ("INSERTED", Insert("x", "k", "DONE"));
-  EXPECT_EQ("CONDITION_FAILED", Name(engine().Delete("x", "k", {{"PENDING"}, {}, {}})));
-  auto r = engine().Delete("x", "k", {{"DONE"}, 1, {}});
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(engine().Delete({.ns = "x", .key = "k", .condition = {{"PENDING"}, {}, {}}})));
+  auto r = engine().Delete({.ns = "x", .key = "k", .condition = {{"DONE"}, 1, {}}});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kDeleted, r->outcome);
   EXPECT_EQ("DONE", r->record->status);  // the removed record
@@ -151,10 +169,10 @@ TEST_F(EngineTest, DeleteOutcomes) {
 }
 
 TEST_F(EngineTest, ReinsertAfterDeleteStartsANewLifeWithAHigherFence) {
-  auto first = engine().Insert("x", "k", "A");
+  auto first = engine().Insert({.ns = "x", .key = "k", .status = "A"});
   ASSERT_OK(first);
-  ASSERT_EQ("DELETED", Name(engine().Delete("x", "k")));
-  auto second = engine().Insert("x", "k", "B");
+  ASSERT_EQ("DELETED", Name(engine().Delete({.ns = "x", .key = "k"})));
+  auto second = engine().Insert({.ns = "x", .key = "k", .status = "B"});
   ASSERT_OK(second);
   EXPECT_EQ(Outcome::kInserted, second->outcome);
   EXPECT_EQ(1u, second->record->version);
@@ -163,14 +181,15 @@ TEST_F(EngineTest, ReinsertAfterDeleteStartsANewLifeWithAHigherFence) {
 
 TEST_F(EngineTest, ApplyReturnsResultsInOrderAndLaterOpsSeeEarlierOnes) {
   std::vector<Op> ops = {
-      Op::Insert("b", "k", "NEW"),
-      Op::Insert("b", "k", "NEW"),
-      Op::CompareAndSet("b", "k", {{"NEW"}, {}, {}}, {"DONE", {}, {}}),
-      Op::Get("b", "k"),
-      Op::Delete("b", "k"),
-      Op::Get("b", "k"),
-      Op::Insert("b", "k", "AGAIN"),
-      Op::Get("b", "other"),
+      Op::Insert({.ns = "b", .key = "k", .status = "NEW"}),
+      Op::Insert({.ns = "b", .key = "k", .status = "NEW"}),
+      Op::CompareAndSet(
+          {.ns = "b", .key = "k", .condition = {{"NEW"}, {}, {}}, .update = {"DONE", {}, {}}}),
+      Op::Get({.ns = "b", .key = "k"}),
+      Op::Delete({.ns = "b", .key = "k"}),
+      Op::Get({.ns = "b", .key = "k"}),
+      Op::Insert({.ns = "b", .key = "k", .status = "AGAIN"}),
+      Op::Get({.ns = "b", .key = "other"}),
   };
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().Apply(ops, &results).ok());
@@ -190,7 +209,7 @@ TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
   std::vector<std::string> keys;
   for (int i = 0; i < 128; ++i) keys.push_back("k" + std::to_string(i));
   std::vector<Op> ops;
-  for (const auto& k : keys) ops.push_back(Op::Insert("b", k, "S"));
+  for (const auto& k : keys) ops.push_back(Op::Insert({.ns = "b", .key = k, .status = "S"}));
   auto before = engine().Stats();
   ASSERT_OK(before);
   std::vector<Result<OpResult>> results;
@@ -206,14 +225,16 @@ TEST_F(EngineTest, ApplyCommitsAllWritesAsOneRocksDbWrite) {
 TEST_F(EngineTest, ABatchWritingKeysOutOfOrderLeavesEachKeysLastWrite) {
   ASSERT_EQ("INSERTED", Insert("b", "m", "OLD"));
   std::vector<Op> ops = {
-      Op::Insert("b", "z", "Z1"),
-      Op::Insert("b", "a", "A1"),
-      Op::Delete("b", "m"),
-      Op::CompareAndSet("b", "a", {{"A1"}, {}, {}}, {"A2", {}, {}}),
-      Op::Insert("b", "m", "M2"),
-      Op::Delete("b", "z"),
-      Op::CompareAndSet("b", "a", {{"A2"}, {}, {}}, {"A3", {}, {}}),
-      Op::Insert("b", "c", "C1"),
+      Op::Insert({.ns = "b", .key = "z", .status = "Z1"}),
+      Op::Insert({.ns = "b", .key = "a", .status = "A1"}),
+      Op::Delete({.ns = "b", .key = "m"}),
+      Op::CompareAndSet(
+          {.ns = "b", .key = "a", .condition = {{"A1"}, {}, {}}, .update = {"A2", {}, {}}}),
+      Op::Insert({.ns = "b", .key = "m", .status = "M2"}),
+      Op::Delete({.ns = "b", .key = "z"}),
+      Op::CompareAndSet(
+          {.ns = "b", .key = "a", .condition = {{"A2"}, {}, {}}, .update = {"A3", {}, {}}}),
+      Op::Insert({.ns = "b", .key = "c", .status = "C1"}),
   };
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().Apply(ops, &results).ok());
@@ -241,7 +262,7 @@ TEST_F(EngineTest, RocksDbOptionsAreAppliedAndBadOnesFailTheOpen) {
   tuned.rocksdb_options = "level0_file_num_compaction_trigger=7;max_write_buffer_number=5";
   auto opened = Engine::Open(dir_.Sub("tuned"), tuned);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  ASSERT_EQ("INSERTED", Name((*opened)->Insert("b", "k", "S")));
+  ASSERT_EQ("INSERTED", Name((*opened)->Insert({.ns = "b", .key = "k", .status = "S"})));
   opened->reset();
   bool found = false;
   for (const auto& entry : std::filesystem::directory_iterator(dir_.Sub("tuned"))) {
@@ -304,18 +325,22 @@ TEST_F(EngineTest, BothMemtablesKeepRecordsAcrossReopenAndFlush) {
       auto opened = Engine::Open(dir, o);
       ASSERT_TRUE(opened.ok()) << opened.status().ToString();
       for (int i = 0; i < 100; ++i) {
-        ASSERT_EQ("INSERTED", Name((*opened)->Insert("b", std::to_string(i * 7919), "S")));
+        ASSERT_EQ(
+            "INSERTED",
+            Name((*opened)->Insert({.ns = "b", .key = std::to_string(i * 7919), .status = "S"})));
       }
     }
     auto reopened = Engine::Open(dir, o);  // the records come back from the log
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
     Engine& e = **reopened;
     for (int i = 0; i < 100; ++i) {
-      EXPECT_EQ("EXISTS", Name(e.Insert("b", std::to_string(i * 7919), "S")));
+      EXPECT_EQ("EXISTS",
+                Name(e.Insert({.ns = "b", .key = std::to_string(i * 7919), .status = "S"})));
     }
     ASSERT_OK(e.Flush());
-    for (int i = 0; i < 100; ++i) EXPECT_EQ("FOUND", Name(e.Get("b", std::to_string(i * 7919))));
-    EXPECT_EQ("NOT_FOUND", Name(e.Get("b", "7918")));
+    for (int i = 0; i < 100; ++i)
+      EXPECT_EQ("FOUND", Name(e.Get({.ns = "b", .key = std::to_string(i * 7919)})));
+    EXPECT_EQ("NOT_FOUND", Name(e.Get({.ns = "b", .key = "7918"})));
   }
 }
 
@@ -329,7 +354,7 @@ TEST_F(EngineTest, DeferredSyncWritesAreSyncedByTheNextSyncWalOrTheNextReader) {
   };
   ASSERT_EQ(Durability::kSync, engine().options().durability);
   const uint64_t start = syncs();
-  std::vector<Op> insert = {Op::Insert("pay", "k1", "NEW")};
+  std::vector<Op> insert = {Op::Insert({.ns = "pay", .key = "k1", .status = "NEW"})};
   std::vector<Result<OpResult>> results;
   bool needs_sync = false;
   ASSERT_OK(engine().ApplyDeferSync(insert, &results, &needs_sync));
@@ -347,7 +372,7 @@ TEST_F(EngineTest, DeferredSyncWritesAreSyncedByTheNextSyncWalOrTheNextReader) {
   EXPECT_EQ("EXISTS", Name(results[0]));
   EXPECT_FALSE(needs_sync);
 
-  insert = {Op::Insert("pay", "k2", "NEW")};
+  insert = {Op::Insert({.ns = "pay", .key = "k2", .status = "NEW"})};
   ASSERT_OK(engine().ApplyDeferSync(insert, &results, &needs_sync));
   EXPECT_EQ("FOUND", Get("pay", "k2"));  // read before any SyncWal: synced first
   EXPECT_EQ(start + 2, syncs());
@@ -359,8 +384,10 @@ TEST_F(EngineTest, DeferredSyncWritesAreSyncedByTheNextSyncWalOrTheNextReader) {
 
 TEST_F(EngineTest, ABadOpInABatchGetsItsOwnErrorAndTheOthersProceed) {
   const std::string long_key(600, 'k');  // Ops borrow their strings: keep it alive
-  std::vector<Op> ops = {Op::Insert("b", "ok1", "S"), Op::Insert("b", long_key, "S"),
-                         Op::Insert("bad ns", "k", "S"), Op::Insert("b", "ok2", "S")};
+  std::vector<Op> ops = {Op::Insert({.ns = "b", .key = "ok1", .status = "S"}),
+                         Op::Insert({.ns = "b", .key = long_key, .status = "S"}),
+                         Op::Insert({.ns = "bad ns", .key = "k", .status = "S"}),
+                         Op::Insert({.ns = "b", .key = "ok2", .status = "S"})};
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().Apply(ops, &results).ok());
   ASSERT_EQ(4u, results.size());
@@ -372,7 +399,7 @@ TEST_F(EngineTest, ABadOpInABatchGetsItsOwnErrorAndTheOthersProceed) {
 }
 
 TEST_F(EngineTest, BatchOverTheLimitIsRejectedWhole) {
-  std::vector<Op> ops(options_.limits.max_batch_ops + 1, Op::Get("b", "k"));
+  std::vector<Op> ops(options_.limits.max_batch_ops + 1, Op::Get({.ns = "b", .key = "k"}));
   std::vector<Result<OpResult>> results;
   Status s = engine().Apply(ops, &results);
   EXPECT_TRUE(s.IsInvalidArgument());
@@ -408,11 +435,12 @@ TEST_F(EngineTest, LimitsAreConfigurable) {
 }
 
 TEST_F(EngineTest, PerNamespaceRetentionPolicies) {
-  auto r = engine().Insert("short", "k", "S");
+  auto r = engine().Insert({.ns = "short", .key = "k", .status = "S"});
   ASSERT_OK(r);
   EXPECT_EQ(clock_->NowMillis() + 1000, r->record->expires_at_ms);
   EXPECT_EQ("INVALID_ARGUMENT", Insert("short", "k2", "S", "", "", 10'001));
-  auto forever = engine().Insert("forever", "k", "S", "", "", kForever);
+  auto forever =
+      engine().Insert({.ns = "forever", .key = "k", .status = "S", .ttl = Ttl::Forever()});
   ASSERT_OK(forever);
   EXPECT_EQ(kNeverExpires, forever->record->expires_at_ms);
 }
@@ -431,18 +459,22 @@ TEST_F(EngineTest, InvalidPoliciesAreRejectedAtOpen) {
 TEST_F(EngineTest, ReopenKeepsEveryRecordAndFencesNeverGoBackwards) {
   uint64_t max_fence = 0;
   for (int i = 0; i < 50; ++i) {
-    auto r = engine().Insert("x", "k" + std::to_string(i), "S", "p" + std::to_string(i));
+    auto r = engine().Insert({.ns = "x",
+                              .key = "k" + std::to_string(i),
+                              .status = "S",
+                              .payload = "p" + std::to_string(i)});
     ASSERT_OK(r);
     max_fence = std::max(max_fence, r->record->fence);
   }
-  ASSERT_EQ("APPLIED", Name(engine().CompareAndSet("x", "k7", {}, {"CHANGED", {}, {}})));
+  ASSERT_EQ("APPLIED",
+            Name(engine().CompareAndSet({.ns = "x", .key = "k7", .update = {"CHANGED", {}, {}}})));
   Reopen();
   for (int i = 0; i < 50; ++i) {
     Record rec = GetRecord("x", "k" + std::to_string(i));
     EXPECT_EQ("p" + std::to_string(i), rec.payload);
   }
   EXPECT_EQ("CHANGED", GetRecord("x", "k7").status);
-  auto next = engine().Insert("x", "new", "S");
+  auto next = engine().Insert({.ns = "x", .key = "new", .status = "S"});
   ASSERT_OK(next);
   EXPECT_GT(next->record->fence, max_fence);
 }
@@ -453,7 +485,7 @@ TEST_F(EngineTest, AsyncDurabilityAlsoSurvivesCleanReopen) {
   ASSERT_EQ("INSERTED", Insert("x", "k"));
   auto stats = engine().Stats();
   ASSERT_OK(stats);
-  EXPECT_EQ("async", stats->durability);
+  EXPECT_EQ(Durability::kAsync, stats->durability);
   Reopen();
   EXPECT_EQ("FOUND", Get("x", "k"));
 }
@@ -470,10 +502,12 @@ TEST_F(EngineTest, CorruptStoredValueIsCorruptionAndDamagesNothingElse) {
   Open();
   EXPECT_EQ("CORRUPTION", Get("x", "bad"));
   EXPECT_EQ("CORRUPTION", Insert("x", "bad"));
-  EXPECT_EQ("CORRUPTION", Name(engine().CompareAndSet("x", "bad", {}, {"S", {}, {}})));
+  EXPECT_EQ("CORRUPTION",
+            Name(engine().CompareAndSet({.ns = "x", .key = "bad", .update = {"S", {}, {}}})));
   EXPECT_EQ("FOUND", Get("x", "good"));
   // A batch with the corrupt key still applies its other ops.
-  std::vector<Op> ops = {Op::Get("x", "bad"), Op::Insert("x", "fresh", "S")};
+  std::vector<Op> ops = {Op::Get({.ns = "x", .key = "bad"}),
+                         Op::Insert({.ns = "x", .key = "fresh", .status = "S"})};
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().Apply(ops, &results).ok());
   EXPECT_EQ("CORRUPTION", Name(results[0]));
@@ -498,7 +532,7 @@ TEST_F(EngineTest, StatsReportFenceAndCounts) {
   ASSERT_EQ("INSERTED", Insert("x", "k"));
   auto s = engine().Stats();
   ASSERT_OK(s);
-  EXPECT_EQ("sync", s->durability);
+  EXPECT_EQ(Durability::kSync, s->durability);
   EXPECT_GE(s->next_fence, 2u);
   EXPECT_EQ(1u, s->ops);
   EXPECT_EQ(options_.block_cache_bytes, s->block_cache_capacity_bytes);

@@ -1,5 +1,6 @@
 // The lifecycle, token and lock guarantees under contention: 16 concurrent callers.
 #include <atomic>
+#include <chrono>
 
 #include "support/concurrency.h"
 #include "support/engine_fixture.h"
@@ -7,6 +8,8 @@
 
 namespace idem {
 namespace {
+
+using namespace std::chrono_literals;
 
 using testing::ContendForOneLock;
 using testing::EngineTest;
@@ -29,7 +32,7 @@ TEST_F(LifecycleRaceTest, OneStartedPerKey) {
   RunCallers([&](int t) {
     for (int k = 0; k < kKeys; ++k) {
       int i = (k + t * 3) % kKeys;
-      auto r = engine().Execute(Op::Begin("pay", "k" + std::to_string(i)));
+      auto r = engine().Execute(Op::Begin({.ns = "pay", .key = "k" + std::to_string(i)}));
       ASSERT_TRUE(r.ok());
       if (r->outcome == Outcome::kStarted)
         started[i]++;
@@ -44,14 +47,17 @@ TEST_F(LifecycleRaceTest, OneTakeoverWhenALeaseRunsOut) {
   constexpr int kKeys = 50;
   for (int i = 0; i < kKeys; ++i) {
     ASSERT_EQ(Outcome::kStarted,
-              engine().Execute(Op::Begin("pay", "k" + std::to_string(i), "", 1000))->outcome);
+              engine()
+                  .Execute(Op::Begin({.ns = "pay", .key = "k" + std::to_string(i), .lease = 1s}))
+                  ->outcome);
   }
   clock_->Advance(1000);
   std::vector<std::atomic<int>> started(kKeys);
   RunCallers([&](int t) {
     for (int k = 0; k < kKeys; ++k) {
       int i = (k * 7 + t) % kKeys;
-      auto r = engine().Execute(Op::Begin("pay", "k" + std::to_string(i), "", 60'000));
+      auto r =
+          engine().Execute(Op::Begin({.ns = "pay", .key = "k" + std::to_string(i), .lease = 1min}));
       ASSERT_TRUE(r.ok());
       if (r->outcome == Outcome::kStarted) started[i]++;
     }
@@ -63,12 +69,12 @@ TEST_F(LifecycleRaceTest, ExactlyOneSuccessfulTokenConsume) {
   constexpr int kTokens = 50;
   std::vector<std::string> tokens;
   for (int i = 0; i < kTokens; ++i)
-    tokens.push_back(engine().Execute(Op::IssueToken("form"))->token);
+    tokens.push_back(engine().Execute(Op::IssueToken({.ns = "form"}))->token);
   std::vector<std::atomic<int>> consumed(kTokens);
   RunCallers([&](int t) {
     for (int k = 0; k < kTokens; ++k) {
       int i = (k + t) % kTokens;
-      auto r = engine().Execute(Op::ConsumeToken("form", tokens[i]));
+      auto r = engine().Execute(Op::ConsumeToken({.ns = "form", .token = tokens[i]}));
       ASSERT_TRUE(r.ok());
       if (r->outcome == Outcome::kConsumed)
         consumed[i]++;

@@ -9,6 +9,8 @@
 namespace idem {
 namespace {
 
+using namespace std::chrono_literals;
+
 using testing::EngineTest;
 using testing::Name;
 
@@ -24,14 +26,15 @@ class LifecycleTest : public EngineTest {
   }
   Result<OpResult> Do(const Op& op) { return engine().Execute(op); }
   uint64_t Started(std::string_view ns, std::string_view key, std::string_view fp = {}) {
-    auto r = Do(Op::Begin(ns, key, fp));
+    auto r = Do(Op::Begin({.ns = ns, .key = key, .fingerprint = fp}));
     EXPECT_TRUE(r.ok() && r->outcome == Outcome::kStarted) << Name(r);
     return r.ok() && r->record ? r->record->fence : 0;
   }
 };
 
 TEST_F(LifecycleTest, BeginCompleteReplay) {
-  auto first = Do(Op::Begin("pay", "req-1", "fp", 0, 0, "worker-a"));
+  auto first =
+      Do(Op::Begin({.ns = "pay", .key = "req-1", .fingerprint = "fp", .owner = "worker-a"}));
   ASSERT_OK(first);
   EXPECT_EQ(Outcome::kStarted, first->outcome);
   EXPECT_EQ(kStatusInProgress, first->record->status);
@@ -39,19 +42,20 @@ TEST_F(LifecycleTest, BeginCompleteReplay) {
   EXPECT_EQ(clock_->NowMillis() + kLease, first->record->lease_until_ms);
   const uint64_t fence = first->record->fence;
 
-  auto dup = Do(Op::Begin("pay", "req-1", "fp"));
+  auto dup = Do(Op::Begin({.ns = "pay", .key = "req-1", .fingerprint = "fp"}));
   ASSERT_OK(dup);
   EXPECT_EQ(Outcome::kInProgress, dup->outcome);
   EXPECT_EQ(first->record->lease_until_ms, dup->record->lease_until_ms);
 
   clock_->Advance(1000);
-  auto done = Do(Op::Complete("pay", "req-1", fence, "HTTP 201 {id: 7}"));
+  auto done = Do(
+      Op::Complete({.ns = "pay", .key = "req-1", .fence = fence, .response = "HTTP 201 {id: 7}"}));
   ASSERT_OK(done);
   EXPECT_EQ(Outcome::kApplied, done->outcome);
   EXPECT_EQ(kStatusCompleted, done->record->status);
   EXPECT_EQ(0, done->record->lease_until_ms);
 
-  auto replay = Do(Op::Begin("pay", "req-1", "fp"));
+  auto replay = Do(Op::Begin({.ns = "pay", .key = "req-1", .fingerprint = "fp"}));
   ASSERT_OK(replay);
   EXPECT_EQ(Outcome::kCompleted, replay->outcome);
   EXPECT_EQ("HTTP 201 {id: 7}", replay->record->payload);
@@ -62,39 +66,47 @@ TEST_F(LifecycleTest, BeginCompleteReplay) {
 
 TEST_F(LifecycleTest, CompletedRetentionComesFromTheNamespacePolicy) {
   uint64_t fence = Started("keep", "k");
-  auto done = Do(Op::Complete("keep", "k", fence, "r"));
+  auto done = Do(Op::Complete({.ns = "keep", .key = "k", .fence = fence, .response = "r"}));
   ASSERT_OK(done);
   EXPECT_EQ(clock_->NowMillis() + 2 * kHour, done->record->expires_at_ms);
-  auto explicit_ttl = Do(Op::Complete("keep", "k2", Started("keep", "k2"), "r", 5000));
+  auto explicit_ttl = Do(Op::Complete(
+      {.ns = "keep", .key = "k2", .fence = Started("keep", "k2"), .response = "r", .ttl = 5s}));
   ASSERT_OK(explicit_ttl);
   EXPECT_EQ(clock_->NowMillis() + 5000, explicit_ttl->record->expires_at_ms);
 }
 
 TEST_F(LifecycleTest, SameKeyDifferentFingerprintIsMismatchInEveryState) {
   uint64_t fence = Started("pay", "k", "hash-a");
-  EXPECT_EQ("MISMATCH", Name(Do(Op::Begin("pay", "k", "hash-b"))));
-  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", fence, "r"))));
-  auto r = Do(Op::Begin("pay", "k", "hash-b"));
+  EXPECT_EQ("MISMATCH", Name(Do(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-b"}))));
+  ASSERT_EQ("APPLIED",
+            Name(Do(Op::Complete({.ns = "pay", .key = "k", .fence = fence, .response = "r"}))));
+  auto r = Do(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-b"}));
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kMismatch, r->outcome);
   EXPECT_FALSE(r->fingerprint_matches);
-  EXPECT_EQ("COMPLETED", Name(Do(Op::Begin("pay", "k", "hash-a"))));
-  EXPECT_EQ("COMPLETED", Name(Do(Op::Begin("pay", "k"))));  // no fingerprint: nothing to compare
+  EXPECT_EQ("COMPLETED", Name(Do(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-a"}))));
+  EXPECT_EQ("COMPLETED",
+            Name(Do(Op::Begin({.ns = "pay", .key = "k"}))));  // no fingerprint: nothing to compare
 }
 
 TEST_F(LifecycleTest, OnlyTheFenceHolderCompletesAndARepeatIsAlready) {
   uint64_t fence = Started("pay", "k");
-  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Complete("pay", "k", fence + 1, "r"))));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", fence, "r"))));
-  EXPECT_EQ("ALREADY", Name(Do(Op::Complete("pay", "k", fence, "r"))));
-  EXPECT_EQ("NOT_FOUND", Name(Do(Op::Complete("pay", "missing", fence, "r"))));
+  EXPECT_EQ("FENCE_MISMATCH",
+            Name(Do(Op::Complete({.ns = "pay", .key = "k", .fence = fence + 1, .response = "r"}))));
+  EXPECT_EQ("APPLIED",
+            Name(Do(Op::Complete({.ns = "pay", .key = "k", .fence = fence, .response = "r"}))));
+  EXPECT_EQ("ALREADY",
+            Name(Do(Op::Complete({.ns = "pay", .key = "k", .fence = fence, .response = "r"}))));
+  EXPECT_EQ(
+      "NOT_FOUND",
+      Name(Do(Op::Complete({.ns = "pay", .key = "missing", .fence = fence, .response = "r"}))));
 }
 
 TEST_F(LifecycleTest, AbortReleasesTheKeyForTheNextBegin) {
   uint64_t fence = Started("pay", "k");
-  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Abort("pay", "k", fence + 1))));
-  EXPECT_EQ("RELEASED", Name(Do(Op::Abort("pay", "k", fence))));
-  auto next = Do(Op::Begin("pay", "k"));
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Abort({.ns = "pay", .key = "k", .fence = fence + 1}))));
+  EXPECT_EQ("RELEASED", Name(Do(Op::Abort({.ns = "pay", .key = "k", .fence = fence}))));
+  auto next = Do(Op::Begin({.ns = "pay", .key = "k"}));
   ASSERT_OK(next);
   EXPECT_EQ(Outcome::kStarted, next->outcome);
   EXPECT_GT(next->record->fence, fence);
@@ -102,38 +114,43 @@ TEST_F(LifecycleTest, AbortReleasesTheKeyForTheNextBegin) {
 
 TEST_F(LifecycleTest, RememberedFailuresAreReplayed) {
   uint64_t fence = Started("remember", "k");
-  Op abort = Op::Abort("remember", "k", fence);
+  Op abort = Op::Abort({.ns = "remember", .key = "k", .fence = fence});
   abort.payload = "HTTP 422 card declined";
   auto r = Do(abort);
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kReleased, r->outcome);
-  auto replay = Do(Op::Begin("remember", "k"));
+  auto replay = Do(Op::Begin({.ns = "remember", .key = "k"}));
   ASSERT_OK(replay);
   EXPECT_EQ(Outcome::kCompleted, replay->outcome);
   EXPECT_EQ(kStatusFailed, replay->record->status);
   EXPECT_EQ("HTTP 422 card declined", replay->record->payload);
-  EXPECT_EQ("CONDITION_FAILED", Name(Do(Op::Abort("remember", "k", fence))));
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(Do(Op::Abort({.ns = "remember", .key = "k", .fence = fence}))));
 }
 
 TEST_F(LifecycleTest, ExpiredLeaseIsTakenOverAndTheStaleHolderIsRejected) {
   uint64_t old_fence = Started("pay", "k");
   clock_->Advance(kLease - 1);
-  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "k"))));
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin({.ns = "pay", .key = "k"}))));
   clock_->Advance(1);  // the lease ends: the worker is presumed dead
-  auto takeover = Do(Op::Begin("pay", "k", "", 0, 0, "worker-b"));
+  auto takeover = Do(Op::Begin({.ns = "pay", .key = "k", .owner = "worker-b"}));
   ASSERT_OK(takeover);
   EXPECT_EQ(Outcome::kStarted, takeover->outcome);
   const uint64_t new_fence = takeover->record->fence;
   EXPECT_GT(new_fence, old_fence);
   EXPECT_EQ("worker-b", takeover->record->owner);
   // The old worker wakes up: every holder-only operation is refused.
-  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Complete("pay", "k", old_fence, "late"))));
-  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Abort("pay", "k", old_fence))));
-  auto hb = Do(Op::Heartbeat("pay", "k", old_fence));
+  EXPECT_EQ(
+      "FENCE_MISMATCH",
+      Name(Do(Op::Complete({.ns = "pay", .key = "k", .fence = old_fence, .response = "late"}))));
+  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Abort({.ns = "pay", .key = "k", .fence = old_fence}))));
+  auto hb = Do(Op::Heartbeat({.ns = "pay", .key = "k", .fence = old_fence}));
   ASSERT_OK(hb);
   EXPECT_EQ(Outcome::kFenceMismatch, hb->outcome);
   EXPECT_EQ(new_fence, hb->record->fence);  // tells the loser who holds it now
-  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", new_fence, "winner"))));
+  ASSERT_EQ(
+      "APPLIED",
+      Name(Do(Op::Complete({.ns = "pay", .key = "k", .fence = new_fence, .response = "winner"}))));
   EXPECT_EQ("winner", GetRecord("pay", "k").payload);
 }
 
@@ -141,36 +158,38 @@ TEST_F(LifecycleTest, HeartbeatKeepsTheLeaseAlive) {
   uint64_t fence = Started("pay", "k");
   for (int i = 0; i < 5; ++i) {
     clock_->Advance(kLease - 1000);
-    auto hb = Do(Op::Heartbeat("pay", "k", fence));
+    auto hb = Do(Op::Heartbeat({.ns = "pay", .key = "k", .fence = fence}));
     ASSERT_OK(hb);
     EXPECT_EQ(Outcome::kApplied, hb->outcome);
     EXPECT_EQ(clock_->NowMillis() + kLease, hb->record->lease_until_ms);
   }
-  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "k"))));
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin({.ns = "pay", .key = "k"}))));
 }
 
 TEST_F(LifecycleTest, AnInProgressRecordDoesNotExpireBeforeItsLease) {
   auto r = Do([] {
-    Op op = Op::Begin("pay", "k", "", 60'000);
-    op.ttl_ms = 1000;  // shorter than the lease
+    Op op = Op::Begin({.ns = "pay", .key = "k", .lease = 1min});
+    op.ttl = 1s;  // shorter than the lease
     return op;
   }());
   ASSERT_OK(r);
   EXPECT_GE(r->record->expires_at_ms, r->record->lease_until_ms);
   clock_->Advance(30'000);
-  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin("pay", "k"))));
+  EXPECT_EQ("IN_PROGRESS", Name(Do(Op::Begin({.ns = "pay", .key = "k"}))));
 }
 
 TEST_F(LifecycleTest, WaitingBeginReceivesTheResponseTheMomentTheHolderCompletes) {
   uint64_t fence = Started("pay", "k");
   auto waiter = std::async(std::launch::async, [&] {
     auto t0 = std::chrono::steady_clock::now();
-    auto r = Do(Op::Begin("pay", "k", "", 0, /*wait_ms=*/20'000));
+    auto r = Do(Op::Begin({.ns = "pay", .key = "k", .wait = 20s}));
     return std::make_pair(std::move(r), std::chrono::steady_clock::now() - t0);
   });
   // Let the waiter block (this only makes the test meaningful; correctness does not depend on it).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("pay", "k", fence, "the response"))));
+  ASSERT_EQ("APPLIED",
+            Name(Do(Op::Complete(
+                {.ns = "pay", .key = "k", .fence = fence, .response = "the response"}))));
   auto [r, waited] = waiter.get();
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kCompleted, r->outcome);
@@ -180,10 +199,10 @@ TEST_F(LifecycleTest, WaitingBeginReceivesTheResponseTheMomentTheHolderCompletes
 
 TEST_F(LifecycleTest, WaitingBeginStartsWhenTheHolderAborts) {
   uint64_t fence = Started("pay", "k");
-  auto waiter =
-      std::async(std::launch::async, [&] { return Do(Op::Begin("pay", "k", "", 0, 20'000)); });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return Do(Op::Begin({.ns = "pay", .key = "k", .wait = 20s})); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ("RELEASED", Name(Do(Op::Abort("pay", "k", fence))));
+  ASSERT_EQ("RELEASED", Name(Do(Op::Abort({.ns = "pay", .key = "k", .fence = fence}))));
   auto r = waiter.get();
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kStarted, r->outcome);
@@ -193,7 +212,7 @@ TEST_F(LifecycleTest, WaitingBeginStartsWhenTheHolderAborts) {
 TEST_F(LifecycleTest, WaitingBeginGivesUpAfterItsWait) {
   Started("pay", "k");
   auto t0 = std::chrono::steady_clock::now();
-  auto r = Do(Op::Begin("pay", "k", "", 0, /*wait_ms=*/100));
+  auto r = Do(Op::Begin({.ns = "pay", .key = "k", .wait = 100ms}));
   auto waited = std::chrono::steady_clock::now() - t0;
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kInProgress, r->outcome);
@@ -202,7 +221,7 @@ TEST_F(LifecycleTest, WaitingBeginGivesUpAfterItsWait) {
 
 TEST_F(LifecycleTest, ApplyNoWaitNeverBlocks) {
   Started("pay", "k");
-  std::vector<Op> ops = {Op::Begin("pay", "k", "", 0, 60'000)};
+  std::vector<Op> ops = {Op::Begin({.ns = "pay", .key = "k", .wait = 1min})};
   std::vector<Result<OpResult>> results;
   ASSERT_TRUE(engine().ApplyNoWait(ops, &results).ok());
   EXPECT_EQ("IN_PROGRESS", Name(results[0]));
@@ -210,10 +229,12 @@ TEST_F(LifecycleTest, ApplyNoWaitNeverBlocks) {
 
 TEST_F(LifecycleTest, BulkConsumerDedupInOneCallEach) {
   uint64_t f3 = Started("queue", "msg-3");
-  ASSERT_EQ("APPLIED", Name(Do(Op::Complete("queue", "msg-3", f3, "done"))));
+  ASSERT_EQ(
+      "APPLIED",
+      Name(Do(Op::Complete({.ns = "queue", .key = "msg-3", .fence = f3, .response = "done"}))));
   std::vector<std::string> ids = {"msg-1", "msg-2", "msg-3", "msg-4"};
   std::vector<Op> claims;
-  for (const auto& id : ids) claims.push_back(Op::Begin("queue", id));
+  for (const auto& id : ids) claims.push_back(Op::Begin({.ns = "queue", .key = id}));
   std::vector<Result<OpResult>> claimed;
   ASSERT_TRUE(engine().Apply(claims, &claimed).ok());
   EXPECT_EQ("STARTED", Name(claimed[0]));
@@ -223,7 +244,8 @@ TEST_F(LifecycleTest, BulkConsumerDedupInOneCallEach) {
   std::vector<Op> completes;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (claimed[i]->outcome == Outcome::kStarted) {
-      completes.push_back(Op::Complete("queue", ids[i], claimed[i]->record->fence, "ok"));
+      completes.push_back(Op::Complete(
+          {.ns = "queue", .key = ids[i], .fence = claimed[i]->record->fence, .response = "ok"}));
     }
   }
   std::vector<Result<OpResult>> completed;
@@ -232,92 +254,112 @@ TEST_F(LifecycleTest, BulkConsumerDedupInOneCallEach) {
 }
 
 TEST_F(LifecycleTest, TokensAreConsumedExactlyOnce) {
-  auto issued = Do(Op::IssueToken("form", 60'000));
+  auto issued = Do(Op::IssueToken({.ns = "form", .ttl = 1min}));
   ASSERT_OK(issued);
   EXPECT_EQ(Outcome::kIssued, issued->outcome);
   const std::string token = issued->token;
   EXPECT_EQ(22u, token.size());  // 128 bits, base64url
-  auto other = Do(Op::IssueToken("form", 60'000));
+  auto other = Do(Op::IssueToken({.ns = "form", .ttl = 1min}));
   ASSERT_OK(other);
   EXPECT_NE(token, other->token);
-  EXPECT_EQ("CONSUMED", Name(Do(Op::ConsumeToken("form", token))));
-  EXPECT_EQ("ALREADY_CONSUMED", Name(Do(Op::ConsumeToken("form", token))));
-  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken("form", "never-issued"))));
-  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken("other-ns", other->token))));
+  EXPECT_EQ("CONSUMED", Name(Do(Op::ConsumeToken({.ns = "form", .token = token}))));
+  EXPECT_EQ("ALREADY_CONSUMED", Name(Do(Op::ConsumeToken({.ns = "form", .token = token}))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken({.ns = "form", .token = "never-issued"}))));
+  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken({.ns = "other-ns", .token = other->token}))));
   clock_->Advance(60'000);
-  EXPECT_EQ("NOT_FOUND", Name(Do(Op::ConsumeToken("form", other->token))));  // expired
+  EXPECT_EQ("NOT_FOUND",
+            Name(Do(Op::ConsumeToken({.ns = "form", .token = other->token}))));  // expired
 }
 
 TEST_F(LifecycleTest, LocksWithLeasesAndFencing) {
-  auto a = Do(Op::Lock("locks", "report", "alice", 10'000));
+  auto a = Do(Op::Lock({.ns = "locks", .key = "report", .owner = "alice", .lease = 10s}));
   ASSERT_OK(a);
   EXPECT_EQ(Outcome::kAcquired, a->outcome);
   const uint64_t alice = a->record->fence;
-  auto held = Do(Op::Lock("locks", "report", "bob", 10'000));
+  auto held = Do(Op::Lock({.ns = "locks", .key = "report", .owner = "bob", .lease = 10s}));
   ASSERT_OK(held);
   EXPECT_EQ(Outcome::kHeld, held->outcome);
   EXPECT_EQ("alice", held->record->owner);
   EXPECT_EQ(clock_->NowMillis() + 10'000, held->record->lease_until_ms);
   // Alice asking again (a retried request) keeps her fence.
-  auto again = Do(Op::Lock("locks", "report", "alice", 10'000));
+  auto again = Do(Op::Lock({.ns = "locks", .key = "report", .owner = "alice", .lease = 10s}));
   ASSERT_OK(again);
   EXPECT_EQ(Outcome::kAcquired, again->outcome);
   EXPECT_EQ(alice, again->record->fence);
-  EXPECT_EQ("APPLIED", Name(Do(Op::Renew("locks", "report", alice, 10'000))));
-  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Renew("locks", "report", alice + 1, 10'000))));
+  EXPECT_EQ("APPLIED",
+            Name(Do(Op::Renew({.ns = "locks", .key = "report", .fence = alice, .lease = 10s}))));
+  EXPECT_EQ(
+      "FENCE_MISMATCH",
+      Name(Do(Op::Renew({.ns = "locks", .key = "report", .fence = alice + 1, .lease = 10s}))));
   clock_->Advance(10'000);  // Alice stalls past her lease
-  auto b = Do(Op::Lock("locks", "report", "bob", 10'000));
+  auto b = Do(Op::Lock({.ns = "locks", .key = "report", .owner = "bob", .lease = 10s}));
   ASSERT_OK(b);
   EXPECT_EQ(Outcome::kAcquired, b->outcome);
   EXPECT_GT(b->record->fence, alice);  // downstream systems can reject Alice's writes
-  EXPECT_EQ("FENCE_MISMATCH", Name(Do(Op::Unlock("locks", "report", alice))));
-  EXPECT_EQ("RELEASED", Name(Do(Op::Unlock("locks", "report", b->record->fence))));
-  EXPECT_EQ("NOT_FOUND", Name(Do(Op::Unlock("locks", "report", b->record->fence))));
-  EXPECT_EQ("ACQUIRED", Name(Do(Op::Lock("locks", "report", "carol"))));
+  EXPECT_EQ("FENCE_MISMATCH",
+            Name(Do(Op::Unlock({.ns = "locks", .key = "report", .fence = alice}))));
+  EXPECT_EQ("RELEASED",
+            Name(Do(Op::Unlock({.ns = "locks", .key = "report", .fence = b->record->fence}))));
+  EXPECT_EQ("NOT_FOUND",
+            Name(Do(Op::Unlock({.ns = "locks", .key = "report", .fence = b->record->fence}))));
+  EXPECT_EQ("ACQUIRED", Name(Do(Op::Lock({.ns = "locks", .key = "report", .owner = "carol"}))));
 }
 
 TEST_F(LifecycleTest, StateMachineTransitions) {
   ASSERT_EQ("INSERTED", Insert("order", "o1", "WAIT_PAY"));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("order", "o1", "PAYING"))));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("order", "o1", "PAID"))));
+  EXPECT_EQ("APPLIED",
+            Name(Do(Op::Transition({.ns = "order", .key = "o1", .to_status = "PAYING"}))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition({.ns = "order", .key = "o1", .to_status = "PAID"}))));
   // The payment provider calls back again: success, nothing changes.
-  auto dup = Do(Op::Transition("order", "o1", "PAID"));
+  auto dup = Do(Op::Transition({.ns = "order", .key = "o1", .to_status = "PAID"}));
   ASSERT_OK(dup);
   EXPECT_EQ(Outcome::kAlready, dup->outcome);
   EXPECT_EQ(3u, dup->record->version);
-  auto illegal = Do(Op::Transition("order", "o1", "CLOSED"));
+  auto illegal = Do(Op::Transition({.ns = "order", .key = "o1", .to_status = "CLOSED"}));
   ASSERT_OK(illegal);
   EXPECT_EQ(Outcome::kIllegal, illegal->outcome);
   EXPECT_EQ("PAID", illegal->record->status);
-  EXPECT_EQ("ILLEGAL", Name(Do(Op::Transition("order", "o1", "NO_SUCH_STATE"))));
-  EXPECT_EQ("CONDITION_FAILED", Name(Do(Op::Transition("order", "o1", "SHIPPED", 2))));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("order", "o1", "SHIPPED", 3))));
-  EXPECT_EQ("NOT_FOUND", Name(Do(Op::Transition("order", "missing", "PAID"))));
+  EXPECT_EQ("ILLEGAL",
+            Name(Do(Op::Transition({.ns = "order", .key = "o1", .to_status = "NO_SUCH_STATE"}))));
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(Do(Op::Transition(
+                {.ns = "order", .key = "o1", .to_status = "SHIPPED", .expect_version = 2}))));
+  EXPECT_EQ("APPLIED",
+            Name(Do(Op::Transition(
+                {.ns = "order", .key = "o1", .to_status = "SHIPPED", .expect_version = 3}))));
+  EXPECT_EQ("NOT_FOUND",
+            Name(Do(Op::Transition({.ns = "order", .key = "missing", .to_status = "PAID"}))));
 }
 
 TEST_F(LifecycleTest, NamespaceWithoutAGraphAllowsAnyTransition) {
   ASSERT_EQ("INSERTED", Insert("free", "k", "A"));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("free", "k", "Z"))));
-  EXPECT_EQ("ALREADY", Name(Do(Op::Transition("free", "k", "Z"))));
-  EXPECT_EQ("APPLIED", Name(Do(Op::Transition("free", "k", "A"))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition({.ns = "free", .key = "k", .to_status = "Z"}))));
+  EXPECT_EQ("ALREADY", Name(Do(Op::Transition({.ns = "free", .key = "k", .to_status = "Z"}))));
+  EXPECT_EQ("APPLIED", Name(Do(Op::Transition({.ns = "free", .key = "k", .to_status = "A"}))));
 }
 
 TEST_F(LifecycleTest, BadArgumentsAreInvalidArgument) {
-  Op no_fence = Op::Complete("pay", "k", 1, "r");
+  Op no_fence = Op::Complete({.ns = "pay", .key = "k", .fence = 1, .response = "r"});
   no_fence.condition.fence.reset();
   EXPECT_EQ("INVALID_ARGUMENT", Name(Do(no_fence)));
+  EXPECT_EQ(
+      "INVALID_ARGUMENT",
+      Name(Do(Op::Begin({.ns = "pay",
+                         .key = "k",
+                         .lease = std::chrono::milliseconds(25 * kHour)}))));  // > max lease (24h)
   EXPECT_EQ("INVALID_ARGUMENT",
-            Name(Do(Op::Begin("pay", "k", "", 25 * kHour))));  // > max lease (24h)
-  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", -5))));
-  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 0, -1))));
-  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Begin("pay", "k", "", 0, 3'600'000))));  // > max wait
-  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Lock("locks", "k", ""))));
-  Op keyed_token = Op::IssueToken("form");
+            Name(Do(Op::Begin({.ns = "pay", .key = "k", .lease = std::chrono::milliseconds(-5)}))));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(Do(Op::Begin({.ns = "pay", .key = "k", .wait = std::chrono::milliseconds(-1)}))));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(Do(Op::Begin({.ns = "pay", .key = "k", .wait = 1h}))));  // > max wait
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Lock({.ns = "locks", .key = "k"}))));
+  Op keyed_token = Op::IssueToken({.ns = "form"});
   keyed_token.key = "chosen";
   EXPECT_EQ("INVALID_ARGUMENT", Name(Do(keyed_token)));
-  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Transition("order", "o", ""))));
+  EXPECT_EQ("INVALID_ARGUMENT", Name(Do(Op::Transition({.ns = "order", .key = "o"}))));
   uint64_t fence = Started("small", "k");
-  auto big = Do(Op::Complete("small", "k", fence, "123456789"));
+  auto big = Do(Op::Complete({.ns = "small", .key = "k", .fence = fence, .response = "123456789"}));
   EXPECT_EQ("INVALID_ARGUMENT", Name(big));
   EXPECT_NE(std::string::npos, big.status().message().find("max_response_bytes"));
 }

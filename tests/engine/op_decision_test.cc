@@ -47,21 +47,33 @@ struct Row {
 std::vector<Row> Table() {
   const std::string wk = "WRONG_KIND";
   return {
-      {"Insert", Op::Insert("ns", "k", "NEW"), {"EXISTS", wk, wk, wk, "EXISTS"}},
+      {"Insert",
+       Op::Insert({.ns = "ns", .key = "k", .status = "NEW"}),
+       {"EXISTS", wk, wk, wk, "EXISTS"}},
       {"CompareAndSet",
-       Op::CompareAndSet("ns", "k", {}, Update{.status = "NEXT", .payload = {}, .ttl_ms = {}}),
+       Op::CompareAndSet({.ns = "ns", .key = "k", .update = {.status = "NEXT"}}),
        {"APPLIED", wk, wk, wk, "APPLIED"}},
-      {"Get", Op::Get("ns", "k"), {"FOUND", "FOUND", "FOUND", "FOUND", "FOUND"}},
-      {"Delete", Op::Delete("ns", "k"), {"DELETED", "DELETED", "DELETED", "DELETED", "DELETED"}},
-      {"Begin", Op::Begin("ns", "k"), {wk, "IN_PROGRESS", wk, wk, wk}},
-      {"Complete", Op::Complete("ns", "k", kFence, "r"), {wk, "APPLIED", wk, wk, wk}},
-      {"Abort", Op::Abort("ns", "k", kFence), {wk, "RELEASED", wk, wk, wk}},
-      {"Heartbeat", Op::Heartbeat("ns", "k", kFence), {wk, "APPLIED", wk, wk, wk}},
-      {"ConsumeToken", Op::ConsumeToken("ns", "k"), {wk, wk, "CONSUMED", wk, wk}},
-      {"Lock", Op::Lock("ns", "k", "alice"), {wk, wk, wk, "ACQUIRED", wk}},
-      {"Renew", Op::Renew("ns", "k", kFence), {wk, wk, wk, "APPLIED", wk}},
-      {"Unlock", Op::Unlock("ns", "k", kFence), {wk, wk, wk, "RELEASED", wk}},
-      {"Transition", Op::Transition("ns", "k", "NEXT"), {"APPLIED", wk, wk, wk, "APPLIED"}},
+      {"Get", Op::Get({.ns = "ns", .key = "k"}), {"FOUND", "FOUND", "FOUND", "FOUND", "FOUND"}},
+      {"Delete",
+       Op::Delete({.ns = "ns", .key = "k"}),
+       {"DELETED", "DELETED", "DELETED", "DELETED", "DELETED"}},
+      {"Begin", Op::Begin({.ns = "ns", .key = "k"}), {wk, "IN_PROGRESS", wk, wk, wk}},
+      {"Complete",
+       Op::Complete({.ns = "ns", .key = "k", .fence = kFence, .response = "r"}),
+       {wk, "APPLIED", wk, wk, wk}},
+      {"Abort", Op::Abort({.ns = "ns", .key = "k", .fence = kFence}), {wk, "RELEASED", wk, wk, wk}},
+      {"Heartbeat",
+       Op::Heartbeat({.ns = "ns", .key = "k", .fence = kFence}),
+       {wk, "APPLIED", wk, wk, wk}},
+      {"ConsumeToken", Op::ConsumeToken({.ns = "ns", .token = "k"}), {wk, wk, "CONSUMED", wk, wk}},
+      {"Lock", Op::Lock({.ns = "ns", .key = "k", .owner = "alice"}), {wk, wk, wk, "ACQUIRED", wk}},
+      {"Renew", Op::Renew({.ns = "ns", .key = "k", .fence = kFence}), {wk, wk, wk, "APPLIED", wk}},
+      {"Unlock",
+       Op::Unlock({.ns = "ns", .key = "k", .fence = kFence}),
+       {wk, wk, wk, "RELEASED", wk}},
+      {"Transition",
+       Op::Transition({.ns = "ns", .key = "k", .to_status = "NEXT"}),
+       {"APPLIED", wk, wk, wk, "APPLIED"}},
   };
 }
 
@@ -100,11 +112,12 @@ TEST(OpDecisionKinds, NewRecordsTakeTheKindOfTheOperationThatCreatesThem) {
     Decision d = Decide(op, nullptr, in);
     return d.result.record ? RecordKindName(d.result.record->kind) : "no record";
   };
-  EXPECT_EQ("plain", created(Op::Insert("ns", "k", "NEW"), Inputs()));
-  EXPECT_EQ("state-machine", created(Op::Insert("ns", "k", "NEW"), with_graph));
-  EXPECT_EQ("attempt", created(Op::Begin("ns", "k"), Inputs()));
-  EXPECT_EQ("token", created(Op::IssueToken("ns"), Inputs()));
-  EXPECT_EQ("lock", created(Op::Lock("ns", "k", "alice"), Inputs()));
+  EXPECT_EQ("plain", created(Op::Insert({.ns = "ns", .key = "k", .status = "NEW"}), Inputs()));
+  EXPECT_EQ("state-machine",
+            created(Op::Insert({.ns = "ns", .key = "k", .status = "NEW"}), with_graph));
+  EXPECT_EQ("attempt", created(Op::Begin({.ns = "ns", .key = "k"}), Inputs()));
+  EXPECT_EQ("token", created(Op::IssueToken({.ns = "ns"}), Inputs()));
+  EXPECT_EQ("lock", created(Op::Lock({.ns = "ns", .key = "k", .owner = "alice"}), Inputs()));
 }
 
 // Records stored before kinds existed (kind byte 0) keep working as they did: every operation
@@ -113,25 +126,27 @@ TEST(OpDecisionKinds, NewRecordsTakeTheKindOfTheOperationThatCreatesThem) {
 TEST(OpDecisionKinds, UntypedRecordsAreAcceptedAndTakeTheKindOfTheirFirstChange) {
   Record legacy = Of(RecordKind::kAttempt);
   legacy.kind = RecordKind::kUntyped;
-  Decision completed = Decide(Op::Complete("ns", "k", kFence, "r"), &legacy, Inputs());
+  Decision completed = Decide(
+      Op::Complete({.ns = "ns", .key = "k", .fence = kFence, .response = "r"}), &legacy, Inputs());
   ASSERT_EQ(Outcome::kApplied, completed.result.outcome);
   EXPECT_EQ(RecordKind::kAttempt, completed.result.record->kind);
-  EXPECT_EQ(Outcome::kWrongKind,
-            Decide(Op::Transition("ns", "k", "X"), &*completed.result.record, Inputs())
-                .result.outcome);
+  EXPECT_EQ(Outcome::kWrongKind, Decide(Op::Transition({.ns = "ns", .key = "k", .to_status = "X"}),
+                                        &*completed.result.record, Inputs())
+                                     .result.outcome);
 
-  Decision moved = Decide(Op::Transition("ns", "k", "X"), &legacy, Inputs());
+  Decision moved =
+      Decide(Op::Transition({.ns = "ns", .key = "k", .to_status = "X"}), &legacy, Inputs());
   ASSERT_EQ(Outcome::kApplied, moved.result.outcome);  // as before kinds: nothing to tell by
   EXPECT_EQ(RecordKind::kPlain, moved.result.record->kind);
 
   Record token = Of(RecordKind::kToken);
   token.kind = RecordKind::kUntyped;
-  Decision consumed = Decide(Op::ConsumeToken("ns", "k"), &token, Inputs());
+  Decision consumed = Decide(Op::ConsumeToken({.ns = "ns", .token = "k"}), &token, Inputs());
   ASSERT_EQ(Outcome::kConsumed, consumed.result.outcome);
   EXPECT_EQ(RecordKind::kToken, consumed.result.record->kind);
 
   // An answer that writes nothing leaves it untyped.
-  Decision found = Decide(Op::Begin("ns", "k"), &legacy, Inputs());
+  Decision found = Decide(Op::Begin({.ns = "ns", .key = "k"}), &legacy, Inputs());
   EXPECT_EQ(Outcome::kInProgress, found.result.outcome);
   EXPECT_EQ(Decision::Write::kNone, found.write);
 }
@@ -142,7 +157,7 @@ TEST(OpDecisionKinds, CompareAndSetStatusChangesFollowTheGraph) {
   in.graph = &graph;
   const Record current = Of(RecordKind::kStateMachine);
   auto cas = [&](std::string_view status) {
-    Op op = Op::CompareAndSet("ns", "k", {}, Update{.status = status, .payload = {}, .ttl_ms = {}});
+    Op op = Op::CompareAndSet({.ns = "ns", .key = "k", .update = {.status = status}});
     return std::string(OutcomeName(Decide(op, &current, in).result.outcome));
   };
   EXPECT_EQ("APPLIED", cas("NEXT"));

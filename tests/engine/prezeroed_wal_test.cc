@@ -173,7 +173,10 @@ class PrezeroedWalRecoveryTest : public ::testing::Test {
   // Inserts records 0..n-1 with payloads of `size` bytes.
   void InsertAll(Engine& e, int from, int n, size_t size) {
     for (int i = from; i < from + n; ++i) {
-      auto r = e.Insert("wal", "k" + std::to_string(i), "DONE", Record(i, size));
+      auto r = e.Insert({.ns = "wal",
+                         .key = "k" + std::to_string(i),
+                         .status = "DONE",
+                         .payload = Record(i, size)});
       ASSERT_TRUE(r.ok() && r->outcome == Outcome::kInserted) << i;
     }
   }
@@ -184,7 +187,7 @@ class PrezeroedWalRecoveryTest : public ::testing::Test {
     if (!e.ok()) return -1;
     int found = 0;
     for (int i = 0; i < n; ++i) {
-      auto r = (*e)->Get("wal", "k" + std::to_string(i));
+      auto r = (*e)->Get({.ns = "wal", .key = "k" + std::to_string(i)});
       EXPECT_TRUE(r.ok());
       if (r.ok() && r->outcome == Outcome::kFound) {
         EXPECT_EQ(Record(i, size), r->record->payload) << i;
@@ -243,7 +246,7 @@ void PrezeroedWalRecoveryTest::ExpectTornLastRecordLosesOnlyItself(size_t last_s
   EXPECT_EQ(400, CountRecovered(dir_.Sub("image"), 400, 300));
   auto e = Engine::Open(dir_.Sub("image"), options_);
   ASSERT_TRUE(e.ok());
-  auto last = (*e)->Get("wal", "k400");
+  auto last = (*e)->Get({.ns = "wal", .key = "k400"});
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(Outcome::kNotFound, last->outcome);
 }

@@ -27,25 +27,35 @@ TEST(Validation, NamespaceNeverExceedsTheOneByteKeyPrefix) {
 }
 
 TEST(Validation, KeyLimits) {
-  EXPECT_TRUE(ValidateOp(Op::Get("ns", std::string(512, 'k')), L()).ok());
-  Status s = ValidateOp(Op::Get("ns", std::string(513, 'k')), L());
+  EXPECT_TRUE(ValidateOp(Op::Get({.ns = "ns", .key = std::string(512, 'k')}), L()).ok());
+  Status s = ValidateOp(Op::Get({.ns = "ns", .key = std::string(513, 'k')}), L());
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(std::string::npos, s.message().find("key is 513 bytes"));
-  EXPECT_TRUE(ValidateOp(Op::Get("ns", ""), L()).IsInvalidArgument());
-  EXPECT_TRUE(ValidateOp(Op::Get("ns", std::string("\0\xff", 2)), L()).ok());  // keys are bytes
+  EXPECT_TRUE(ValidateOp(Op::Get({.ns = "ns"}), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateOp(Op::Get({.ns = "ns", .key = std::string("\0\xff", 2)}), L())
+                  .ok());  // keys are bytes
 }
 
 TEST(Validation, InsertFieldLimits) {
-  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", "PENDING"), L()).ok());
-  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", ""), L()).IsInvalidArgument());
-  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", std::string(33, 's')), L()).IsInvalidArgument());
-  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", "S", "", std::string(64, 'f')), L()).ok());
+  EXPECT_TRUE(ValidateOp(Op::Insert({.ns = "ns", .key = "k", .status = "PENDING"}), L()).ok());
+  EXPECT_TRUE(ValidateOp(Op::Insert({.ns = "ns", .key = "k"}), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateOp(Op::Insert({.ns = "ns", .key = "k", .status = std::string(33, 's')}), L())
+                  .IsInvalidArgument());
   EXPECT_TRUE(
-      ValidateOp(Op::Insert("ns", "k", "S", "", std::string(65, 'f')), L()).IsInvalidArgument());
+      ValidateOp(
+          Op::Insert({.ns = "ns", .key = "k", .status = "S", .fingerprint = std::string(64, 'f')}),
+          L())
+          .ok());
+  EXPECT_TRUE(
+      ValidateOp(
+          Op::Insert({.ns = "ns", .key = "k", .status = "S", .fingerprint = std::string(65, 'f')}),
+          L())
+          .IsInvalidArgument());
   std::string big(1 << 20, 'p');
-  EXPECT_TRUE(ValidateOp(Op::Insert("ns", "k", "S", big), L()).ok());
+  EXPECT_TRUE(
+      ValidateOp(Op::Insert({.ns = "ns", .key = "k", .status = "S", .payload = big}), L()).ok());
   big.push_back('p');
-  Status s = ValidateOp(Op::Insert("ns", "k", "S", big), L());
+  Status s = ValidateOp(Op::Insert({.ns = "ns", .key = "k", .status = "S", .payload = big}), L());
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(std::string::npos, s.message().find("payload"));
 }
@@ -53,18 +63,24 @@ TEST(Validation, InsertFieldLimits) {
 TEST(Validation, ConditionAndUpdateLimits) {
   Condition c;
   for (int i = 0; i < 17; ++i) c.status_in.push_back("S");
-  EXPECT_TRUE(ValidateOp(Op::CompareAndSet("ns", "k", c, {}), L()).IsInvalidArgument());
+  EXPECT_TRUE(
+      ValidateOp(Op::CompareAndSet({.ns = "ns", .key = "k", .condition = c, .update = {}}), L())
+          .IsInvalidArgument());
   c.status_in.resize(16);
-  EXPECT_TRUE(ValidateOp(Op::CompareAndSet("ns", "k", c, {}), L()).ok());
+  EXPECT_TRUE(
+      ValidateOp(Op::CompareAndSet({.ns = "ns", .key = "k", .condition = c, .update = {}}), L())
+          .ok());
   c.status_in[3] = "";
-  EXPECT_TRUE(ValidateOp(Op::Delete("ns", "k", c), L()).IsInvalidArgument());
+  EXPECT_TRUE(
+      ValidateOp(Op::Delete({.ns = "ns", .key = "k", .condition = c}), L()).IsInvalidArgument());
   Update u;
   u.status = "";
-  EXPECT_TRUE(ValidateOp(Op::CompareAndSet("ns", "k", {}, u), L()).IsInvalidArgument());
+  EXPECT_TRUE(ValidateOp(Op::CompareAndSet({.ns = "ns", .key = "k", .update = u}), L())
+                  .IsInvalidArgument());
 }
 
 TEST(Validation, UnknownOpTypeIsNotSupported) {
-  Op op = Op::Get("ns", "k");
+  Op op = Op::Get({.ns = "ns", .key = "k"});
   op.type = static_cast<OpType>(200);
   EXPECT_EQ(Status::Code::kNotSupported, ValidateOp(op, L()).code());
 }

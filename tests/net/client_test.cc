@@ -153,14 +153,31 @@ TEST(ProtocolCodecTest, StatsRoundTripEveryField) {
                                     &StoreStats::table_readers_bytes};
   uint64_t value = 1000;
   for (auto field : fields) in.*field = ++value;
-  in.durability = "sync";
+  in.durability = Durability::kAsync;  // not the default
   FrameBytes bytes = EncodeStatsResponse(7, in);
   const wire::Frame* frame = VerifyFrame(bytes.data() + 4, bytes.size() - 4);
   ASSERT_NE(nullptr, frame);
   ASSERT_NE(nullptr, frame->body_as_StatsResponse());
-  StoreStats out = DecodeStats(*frame->body_as_StatsResponse());
-  for (auto field : fields) EXPECT_EQ(in.*field, out.*field);
-  EXPECT_EQ("sync", out.durability);
+  Result<StoreStats> out = DecodeStats(*frame->body_as_StatsResponse());
+  ASSERT_OK(out);
+  for (auto field : fields) EXPECT_EQ(in.*field, (*out).*field);
+  EXPECT_EQ(Durability::kAsync, out->durability);
+  EXPECT_EQ("async", frame->body_as_StatsResponse()->durability()->str());  // the flag's name
+}
+
+// The wire carries the durability as a name; a name the client does not know is a damaged
+// reply, not a silently defaulted mode.
+TEST(ProtocolCodecTest, StatsWithAnUnknownDurabilityIsCorruption) {
+  flatbuffers::FlatBufferBuilder b;
+  auto name = b.CreateString("fast");
+  wire::StatsResponseBuilder stats(b);
+  stats.add_durability(name);
+  b.Finish(wire::CreateFrame(b, 7, wire::Body::StatsResponse, stats.Finish().Union()));
+  const wire::Frame* frame = VerifyFrame(b.GetBufferPointer(), b.GetSize());
+  ASSERT_NE(nullptr, frame);
+  Result<StoreStats> out = DecodeStats(*frame->body_as_StatsResponse());
+  EXPECT_EQ(Status::Code::kCorruption, out.status().code()) << out.status().ToString();
+  EXPECT_NE(std::string::npos, out.status().ToString().find("\"fast\"")) << out.status().ToString();
 }
 
 // The bound a server checks max_reply_bytes against, before building a response: never below
@@ -232,7 +249,7 @@ TEST(ClientTest, NoAnswerIsTimedOut) {
   auto client = Client::Connect(options);
   ASSERT_OK(client);
   const auto start = std::chrono::steady_clock::now();
-  Result<OpResult> r = (*client)->Get("ns", "k");
+  Result<OpResult> r = (*client)->Get({.ns = "ns", .key = "k"});
   EXPECT_TRUE(r.status().IsTimedOut()) << r.status().ToString();
   EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
   EXPECT_TRUE((*client)->Stats().status().IsTimedOut());
@@ -247,11 +264,11 @@ TEST(ClientTest, ServerClosingFailsWaitingCallsAtOnce) {
   auto client = Client::Connect(options);
   ASSERT_OK(client);
   const auto start = std::chrono::steady_clock::now();
-  Result<OpResult> r = (*client)->Get("ns", "k");
+  Result<OpResult> r = (*client)->Get({.ns = "ns", .key = "k"});
   EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   // Without reconnect, later calls fail at once with the same error.
-  Result<OpResult> later = (*client)->Get("ns", "k");
+  Result<OpResult> later = (*client)->Get({.ns = "ns", .key = "k"});
   EXPECT_EQ(r.status().ToString(), later.status().ToString());
 }
 
@@ -263,9 +280,9 @@ TEST(ClientTest, IdleTimeoutDoesNotBreakTheClient) {
   testing::TestServer server(server_options);
   auto client = server.Connect();
   ASSERT_OK(client);
-  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "k", .status = "NEW"}));
   std::this_thread::sleep_for(400ms);  // the server has closed the connection by now
-  Result<OpResult> r = (*client)->Get("ns", "k");
+  Result<OpResult> r = (*client)->Get({.ns = "ns", .key = "k"});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kFound, r->outcome);
 }
@@ -281,11 +298,11 @@ TEST(ClientTest, ReconnectsAfterAServerRestart) {
   testing::TestServer server;
   auto client = server.Connect();
   ASSERT_OK(client);
-  ASSERT_OK((*client)->Insert("ns", "before", "NEW"));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "before", .status = "NEW"}));
   server.StopServer();
   server.StartServer();
   std::this_thread::sleep_for(kSeeTheClose);
-  Result<OpResult> r = (*client)->Get("ns", "before");
+  Result<OpResult> r = (*client)->Get({.ns = "ns", .key = "before"});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kFound, r->outcome);
 
@@ -297,7 +314,7 @@ TEST(ClientTest, ReconnectsAfterAServerRestart) {
   std::promise<void> all_done;
   for (int i = 0; i < kRequests; ++i) {
     const std::string key = "after" + std::to_string(i);  // an Op borrows its strings
-    std::vector<Op> ops = {Op::Insert("ns", key, "NEW")};
+    std::vector<Op> ops = {Op::Insert({.ns = "ns", .key = key, .status = "NEW"})};
     (*client)->ApplyAsync(ops, [&](Status s, std::vector<Result<OpResult>> results) {
       if (s.ok() && results[0].ok() && results[0]->outcome == Outcome::kInserted) ++inserted;
       if (++completed == kRequests) all_done.set_value();
@@ -317,23 +334,23 @@ TEST(ClientTest, WhileTheServerIsDownCallsFailAtOnceThenRecover) {
   options.reconnect_backoff_max_ms = 1'000;
   auto client = server.Connect(options);
   ASSERT_OK(client);
-  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "k", .status = "NEW"}));
   server.StopServer();
   std::this_thread::sleep_for(kSeeTheClose);
 
-  Result<OpResult> first = (*client)->Get("ns", "k");  // tries to connect: refused
+  Result<OpResult> first = (*client)->Get({.ns = "ns", .key = "k"});  // tries to connect: refused
   EXPECT_TRUE(first.status().IsIOError()) << first.status().ToString();
   EXPECT_NE(std::string::npos, first.status().message().find("connect to " + server.address()))
       << first.status().ToString();
   server.StartServer();
   // Within the backoff: no attempt, although the server is back.
-  Result<OpResult> backing_off = (*client)->Get("ns", "k");
+  Result<OpResult> backing_off = (*client)->Get({.ns = "ns", .key = "k"});
   EXPECT_TRUE(backing_off.status().IsIOError()) << backing_off.status().ToString();
   EXPECT_NE(std::string::npos, backing_off.status().message().find("next attempt in"))
       << backing_off.status().ToString();
 
   std::this_thread::sleep_for(1'200ms);
-  Result<OpResult> recovered = (*client)->Get("ns", "k");
+  Result<OpResult> recovered = (*client)->Get({.ns = "ns", .key = "k"});
   ASSERT_OK(recovered);
   EXPECT_EQ(Outcome::kFound, recovered->outcome);
 }
@@ -345,7 +362,7 @@ TEST(ClientTest, DestroyingTheClientFailsPendingCallsWithShutdown) {
   auto client = Client::Connect(options);
   ASSERT_OK(client);
   std::promise<Status> done;
-  std::vector<Op> ops = {Op::Get("ns", "k")};
+  std::vector<Op> ops = {Op::Get({.ns = "ns", .key = "k"})};
   (*client)->ApplyAsync(ops, [&](Status s, std::vector<Result<OpResult>>) { done.set_value(s); });
   client->reset();
   EXPECT_EQ(Status::Code::kShutdown, done.get_future().get().code());
@@ -356,7 +373,7 @@ TEST(ClientTest, ApplyInsideACallbackIsRefused) {
   auto client = server.Connect();
   ASSERT_OK(client);
   std::promise<Status> nested;
-  std::vector<Op> ops = {Op::Get("ns", "k")};
+  std::vector<Op> ops = {Op::Get({.ns = "ns", .key = "k"})};
   (*client)->ApplyAsync(ops, [&](Status, std::vector<Result<OpResult>>) {
     std::vector<Result<OpResult>> results;
     nested.set_value((*client)->Apply(ops, &results));
@@ -373,7 +390,7 @@ TEST(ClientTest, ThousandsOfPipelinedRequests) {
   std::promise<void> all_done;
   for (int i = 0; i < kRequests; ++i) {
     std::string key = "p" + std::to_string(i);
-    std::vector<Op> ops = {Op::Insert("ns", key, "NEW")};
+    std::vector<Op> ops = {Op::Insert({.ns = "ns", .key = key, .status = "NEW"})};
     (*client)->ApplyAsync(ops, [&](Status s, std::vector<Result<OpResult>> results) {
       if (s.ok() && results.size() == 1 && results[0].ok() &&
           results[0]->outcome == Outcome::kInserted) {
@@ -401,8 +418,8 @@ TEST(ClientTest, ManyThreadsShareOneClient) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        Result<OpResult> r =
-            (*client)->Insert("ns", std::to_string(t) + "-" + std::to_string(i), "NEW");
+        Result<OpResult> r = (*client)->Insert(
+            {.ns = "ns", .key = std::to_string(t) + "-" + std::to_string(i), .status = "NEW"});
         if (r.ok() && r->outcome == Outcome::kInserted) ++inserted;
       }
     });
@@ -423,7 +440,7 @@ TEST(ClientTest, ServerStopAnswersOrFailsEveryRequest) {
   std::promise<void> all_done;
   for (int i = 0; i < kRequests; ++i) {
     std::string key = "s" + std::to_string(i);
-    std::vector<Op> ops = {Op::Insert("ns", key, "NEW")};
+    std::vector<Op> ops = {Op::Insert({.ns = "ns", .key = key, .status = "NEW"})};
     (*client)->ApplyAsync(ops, [&, key](Status s, std::vector<Result<OpResult>> results) {
       if (s.ok() && results[0].ok()) {
         std::lock_guard<std::mutex> lock(mu);
@@ -439,7 +456,7 @@ TEST(ClientTest, ServerStopAnswersOrFailsEveryRequest) {
   ASSERT_EQ(std::future_status::ready, all_done.get_future().wait_for(30s));
   std::printf("stop under load: %zu acknowledged, %d failed\n", acknowledged.size(), failed.load());
   for (const std::string& key : acknowledged) {
-    Result<OpResult> r = server.engine().Get("ns", key);
+    Result<OpResult> r = server.engine().Get({.ns = "ns", .key = key});
     ASSERT_OK(r);
     EXPECT_EQ(Outcome::kFound, r->outcome) << key;
   }
@@ -458,7 +475,7 @@ TEST(ClientTest, AResponseWithoutItsBodyIsCorruption) {
   std::vector<Result<OpResult>> results;
   Status s = (*client)->Apply(std::vector<Op>{}, &results);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
-  s = (*client)->Apply(std::vector<Op>{Op::Get("ns", "k")}, &results);
+  s = (*client)->Apply(std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})}, &results);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE((*client)->Stats().status().IsCorruption());
 }
@@ -499,7 +516,7 @@ TEST(ClientTest, AServersMaxReplyBytesIsCappedByTheClientsOwn) {
   ASSERT_OK(client);
   EXPECT_EQ(0xFFFFFFFFu, (*client)->server_info().max_reply_bytes);
   std::vector<Result<OpResult>> results;
-  Status s = (*client)->Apply(std::vector<Op>{Op::Get("ns", "k")}, &results);
+  Status s = (*client)->Apply(std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})}, &results);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(std::string::npos, s.message().find("1073741824")) << s.ToString();
   EXPECT_NE(std::string::npos, s.message().find("ClientOptions::max_reply_bytes")) << s.ToString();
@@ -515,7 +532,7 @@ TEST(ClientTest, ResultsSharingOneRecordAreCorruption) {
   auto client = Client::Connect(options);
   ASSERT_OK(client);
   std::vector<Result<OpResult>> results;
-  Status s = (*client)->Apply(std::vector<Op>(8, Op::Get("ns", "k")), &results);
+  Status s = (*client)->Apply(std::vector<Op>(8, Op::Get({.ns = "ns", .key = "k"})), &results);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_TRUE(results.empty());
 }
@@ -531,8 +548,8 @@ TEST(ClientTest, AReplyAboveMaxReplyBytesIsAClearError) {
   const std::vector<std::string> keys = {"big-0", "big-1", "big-2", "big-3", "big-4"};
   std::vector<Op> gets;
   for (const std::string& key : keys) {
-    ASSERT_OK((*client)->Insert("ns", key, "NEW", payload));
-    gets.push_back(Op::Get("ns", key));
+    ASSERT_OK((*client)->Insert({.ns = "ns", .key = key, .status = "NEW", .payload = payload}));
+    gets.push_back(Op::Get({.ns = "ns", .key = key}));
   }
   std::vector<Result<OpResult>> results;
   Status s = (*client)->Apply(gets, &results);
@@ -558,8 +575,8 @@ TEST(ClientTest, ResponsesUpToTheServersMaxReplyBytesAreRead) {
   const std::vector<std::string> keys = {"big-0", "big-1", "big-2", "big-3", "big-4"};
   std::vector<Op> gets;
   for (const std::string& key : keys) {
-    ASSERT_OK((*client)->Insert("ns", key, "NEW", payload));
-    gets.push_back(Op::Get("ns", key));
+    ASSERT_OK((*client)->Insert({.ns = "ns", .key = key, .status = "NEW", .payload = payload}));
+    gets.push_back(Op::Get({.ns = "ns", .key = key}));
   }
   std::vector<Result<OpResult>> results;
   ASSERT_OK((*client)->Apply(gets, &results));  // a 5 MiB response

@@ -90,7 +90,7 @@ class Completions {
 
 std::vector<Op> Gets(std::vector<std::string_view> keys) {
   std::vector<Op> ops;
-  for (std::string_view k : keys) ops.push_back(Op::Get("ns", k));
+  for (std::string_view k : keys) ops.push_back(Op::Get({.ns = "ns", .key = k}));
   return ops;
 }
 
@@ -297,9 +297,9 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
   testing::TempDir dir;
   EngineOptions options;  // Durability::kSync
   options.reclaim_interval_ms = 0;
-  auto opened = Engine::Open(dir.Sub("db"), options);
+  auto opened = ServingEngine::Open(dir.Sub("db"), options);
   ASSERT_OK(opened);
-  Engine& engine = **opened;
+  ServingEngine& engine = **opened;
   FakeLoop loop;
   CommitQueue queue(&engine, 100, 0, loop.Defer());
   std::vector<std::string> answered;
@@ -313,7 +313,7 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
       answered.push_back(name + ":" + std::string(OutcomeName(r[0]->outcome)));
     };
   };
-  queue.Submit({Op::Insert("ns", "a", "NEW")}, expect("a"));
+  queue.Submit({Op::Insert({.ns = "ns", .key = "a", .status = "NEW"})}, expect("a"));
   // The flush: a is applied (and visible). It is answered only after a sync covered it (which
   // `expect` checks): that may already happen within this RunAll, if the sync thread finishes
   // and posts the release while it runs.
@@ -322,7 +322,7 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
   ASSERT_OK(stats);
   EXPECT_EQ(1u, stats->writes);
   // b reads a's write, maybe before it is durable: it waits for a sync too.
-  queue.Submit({Op::Insert("ns", "a", "NEW")}, expect("b"));
+  queue.Submit({Op::Insert({.ns = "ns", .key = "a", .status = "NEW"})}, expect("b"));
   while (answered.size() < 2) {
     loop.WaitForPosted(1);  // the sync thread finished a sync and posted the release
     loop.RunAll();
@@ -337,7 +337,7 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncNothingIsAnsweredBeforeItsSync) {
   stats = engine.Stats();
   ASSERT_OK(stats);
   const uint64_t syncs = stats->wal_syncs;
-  queue.Submit({Op::Insert("ns", "a", "NEW")}, expect("c"));
+  queue.Submit({Op::Insert({.ns = "ns", .key = "a", .status = "NEW"})}, expect("c"));
   loop.RunAll();
   ASSERT_EQ(3u, answered.size());
   EXPECT_EQ("c:EXISTS", answered[2]);
@@ -389,7 +389,7 @@ class FaultyDiskQueue {
     return answered ? answer : "NO ANSWER";
   }
   std::string Insert(const std::string& key) {
-    std::string answer = Apply(Op::Insert("pay", key, "PENDING"));
+    std::string answer = Apply(Op::Insert({.ns = "pay", .key = key, .status = "PENDING"}));
     if (answer == "INSERTED") acknowledged_.push_back(key);
     return answer;
   }
@@ -406,7 +406,7 @@ class FaultyDiskQueue {
     Close();
     Open();
     for (const std::string& key : acknowledged_) {
-      EXPECT_EQ("FOUND", Apply(Op::Get("pay", key))) << key;
+      EXPECT_EQ("FOUND", Apply(Op::Get({.ns = "pay", .key = key}))) << key;
     }
   }
 
@@ -414,7 +414,7 @@ class FaultyDiskQueue {
   testing::TempDir dir_;
   std::shared_ptr<testing::FaultInjectionFs> fs_;
   EngineOptions options_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   FakeLoop loop_;
   std::unique_ptr<CommitQueue> queue_;
   std::vector<std::string> acknowledged_;
@@ -433,7 +433,7 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncAFullDiskFailsWritesNotTheProcess) {
   EXPECT_NE(std::string::npos, failed.find("No space left on device")) << failed;
   const std::string refused = q.Insert("c");
   EXPECT_NE(std::string::npos, refused.find("writes suspended after")) << refused;
-  EXPECT_EQ("FOUND", q.Apply(Op::Get("pay", "a")));
+  EXPECT_EQ("FOUND", q.Apply(Op::Get({.ns = "pay", .key = "a"})));
   q.fs().ClearAll();
   ASSERT_TRUE(q.WaitUntilWritable());
   q.ExpectEveryAcknowledgedRecordAfterReopen();
@@ -472,7 +472,7 @@ TEST(CommitQueueTest, OnTheLoopUnderSyncAFailedSyncEndsWithoutARestart) {
   const std::string failed = q.Insert("b");
   EXPECT_EQ(0u, failed.find("IO_ERROR: not confirmed durable")) << failed;
   EXPECT_NE(std::string::npos, failed.find("Input/output error")) << failed;
-  EXPECT_EQ("FOUND", q.Apply(Op::Get("pay", "a")));
+  EXPECT_EQ("FOUND", q.Apply(Op::Get({.ns = "pay", .key = "a"})));
   ASSERT_TRUE(q.WaitUntilWritable());
   q.fs().OnWalSync(nullptr);
   q.ExpectEveryAcknowledgedRecordAfterReopen();

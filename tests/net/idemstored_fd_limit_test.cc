@@ -18,8 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fd_budget.h"
 #include "idem/client.h"
-#include "idem/fd_budget.h"
 #include "idem/server.h"
 #include "protocol_codec.h"
 #include "raw_socket.h"
@@ -137,8 +137,8 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
   // A 1 MiB memtable: the writes during the flood make RocksDB switch to a new WAL and write
   // table files, i.e. open files while every connection slot is taken.
   const std::vector<std::string> args = {
-      "--listen",      "127.0.0.1:0", "--data",       dir.Sub("db"),
-      "--memtable-mb", "1",           "--io-threads", std::to_string(GetParam())};
+      "--listen",          "127.0.0.1:0", "--data",       dir.Sub("db"),
+      "--write-buffer-mb", "1",           "--io-threads", std::to_string(GetParam())};
   ServerProcess server(IDEMSTORED_PATH);
   server.set_open_files_limit(kOpenFilesLimit);
   ASSERT_TRUE(server.Start(args)) << server.output();
@@ -168,7 +168,8 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
   const std::string payload(10'000, 'p');
   std::vector<std::string> acknowledged;
   auto write = [&](const std::string& key) {
-    Result<OpResult> r = writer->Insert("flood", key, "DONE", payload);
+    Result<OpResult> r =
+        writer->Insert({.ns = "flood", .key = key, .status = "DONE", .payload = payload});
     if (r.ok() && r->outcome == Outcome::kInserted) {
       acknowledged.push_back(key);
       return true;
@@ -206,7 +207,7 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
   bool writes_ok = true;
   for (int i = 0; i < 300 && writes_ok; ++i) writes_ok = write("during-" + std::to_string(i));
   EXPECT_TRUE(writes_ok) << "a write failed during the flood";
-  Result<OpResult> read = reader->Get("flood", "before-0");
+  Result<OpResult> read = reader->Get({.ns = "flood", .key = "before-0"});
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(Outcome::kFound, read->outcome);
 
@@ -225,7 +226,7 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
   }
   EXPECT_TRUE(late) << "no connection accepted after the flood";
   if (late) {
-    Result<OpResult> r = late->Insert("flood", "late", "DONE");
+    Result<OpResult> r = late->Insert({.ns = "flood", .key = "late", .status = "DONE"});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (r.ok()) acknowledged.push_back("late");
   }
@@ -246,7 +247,7 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
 
   // Every acknowledged record is there, now and after a restart.
   for (const std::string& key : acknowledged) {
-    Result<OpResult> r = reader->Get("flood", key);
+    Result<OpResult> r = reader->Get({.ns = "flood", .key = key});
     ASSERT_TRUE(r.ok()) << key << ": " << r.status().ToString();
     EXPECT_EQ(Outcome::kFound, r->outcome) << key;
   }
@@ -262,7 +263,7 @@ TEST_P(IdemstoredFdLimitTest, AFloodPastTheOpenFilesLimitGetsBusyAndWritesKeepWo
   ASSERT_TRUE(check);
   size_t missing = 0;
   for (const std::string& key : acknowledged) {
-    Result<OpResult> r = check->Get("flood", key);
+    Result<OpResult> r = check->Get({.ns = "flood", .key = key});
     if (!r.ok() || r->outcome != Outcome::kFound) ++missing;
   }
   EXPECT_EQ(0u, missing) << "of " << acknowledged.size() << " acknowledged records";

@@ -108,7 +108,7 @@ TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {
   {
     auto client = ConnectTo(server);
     ASSERT_TRUE(client);
-    ASSERT_OK(client->Insert("ns", "kept", "DONE"));
+    ASSERT_OK(client->Insert({.ns = "ns", .key = "kept", .status = "DONE"}));
   }
   server.Signal(SIGTERM);
   EXPECT_EQ(std::optional<int>(0), server.WaitExit(15s));
@@ -118,7 +118,7 @@ TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {
   ASSERT_TRUE(again.Start({"--listen", "127.0.0.1:0", "--data", dir.Sub("db")})) << again.output();
   auto client = ConnectTo(again);
   ASSERT_TRUE(client);
-  Result<OpResult> r = client->Get("ns", "kept");
+  Result<OpResult> r = client->Get({.ns = "ns", .key = "kept"});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kFound, r->outcome);
 }
@@ -147,8 +147,9 @@ void KillMidStreamLosesNothing(const std::string& durability) {
         const std::string key = "w" + std::to_string(w) + "-" + std::to_string(i);
         const std::string pair = key + "-pair";  // Ops borrow their strings
         // A batch of two, so the atomicity of a request is exercised too.
-        std::vector<Op> ops = {Op::Insert("crash", key, "DONE", "payload"),
-                               Op::Insert("crash", pair, "DONE")};
+        std::vector<Op> ops = {
+            Op::Insert({.ns = "crash", .key = key, .status = "DONE", .payload = "payload"}),
+            Op::Insert({.ns = "crash", .key = pair, .status = "DONE"})};
         std::vector<Result<OpResult>> results;
         if (!client->Apply(ops, &results).ok()) return;  // the server is gone
         for (const auto& r : results) {
@@ -182,7 +183,7 @@ void KillMidStreamLosesNothing(const std::string& durability) {
     keys.push_back(key);
     keys.push_back(key + "-pair");
   }
-  for (const std::string& key : keys) ops.push_back(Op::Get("crash", key));
+  for (const std::string& key : keys) ops.push_back(Op::Get({.ns = "crash", .key = key}));
   size_t missing = 0;
   for (size_t begin = 0; begin < ops.size(); begin += 1000) {
     std::span<const Op> chunk(ops.data() + begin, std::min<size_t>(1000, ops.size() - begin));
@@ -247,7 +248,8 @@ void FullDiskIsAnErrorNotACrash(const std::string& durability) {
   Status refused;
   for (int i = 0; i < 400 && refused.ok(); ++i) {
     const std::string key = "k" + std::to_string(i);
-    Result<OpResult> r = client->Insert("disk", key, "DONE", payload);
+    Result<OpResult> r =
+        client->Insert({.ns = "disk", .key = key, .status = "DONE", .payload = payload});
     if (r.ok()) {
       ASSERT_EQ(Outcome::kInserted, r->outcome);
       acknowledged.push_back(key);
@@ -260,7 +262,7 @@ void FullDiskIsAnErrorNotACrash(const std::string& durability) {
               refused.ToString().c_str());
   EXPECT_TRUE(refused.IsIOError()) << refused.ToString();
   ASSERT_FALSE(acknowledged.empty());
-  Result<OpResult> read = client->Get("disk", acknowledged.front());
+  Result<OpResult> read = client->Get({.ns = "disk", .key = acknowledged.front()});
   ASSERT_TRUE(read.ok()) << read.status().ToString() << "\n" << server.output();
   EXPECT_EQ(Outcome::kFound, read->outcome);
   EXPECT_FALSE(server.WaitExit(0ms).has_value()) << server.output();
@@ -276,7 +278,7 @@ void FullDiskIsAnErrorNotACrash(const std::string& durability) {
 
   // Recovery attempts on the full disk fail (and are logged), without harm.
   EXPECT_TRUE(logged("recovery attempt 2 failed")) << server.output();
-  read = client->Get("disk", acknowledged.back());
+  read = client->Get({.ns = "disk", .key = acknowledged.back()});
   ASSERT_OK(read);
   EXPECT_EQ(Outcome::kFound, read->outcome);
   std::filesystem::remove(ballast);
@@ -284,7 +286,7 @@ void FullDiskIsAnErrorNotACrash(const std::string& durability) {
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   for (int i = 0; !resumed && std::chrono::steady_clock::now() < deadline; ++i) {
     const std::string key = "after-" + std::to_string(i);
-    Result<OpResult> r = client->Insert("disk", key, "DONE");
+    Result<OpResult> r = client->Insert({.ns = "disk", .key = key, .status = "DONE"});
     if (r.ok() && r->outcome == Outcome::kInserted) {
       acknowledged.push_back(key);
       resumed = true;
@@ -304,7 +306,7 @@ void FullDiskIsAnErrorNotACrash(const std::string& durability) {
   client = ConnectTo(again);
   ASSERT_TRUE(client);
   for (const std::string& key : acknowledged) {
-    Result<OpResult> r = client->Get("disk", key);
+    Result<OpResult> r = client->Get({.ns = "disk", .key = key});
     ASSERT_OK(r);
     EXPECT_EQ(Outcome::kFound, r->outcome) << key;
   }

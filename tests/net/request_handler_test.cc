@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "hostile_frames.h"
-#include "idem/engine.h"
+#include "idem/serving.h"
 #include "support/temp_dir.h"
 #include "test_server.h"
 
@@ -20,7 +20,7 @@ class RequestHandlerTest : public ::testing::Test {
   RequestHandlerTest() {
     EngineOptions options = testing::TestEngineOptions(clock_);
     options.limits.max_batch_ops = 8;
-    engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
+    engine_ = std::move(*ServingEngine::Open(dir_.Sub("db"), options));
     queue_ = std::make_unique<CommitQueue>(engine_.get(), 8, /*engine_threads=*/0);
     ServerInfo info;
     info.server_version = "test";
@@ -65,7 +65,7 @@ class RequestHandlerTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::unique_ptr<CommitQueue> queue_;
   std::unique_ptr<RequestHandler> handler_;
   Session session_;
@@ -84,7 +84,7 @@ TEST_F(RequestHandlerTest, HelloIsAnsweredWithLimits) {
 }
 
 TEST_F(RequestHandlerTest, TheFirstFrameMustBeHello) {
-  Status s = Handle(EncodeApplyRequest(1, std::vector<Op>{Op::Get("ns", "k")}));
+  Status s = Handle(EncodeApplyRequest(1, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})}));
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_TRUE(ReplyError().IsInvalidArgument());
 }
@@ -101,8 +101,10 @@ TEST_F(RequestHandlerTest, AnotherProtocolVersionIsRefused) {
 
 TEST_F(RequestHandlerTest, ApplyRunsTheOpsInOrder) {
   Greet();
-  std::vector<Op> ops = {Op::Insert("ns", "k", "NEW"), Op::Insert("ns", "k", "NEW"),
-                         Op::Get("ns", "k"), Op::Delete("ns", "k"), Op::Get("ns", "k")};
+  std::vector<Op> ops = {Op::Insert({.ns = "ns", .key = "k", .status = "NEW"}),
+                         Op::Insert({.ns = "ns", .key = "k", .status = "NEW"}),
+                         Op::Get({.ns = "ns", .key = "k"}), Op::Delete({.ns = "ns", .key = "k"}),
+                         Op::Get({.ns = "ns", .key = "k"})};
   ASSERT_OK(Handle(EncodeApplyRequest(7, ops)));
   EXPECT_EQ(7u, Reply()->id());
   EXPECT_EQ((std::vector<std::string>{"INSERTED", "EXISTS", "FOUND", "DELETED", "NOT_FOUND"}),
@@ -125,19 +127,20 @@ TEST_F(RequestHandlerTest, UnknownOpTypeFailsThatOpOnly) {
 
 TEST_F(RequestHandlerTest, TooManyOpsFailTheRequestButNotTheConnection) {
   Greet();
-  std::vector<Op> ops(9, Op::Get("ns", "k"));
+  std::vector<Op> ops(9, Op::Get({.ns = "ns", .key = "k"}));
   ASSERT_OK(Handle(EncodeApplyRequest(4, ops)));
   EXPECT_EQ(4u, Reply()->id());
   EXPECT_TRUE(ReplyError().IsInvalidArgument());
-  ASSERT_OK(Handle(EncodeApplyRequest(5, std::vector<Op>(8, Op::Get("ns", "k")))));
+  ASSERT_OK(Handle(EncodeApplyRequest(5, std::vector<Op>(8, Op::Get({.ns = "ns", .key = "k"})))));
   EXPECT_EQ(8u, Outcomes().size());
 }
 
 TEST_F(RequestHandlerTest, InvalidOpsAreErrorsOfTheirOwn) {
   Greet();
   std::string long_key(600, 'k');
-  std::vector<Op> ops = {Op::Insert("ns", long_key, "NEW"), Op::Insert("bad ns!", "k", "NEW"),
-                         Op::Insert("ns", "k", "NEW")};
+  std::vector<Op> ops = {Op::Insert({.ns = "ns", .key = long_key, .status = "NEW"}),
+                         Op::Insert({.ns = "bad ns!", .key = "k", .status = "NEW"}),
+                         Op::Insert({.ns = "ns", .key = "k", .status = "NEW"})};
   ASSERT_OK(Handle(EncodeApplyRequest(2, ops)));
   EXPECT_EQ((std::vector<std::string>{"INVALID_ARGUMENT", "INVALID_ARGUMENT", "INSERTED"}),
             Outcomes());
@@ -167,7 +170,8 @@ TEST_F(RequestHandlerTest, UnknownRequestTypeIsNotSupported) {
 
 TEST_F(RequestHandlerTest, Stats) {
   Greet();
-  ASSERT_OK(Handle(EncodeApplyRequest(2, std::vector<Op>{Op::Insert("ns", "k", "NEW")})));
+  ASSERT_OK(Handle(EncodeApplyRequest(
+      2, std::vector<Op>{Op::Insert({.ns = "ns", .key = "k", .status = "NEW"})})));
   ASSERT_OK(Handle(EncodeStatsRequest(3)));
   const wire::StatsResponse* stats = Reply()->body_as_StatsResponse();
   ASSERT_NE(nullptr, stats);
@@ -188,7 +192,8 @@ TEST_F(RequestHandlerTest, ABodyTypeWithoutItsBodyIsAnError) {
     EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
     EXPECT_NE(std::string::npos, error.message().find("no body")) << error.ToString();
   }
-  ASSERT_OK(Handle(EncodeApplyRequest(30, std::vector<Op>{Op::Insert("ns", "k", "NEW")})));
+  ASSERT_OK(Handle(EncodeApplyRequest(
+      30, std::vector<Op>{Op::Insert({.ns = "ns", .key = "k", .status = "NEW"})})));
   EXPECT_EQ((std::vector<std::string>{"INSERTED"}), Outcomes());
 }
 
@@ -253,7 +258,8 @@ TEST_F(RequestHandlerTest, OpsSharingOnePayloadAreRefused) {
   Status error = ReplyError();
   EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
   EXPECT_NE(std::string::npos, error.message().find("payload")) << error.ToString();
-  ASSERT_OK(Handle(EncodeApplyRequest(5, std::vector<Op>{Op::Get("ns", "shared-0")})));
+  ASSERT_OK(
+      Handle(EncodeApplyRequest(5, std::vector<Op>{Op::Get({.ns = "ns", .key = "shared-0"})})));
   EXPECT_EQ((std::vector<std::string>{"NOT_FOUND"}), Outcomes());
 }
 

@@ -1,6 +1,7 @@
 // The real server on 127.0.0.1:0 under hostile and awkward clients: bad frames, partial
 // frames, random bytes, idle clients, too many clients. After each, the server must still
 // serve other connections.
+#include <chrono>
 #include <future>
 #include <random>
 #include <thread>
@@ -14,6 +15,8 @@
 
 namespace idem {
 namespace {
+
+using namespace std::chrono_literals;
 
 using testing::RawSocket;
 using ReadResult = RawSocket::ReadResult;
@@ -51,7 +54,8 @@ class ServerTest : public ::testing::Test {
   void ExpectServing() {
     auto client = server_->Connect();
     ASSERT_OK(client);
-    Result<OpResult> r = (*client)->Insert("ns", "probe-" + std::to_string(probe_++), "NEW");
+    Result<OpResult> r = (*client)->Insert(
+        {.ns = "ns", .key = "probe-" + std::to_string(probe_++), .status = "NEW"});
     ASSERT_OK(r);
     EXPECT_EQ(Outcome::kInserted, r->outcome);
   }
@@ -98,7 +102,7 @@ TEST_F(ServerTest, FrameFailingVerificationGetsCorruptionThenClose) {
 TEST_F(ServerTest, TruncatedFrameThenEofClosesQuietly) {
   StartServer();
   auto socket = Greeted();
-  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Get("ns", "k")});
+  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})});
   ASSERT_TRUE(socket->Send(frame.data(), frame.size() / 2));
   socket->ShutdownWrite();
   EXPECT_TRUE(socket->WaitClosed());
@@ -111,7 +115,8 @@ TEST_F(ServerTest, EofAfterWholeRequestsStillGetsTheirResponsesThenClose) {
   StartServer();
   auto socket = Greeted();
   for (uint64_t id = 2; id <= 4; ++id) {
-    ASSERT_TRUE(socket->Send(EncodeApplyRequest(id, std::vector<Op>{Op::Get("ns", "k")})));
+    ASSERT_TRUE(
+        socket->Send(EncodeApplyRequest(id, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})})));
   }
   socket->ShutdownWrite();
   for (uint64_t id = 2; id <= 4; ++id) {
@@ -129,7 +134,8 @@ TEST_F(ServerTest, EofAfterWholeRequestsStillGetsTheirResponsesThenClose) {
 TEST_F(ServerTest, AFrameSplitIntoSingleBytesIsStillOneRequest) {
   StartServer();
   auto socket = Greeted();
-  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Insert("ns", "k", "NEW")});
+  FrameBytes frame =
+      EncodeApplyRequest(2, std::vector<Op>{Op::Insert({.ns = "ns", .key = "k", .status = "NEW"})});
   for (size_t i = 0; i < frame.size(); ++i) ASSERT_TRUE(socket->Send(frame.data() + i, 1));
   uint64_t id = 0;
   ASSERT_OK(ReadError(*socket, &id));
@@ -161,7 +167,8 @@ TEST_F(ServerTest, UnknownOpTypeLeavesTheConnectionUsable) {
   Result<OpResult> r = DecodeOpResult(*frame->body_as_ApplyResponse()->results()->Get(0));
   EXPECT_EQ(Status::Code::kNotSupported, r.status().code());
   // Same connection, next request.
-  ASSERT_TRUE(socket->Send(EncodeApplyRequest(6, std::vector<Op>{Op::Get("ns", "k")})));
+  ASSERT_TRUE(
+      socket->Send(EncodeApplyRequest(6, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})})));
   uint64_t id = 0;
   ASSERT_OK(ReadError(*socket, &id));
   EXPECT_EQ(6u, id);
@@ -171,9 +178,10 @@ TEST_F(ServerTest, OversizedKeyIsAnOpErrorAndTheClientStaysConnected) {
   StartServer();
   auto client = server_->Connect();
   ASSERT_OK(client);
-  Result<OpResult> r = (*client)->Insert("ns", std::string(100'000, 'k'), "NEW");
+  Result<OpResult> r =
+      (*client)->Insert({.ns = "ns", .key = std::string(100'000, 'k'), .status = "NEW"});
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
-  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "k", .status = "NEW"}));
 }
 
 TEST_F(ServerTest, RequestFrameAboveTheServerLimitFailsLocallyInTheClient) {
@@ -183,9 +191,10 @@ TEST_F(ServerTest, RequestFrameAboveTheServerLimitFailsLocallyInTheClient) {
   auto client = server_->Connect();
   ASSERT_OK(client);
   EXPECT_EQ(64u * 1024, (*client)->server_info().max_frame_bytes);
-  Result<OpResult> r = (*client)->Insert("ns", "k", "NEW", std::string(100'000, 'p'));
+  Result<OpResult> r = (*client)->Insert(
+      {.ns = "ns", .key = "k", .status = "NEW", .payload = std::string(100'000, 'p')});
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
-  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "k", .status = "NEW"}));
 }
 
 // Thousands of random frames (seeded, so a failure replays): mutations of valid requests and
@@ -196,11 +205,20 @@ TEST_F(ServerTest, RandomFramesNeverBreakTheServer) {
   std::mt19937 rng(20261129);
   std::vector<FrameBytes> seeds;
   seeds.push_back(EncodeApplyRequest(
-      3, std::vector<Op>{Op::Insert("ns", "k", "NEW", "p", "f", 1000),
-                         Op::CompareAndSet("ns", "k", {.status_in = {"A", "B"}, .version = 1},
-                                           {.status = "X", .payload = "y", .ttl_ms = 5})}));
+      3,
+      std::vector<Op>{Op::Insert({.ns = "ns",
+                                  .key = "k",
+                                  .status = "NEW",
+                                  .payload = "p",
+                                  .fingerprint = "f",
+                                  .ttl = 1s}),
+                      Op::CompareAndSet({.ns = "ns",
+                                         .key = "k",
+                                         .condition = {.status_in = {"A", "B"}, .version = 1},
+                                         .update = {.status = "X", .payload = "y", .ttl = 5ms}})}));
   seeds.push_back(EncodeApplyRequest(
-      4, std::vector<Op>{Op::Delete("ns", "k", {.fence = 3}), Op::Get("ns", "k")}));
+      4, std::vector<Op>{Op::Delete({.ns = "ns", .key = "k", .condition = {.fence = 3}}),
+                         Op::Get({.ns = "ns", .key = "k"})}));
   seeds.push_back(EncodeStatsRequest(5));
   seeds.push_back(EncodeHello(6, "again"));
 
@@ -262,13 +280,15 @@ TEST_F(ServerTest, AHalfClosedClientThatStopsReadingIsDisconnectedWhenIdle) {
   options.idle_timeout_ms = 200;
   options.max_connections = 1;
   StartServer(options);
-  ASSERT_OK(server_->engine().Insert("ns", "big", "NEW", std::string(1 << 20, 'p')));
+  ASSERT_OK(server_->engine().Insert(
+      {.ns = "ns", .key = "big", .status = "NEW", .payload = std::string(1 << 20, 'p')}));
   auto socket = Greeted();
   socket->ShrinkReceiveBuffer();
   // 6 MiB of replies: more than the kernel's buffers hold, less than max_queued_reply_bytes, so
   // the server reads every request and then the EOF.
   for (uint64_t id = 2; id < 8; ++id) {
-    ASSERT_TRUE(socket->Send(EncodeApplyRequest(id, std::vector<Op>{Op::Get("ns", "big")})));
+    ASSERT_TRUE(
+        socket->Send(EncodeApplyRequest(id, std::vector<Op>{Op::Get({.ns = "ns", .key = "big"})})));
   }
   socket->ShutdownWrite();
   // The only connection slot is the raw socket's until the server closes it.
@@ -276,7 +296,8 @@ TEST_F(ServerTest, AHalfClosedClientThatStopsReadingIsDisconnectedWhenIdle) {
   Status served = Status::IOError("not tried");
   while (!served.ok() && std::chrono::steady_clock::now() < deadline) {
     auto client = server_->Connect();
-    served = client.ok() ? (*client)->Insert("ns", "after", "NEW").status() : client.status();
+    served = client.ok() ? (*client)->Insert({.ns = "ns", .key = "after", .status = "NEW"}).status()
+                         : client.status();
   }
   ASSERT_OK(served);
   EXPECT_TRUE(socket->WaitClosed());
@@ -287,7 +308,7 @@ TEST_F(ServerTest, ASlowlyTrickledFrameIsIdle) {
   options.idle_timeout_ms = 200;
   StartServer(options);
   auto socket = Greeted();
-  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Get("ns", "k")});
+  FrameBytes frame = EncodeApplyRequest(2, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})});
   ASSERT_TRUE(socket->Send(frame.data(), 6));  // and never the rest
   EXPECT_TRUE(ReadError(*socket).IsTimedOut());
   EXPECT_TRUE(socket->WaitClosed());
@@ -309,8 +330,8 @@ TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
   auto refused = server_->Connect();
   EXPECT_TRUE(refused.status().IsBusy()) << refused.status().ToString();
   // The two admitted clients are unaffected.
-  ASSERT_OK((*a)->Insert("ns", "a", "NEW"));
-  ASSERT_OK((*b)->Insert("ns", "b", "NEW"));
+  ASSERT_OK((*a)->Insert({.ns = "ns", .key = "a", .status = "NEW"}));
+  ASSERT_OK((*b)->Insert({.ns = "ns", .key = "b", .status = "NEW"}));
   // A slot frees when a client leaves (the server notices asynchronously: poll with a deadline).
   a->reset();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -320,7 +341,7 @@ TEST_F(ServerTest, ConnectionsPastTheLimitGetBusy) {
     if (again.ok()) break;
   }
   ASSERT_OK(again);
-  ASSERT_OK((*again)->Get("ns", "a"));
+  ASSERT_OK((*again)->Get({.ns = "ns", .key = "a"}));
 }
 
 // Refusals hold descriptors until the refused peer has read BUSY, so only
@@ -351,7 +372,7 @@ TEST_P(RefusalTest, RefusalsPastTheirCapWaitInTheListenQueueAndStillGetBusy) {
     EXPECT_TRUE(refused[i]->WaitClosed());
     refused[i].reset();  // frees its refusal slot
   }
-  ASSERT_OK((*served)->Insert("ns", "still", "NEW"));
+  ASSERT_OK((*served)->Insert({.ns = "ns", .key = "still", .status = "NEW"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(IoThreads, RefusalTest, ::testing::Values(1, 3));
@@ -376,14 +397,14 @@ TEST_F(ServerTest, ListenBindsBeforeThereIsAStoreAndServeStartsServing) {
     return Client::Connect(client_options);
   });
   testing::TempDir dir;
-  auto engine =
-      Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  auto engine = ServingEngine::Open(dir.Sub("db"),
+                                    testing::TestEngineOptions(std::make_shared<ManualClock>()));
   ASSERT_OK(engine);
   ASSERT_OK((*server)->Serve(engine->get()));
   EXPECT_TRUE((*server)->Serve(engine->get()).IsInvalidArgument()) << "served twice";
   Result<std::unique_ptr<Client>> client = early.get();
   ASSERT_OK(client);
-  ASSERT_OK((*client)->Insert("ns", "k", "NEW"));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "k", .status = "NEW"}));
   client->reset();
   (*server)->Stop();
 }
@@ -410,17 +431,19 @@ TEST_P(WaitingBeginTest, AWaitingBeginDoesNotStallOtherRequests) {
   auto b = server_->Connect();
   ASSERT_OK(a);
   ASSERT_OK(b);
-  Result<OpResult> started = (*a)->Execute(Op::Begin("ns", "k"));
+  Result<OpResult> started = (*a)->Execute(Op::Begin({.ns = "ns", .key = "k"}));
   ASSERT_OK(started);
   std::promise<Result<OpResult>> waited;
-  std::vector<Op> wait_op = {Op::Begin("ns", "k", "", 0, /*wait_ms=*/60'000)};
+  std::vector<Op> wait_op = {Op::Begin({.ns = "ns", .key = "k", .wait = 1min})};
   (*a)->ApplyAsync(wait_op, [&](Status s, std::vector<Result<OpResult>> r) {
     waited.set_value(s.ok() ? std::move(r[0]) : Result<OpResult>(s));
   });
   auto future = waited.get_future();
-  for (int i = 0; i < 50; ++i) ASSERT_OK((*b)->Insert("ns", "other-" + std::to_string(i), "NEW"));
+  for (int i = 0; i < 50; ++i)
+    ASSERT_OK((*b)->Insert({.ns = "ns", .key = "other-" + std::to_string(i), .status = "NEW"}));
   EXPECT_EQ(std::future_status::timeout, future.wait_for(std::chrono::milliseconds(0)));
-  ASSERT_OK((*b)->Execute(Op::Complete("ns", "k", started->record->fence, "done")));
+  ASSERT_OK((*b)->Execute(
+      Op::Complete({.ns = "ns", .key = "k", .fence = started->record->fence, .response = "done"})));
   ASSERT_EQ(std::future_status::ready, future.wait_for(std::chrono::seconds(30)));
   Result<OpResult> r = future.get();
   ASSERT_OK(r);
@@ -435,9 +458,9 @@ TEST_F(ServerTest, StopAnswersWaitingBegins) {
   StartServer();
   auto client = server_->Connect();
   ASSERT_OK(client);
-  ASSERT_OK((*client)->Execute(Op::Begin("ns", "k")));
+  ASSERT_OK((*client)->Execute(Op::Begin({.ns = "ns", .key = "k"})));
   std::promise<Result<OpResult>> waited;
-  std::vector<Op> wait_op = {Op::Begin("ns", "k", "", 0, /*wait_ms=*/60'000)};
+  std::vector<Op> wait_op = {Op::Begin({.ns = "ns", .key = "k", .wait = 1min})};
   (*client)->ApplyAsync(wait_op, [&](Status s, std::vector<Result<OpResult>> r) {
     waited.set_value(s.ok() ? std::move(r[0]) : Result<OpResult>(s));
   });
@@ -455,8 +478,8 @@ TEST_F(ServerTest, StopAnswersWaitingBegins) {
 
 TEST_F(ServerTest, NonLoopbackNeedsAllowRemote) {
   testing::TempDir dir;
-  auto engine =
-      Engine::Open(dir.Sub("db"), testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  auto engine = ServingEngine::Open(dir.Sub("db"),
+                                    testing::TestEngineOptions(std::make_shared<ManualClock>()));
   ASSERT_OK(engine);
   ServerOptions options;
   options.host = "0.0.0.0";
@@ -480,10 +503,11 @@ TEST_F(ServerTest, ApplyRequestWithoutItsBodyIsAnErrorAndTheServerCarriesOn) {
   Status error = ReadError(*socket, &id);
   EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
   EXPECT_EQ(2u, id);
-  ASSERT_TRUE(socket->Send(EncodeApplyRequest(3, std::vector<Op>{Op::Get("ns", "k")})));
+  ASSERT_TRUE(
+      socket->Send(EncodeApplyRequest(3, std::vector<Op>{Op::Get({.ns = "ns", .key = "k"})})));
   ASSERT_OK(ReadError(*socket, &id));
   EXPECT_EQ(3u, id);
-  ASSERT_OK((*other)->Insert("ns", "other", "NEW"));
+  ASSERT_OK((*other)->Insert({.ns = "ns", .key = "other", .status = "NEW"}));
   ExpectServing();
 }
 
@@ -506,7 +530,7 @@ TEST_F(ServerTest, UnreadRepliesStopTheServerReadingThatConnection) {
   auto client = server_->Connect();
   ASSERT_OK(client);
   const std::string payload(1 << 20, 'p');
-  ASSERT_OK((*client)->Insert("ns", "big", "NEW", payload));
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "big", .status = "NEW", .payload = payload}));
   auto ops = [&] { return server_->engine().Stats()->ops; };
   auto socket = Greeted();
   socket->ShrinkReceiveBuffer();
@@ -514,7 +538,8 @@ TEST_F(ServerTest, UnreadRepliesStopTheServerReadingThatConnection) {
   constexpr int kRequests = 40;  // 40 MiB of replies
   int applied = 0;
   for (int i = 0; i < kRequests; ++i) {
-    ASSERT_TRUE(socket->Send(EncodeApplyRequest(10 + i, std::vector<Op>{Op::Get("ns", "big")})));
+    ASSERT_TRUE(socket->Send(
+        EncodeApplyRequest(10 + i, std::vector<Op>{Op::Get({.ns = "ns", .key = "big"})})));
     // Wait until the server has applied it; a server that stopped reading never does.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     while (ops() - before < uint64_t(i) + 1 && std::chrono::steady_clock::now() < deadline) {

@@ -15,6 +15,7 @@
 #include "idem/engine.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
+#include "support/ttl_ms.h"
 #include "test_server.h"
 
 namespace idem::testing {
@@ -90,10 +91,15 @@ class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
 
   std::string Insert(std::string_view key, std::string_view status = "PENDING",
                      std::string_view fingerprint = {}, int64_t ttl_ms = kDefaultTtl) {
-    return Name(store().Insert("pay", key, status, "body", fingerprint, ttl_ms));
+    return Name(store().Insert({.ns = "pay",
+                                .key = key,
+                                .status = status,
+                                .payload = "body",
+                                .fingerprint = fingerprint,
+                                .ttl = TtlMs(ttl_ms)}));
   }
   std::string Get(std::string_view key, std::string_view ns = "pay") {
-    return Name(store().Get(ns, key));
+    return Name(store().Get({.ns = ns, .key = key}));
   }
 
   TempDir dir_;

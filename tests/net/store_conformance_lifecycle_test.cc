@@ -13,121 +13,160 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST_P(StoreConformanceTest, BeginCompleteAndReplay) {
-  Result<OpResult> started = store().Execute(Op::Begin("pay", "k", "hash-a", 0, 0, "worker-a"));
+  Result<OpResult> started = store().Execute(
+      Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-a", .owner = "worker-a"}));
   ASSERT_OK(started);
   EXPECT_EQ(Outcome::kStarted, started->outcome);
   EXPECT_EQ("worker-a", started->record->owner);
   EXPECT_GT(started->record->lease_until_ms, now());
   const uint64_t fence = started->record->fence;
-  EXPECT_EQ("IN_PROGRESS", Name(store().Execute(Op::Begin("pay", "k", "hash-a"))));
-  EXPECT_EQ("FENCE_MISMATCH", Name(store().Execute(Op::Complete("pay", "k", fence + 1, "x"))));
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Complete("pay", "k", fence, "HTTP 201"))));
-  Result<OpResult> replay = store().Execute(Op::Begin("pay", "k", "hash-a"));
+  EXPECT_EQ("IN_PROGRESS",
+            Name(store().Execute(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-a"}))));
+  EXPECT_EQ("FENCE_MISMATCH",
+            Name(store().Execute(
+                Op::Complete({.ns = "pay", .key = "k", .fence = fence + 1, .response = "x"}))));
+  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Complete(
+                           {.ns = "pay", .key = "k", .fence = fence, .response = "HTTP 201"}))));
+  Result<OpResult> replay =
+      store().Execute(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-a"}));
   ASSERT_OK(replay);
   EXPECT_EQ(Outcome::kCompleted, replay->outcome);
   EXPECT_EQ("HTTP 201", replay->record->payload);
-  EXPECT_EQ("MISMATCH", Name(store().Execute(Op::Begin("pay", "k", "hash-b"))));
+  EXPECT_EQ("MISMATCH",
+            Name(store().Execute(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-b"}))));
 }
 
 TEST_P(StoreConformanceTest, AbortReleasesAndHeartbeatExtends) {
-  Result<OpResult> first = store().Execute(Op::Begin("pay", "k"));
+  Result<OpResult> first = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
   ASSERT_OK(first);
   const uint64_t fence = first->record->fence;
   clock_->Advance(1000);
-  Result<OpResult> hb = store().Execute(Op::Heartbeat("pay", "k", fence, 60'000));
+  Result<OpResult> hb =
+      store().Execute(Op::Heartbeat({.ns = "pay", .key = "k", .fence = fence, .lease = 1min}));
   ASSERT_OK(hb);
   EXPECT_EQ(Outcome::kApplied, hb->outcome);
   EXPECT_EQ(now() + 60'000, hb->record->lease_until_ms);
-  EXPECT_EQ("RELEASED", Name(store().Execute(Op::Abort("pay", "k", fence))));
-  Result<OpResult> again = store().Execute(Op::Begin("pay", "k"));
+  EXPECT_EQ("RELEASED",
+            Name(store().Execute(Op::Abort({.ns = "pay", .key = "k", .fence = fence}))));
+  Result<OpResult> again = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
   ASSERT_OK(again);
   EXPECT_EQ(Outcome::kStarted, again->outcome);
   EXPECT_GT(again->record->fence, fence);
 }
 
 TEST_P(StoreConformanceTest, OneShotTokens) {
-  Result<OpResult> issued = store().Execute(Op::IssueToken("form"));
+  Result<OpResult> issued = store().Execute(Op::IssueToken({.ns = "form"}));
   ASSERT_OK(issued);
   EXPECT_EQ(Outcome::kIssued, issued->outcome);
   ASSERT_FALSE(issued->token.empty());
   const std::string token = issued->token;
-  EXPECT_EQ("CONSUMED", Name(store().Execute(Op::ConsumeToken("form", token))));
-  EXPECT_EQ("ALREADY_CONSUMED", Name(store().Execute(Op::ConsumeToken("form", token))));
-  EXPECT_EQ("NOT_FOUND", Name(store().Execute(Op::ConsumeToken("form", "never-issued"))));
+  EXPECT_EQ("CONSUMED", Name(store().Execute(Op::ConsumeToken({.ns = "form", .token = token}))));
+  EXPECT_EQ("ALREADY_CONSUMED",
+            Name(store().Execute(Op::ConsumeToken({.ns = "form", .token = token}))));
+  EXPECT_EQ("NOT_FOUND",
+            Name(store().Execute(Op::ConsumeToken({.ns = "form", .token = "never-issued"}))));
 }
 
 // What a token authorizes travels with it: issued with a payload, returned by the consume and by
 // every later ALREADY_CONSUMED answer.
 TEST_P(StoreConformanceTest, TokensCarryTheirPayload) {
-  Op issue = Op::IssueToken("form");
-  issue.payload = "refund order 42";
-  Result<OpResult> issued = store().Execute(issue);
+  Result<OpResult> issued =
+      store().Execute(Op::IssueToken({.ns = "form", .payload = "refund order 42"}));
   ASSERT_OK(issued);
   ASSERT_EQ(Outcome::kIssued, issued->outcome);
   EXPECT_EQ("refund order 42", issued->record->payload);
-  Result<OpResult> consumed = store().Execute(Op::ConsumeToken("form", issued->token));
+  Result<OpResult> consumed =
+      store().Execute(Op::ConsumeToken({.ns = "form", .token = issued->token}));
   ASSERT_OK(consumed);
   EXPECT_EQ(Outcome::kConsumed, consumed->outcome);
   EXPECT_EQ("refund order 42", consumed->record->payload);
-  Result<OpResult> again = store().Execute(Op::ConsumeToken("form", issued->token));
+  Result<OpResult> again =
+      store().Execute(Op::ConsumeToken({.ns = "form", .token = issued->token}));
   ASSERT_OK(again);
   EXPECT_EQ(Outcome::kAlreadyConsumed, again->outcome);
   EXPECT_EQ("refund order 42", again->record->payload);
 }
 
 TEST_P(StoreConformanceTest, TokenPayloadIsBoundedByThePayloadLimit) {
-  Op issue = Op::IssueToken("form");
   const std::string big(Limits{}.max_payload_bytes + 1, 'x');
-  issue.payload = big;
-  EXPECT_EQ("INVALID_ARGUMENT", Name(store().Execute(issue)));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().Execute(Op::IssueToken({.ns = "form", .payload = big}))));
 }
 
 TEST_P(StoreConformanceTest, Locks) {
-  Result<OpResult> alice = store().Execute(Op::Lock("locks", "report", "alice", 10'000));
+  Result<OpResult> alice =
+      store().Execute(Op::Lock({.ns = "locks", .key = "report", .owner = "alice", .lease = 10s}));
   ASSERT_OK(alice);
   EXPECT_EQ(Outcome::kAcquired, alice->outcome);
   const uint64_t fence = alice->record->fence;
-  Result<OpResult> bob = store().Execute(Op::Lock("locks", "report", "bob", 10'000));
+  Result<OpResult> bob =
+      store().Execute(Op::Lock({.ns = "locks", .key = "report", .owner = "bob", .lease = 10s}));
   ASSERT_OK(bob);
   EXPECT_EQ(Outcome::kHeld, bob->outcome);
   EXPECT_EQ("alice", bob->record->owner);
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Renew("locks", "report", fence, 10'000))));
-  EXPECT_EQ("FENCE_MISMATCH", Name(store().Execute(Op::Unlock("locks", "report", fence + 1))));
-  EXPECT_EQ("RELEASED", Name(store().Execute(Op::Unlock("locks", "report", fence))));
-  EXPECT_EQ("ACQUIRED", Name(store().Execute(Op::Lock("locks", "report", "bob"))));
+  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Renew(
+                           {.ns = "locks", .key = "report", .fence = fence, .lease = 10s}))));
+  EXPECT_EQ(
+      "FENCE_MISMATCH",
+      Name(store().Execute(Op::Unlock({.ns = "locks", .key = "report", .fence = fence + 1}))));
+  EXPECT_EQ("RELEASED",
+            Name(store().Execute(Op::Unlock({.ns = "locks", .key = "report", .fence = fence}))));
+  EXPECT_EQ("ACQUIRED",
+            Name(store().Execute(Op::Lock({.ns = "locks", .key = "report", .owner = "bob"}))));
 }
 
 TEST_P(StoreConformanceTest, StateMachineTransitions) {
-  ASSERT_OK(store().Insert("order", "o1", "WAIT_PAY"));
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("order", "o1", "PAYING"))));
-  EXPECT_EQ("ALREADY", Name(store().Execute(Op::Transition("order", "o1", "PAYING"))));
-  EXPECT_EQ("ILLEGAL", Name(store().Execute(Op::Transition("order", "o1", "CLOSED"))));
-  EXPECT_EQ("CONDITION_FAILED", Name(store().Execute(Op::Transition("order", "o1", "PAID", 1))));
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("order", "o1", "PAID", 2))));
-  EXPECT_EQ("NOT_FOUND", Name(store().Execute(Op::Transition("order", "nope", "PAID"))));
+  ASSERT_OK(store().Insert({.ns = "order", .key = "o1", .status = "WAIT_PAY"}));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "order", .key = "o1", .to_status = "PAYING"}))));
+  EXPECT_EQ(
+      "ALREADY",
+      Name(store().Execute(Op::Transition({.ns = "order", .key = "o1", .to_status = "PAYING"}))));
+  EXPECT_EQ(
+      "ILLEGAL",
+      Name(store().Execute(Op::Transition({.ns = "order", .key = "o1", .to_status = "CLOSED"}))));
+  EXPECT_EQ("CONDITION_FAILED",
+            Name(store().Execute(Op::Transition(
+                {.ns = "order", .key = "o1", .to_status = "PAID", .expect_version = 1}))));
+  EXPECT_EQ("APPLIED",
+            Name(store().Execute(Op::Transition(
+                {.ns = "order", .key = "o1", .to_status = "PAID", .expect_version = 2}))));
+  EXPECT_EQ(
+      "NOT_FOUND",
+      Name(store().Execute(Op::Transition({.ns = "order", .key = "nope", .to_status = "PAID"}))));
 }
 
 // The "post" graph is "draft>published,*>moderated": a post can be moderated from any state.
 TEST_P(StoreConformanceTest, StarInAStateGraphMeansFromAnyState) {
-  ASSERT_OK(store().Insert("post", "p1", "draft"));
-  ASSERT_OK(store().Insert("post", "p2", "draft"));
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("post", "p1", "published"))));
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("post", "p1", "moderated"))));
-  EXPECT_EQ("APPLIED", Name(store().Execute(Op::Transition("post", "p2", "moderated"))));
-  EXPECT_EQ("ILLEGAL", Name(store().Execute(Op::Transition("post", "p2", "published"))));
+  ASSERT_OK(store().Insert({.ns = "post", .key = "p1", .status = "draft"}));
+  ASSERT_OK(store().Insert({.ns = "post", .key = "p2", .status = "draft"}));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p1", .to_status = "published"}))));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p1", .to_status = "moderated"}))));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p2", .to_status = "moderated"}))));
+  EXPECT_EQ(
+      "ILLEGAL",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p2", .to_status = "published"}))));
 }
 
 // The outcome does not depend on whether the Begin arrives before or after the Complete, so no
 // sleep is needed; when it arrives first it waits and is woken by the Complete's commit.
 TEST_P(StoreConformanceTest, WaitingBeginGetsTheResponseWhenTheHolderCompletes) {
-  Result<OpResult> started = store().Execute(Op::Begin("pay", "k"));
+  Result<OpResult> started = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
   ASSERT_OK(started);
   auto waiter = std::async(std::launch::async, [&] {
-    return store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/20'000));
+    return store().Execute(Op::Begin({.ns = "pay", .key = "k", .wait = 20s}));
   });
-  ASSERT_EQ(
-      "APPLIED",
-      Name(store().Execute(Op::Complete("pay", "k", started->record->fence, "the response"))));
+  ASSERT_EQ("APPLIED", Name(store().Execute(Op::Complete({.ns = "pay",
+                                                          .key = "k",
+                                                          .fence = started->record->fence,
+                                                          .response = "the response"}))));
   ASSERT_EQ(std::future_status::ready, waiter.wait_for(15s));  // not the 20 s deadline
   Result<OpResult> r = waiter.get();
   ASSERT_OK(r);
@@ -136,16 +175,17 @@ TEST_P(StoreConformanceTest, WaitingBeginGetsTheResponseWhenTheHolderCompletes) 
 }
 
 TEST_P(StoreConformanceTest, WaitingBeginGivesUpAtItsDeadline) {
-  ASSERT_OK(store().Execute(Op::Begin("pay", "k")));
+  ASSERT_OK(store().Execute(Op::Begin({.ns = "pay", .key = "k"})));
   const auto start = std::chrono::steady_clock::now();
-  Result<OpResult> r = store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/200));
+  Result<OpResult> r = store().Execute(Op::Begin({.ns = "pay", .key = "k", .wait = 200ms}));
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kInProgress, r->outcome);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
 }
 
 TEST_P(StoreConformanceTest, WaitOverTheLimitIsInvalid) {
-  Op op = Op::Begin("pay", "k", "", 0, Limits{}.max_wait_ms + 1);
+  Op op = Op::Begin(
+      {.ns = "pay", .key = "k", .wait = std::chrono::milliseconds(Limits{}.max_wait_ms + 1)});
   EXPECT_EQ("INVALID_ARGUMENT", Name(store().Execute(op)));
 }
 

@@ -27,7 +27,8 @@ TEST_P(StoreConformanceTest, SixteenCallersGetOneStartedPerKey) {
   RunCallers([&](int t) {
     for (int k = 0; k < kKeys; ++k) {
       int i = (k + t) % kKeys;
-      Result<OpResult> r = store().Execute(Op::Begin("race", "k" + std::to_string(i)));
+      Result<OpResult> r =
+          store().Execute(Op::Begin({.ns = "race", .key = "k" + std::to_string(i)}));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       if (r->outcome == Outcome::kStarted) started[i]++;
     }
@@ -39,7 +40,7 @@ TEST_P(StoreConformanceTest, SixteenCallersConsumeATokenExactlyOnce) {
   constexpr int kTokens = 20;
   std::vector<std::string> tokens;
   for (int i = 0; i < kTokens; ++i) {
-    Result<OpResult> r = store().Execute(Op::IssueToken("form"));
+    Result<OpResult> r = store().Execute(Op::IssueToken({.ns = "form"}));
     ASSERT_OK(r);
     tokens.push_back(r->token);
   }
@@ -47,7 +48,7 @@ TEST_P(StoreConformanceTest, SixteenCallersConsumeATokenExactlyOnce) {
   RunCallers([&](int t) {
     for (int k = 0; k < kTokens; ++k) {
       int i = (k + t) % kTokens;
-      Result<OpResult> r = store().Execute(Op::ConsumeToken("form", tokens[i]));
+      Result<OpResult> r = store().Execute(Op::ConsumeToken({.ns = "form", .token = tokens[i]}));
       ASSERT_TRUE(r.ok());
       if (r->outcome == Outcome::kConsumed)
         consumed[i]++;
@@ -93,13 +94,14 @@ class RealLeaseTest : public ::testing::TestWithParam<Mode> {
 };
 
 TEST_P(RealLeaseTest, AWaiterTakesOverWhenTheLeaseRunsOutAndTheStaleHolderIsRejected) {
-  Result<OpResult> crashed = store().Execute(Op::Begin("pay", "k", "", /*lease_ms=*/300));
+  Result<OpResult> crashed = store().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 300ms}));
   ASSERT_OK(crashed);
   ASSERT_EQ(Outcome::kStarted, crashed->outcome);
   // The holder "crashes": it never heartbeats. A duplicate waits instead of polling, and is
   // handed the attempt when the lease ends (long before its 10 s wait).
   const auto t0 = std::chrono::steady_clock::now();
-  Result<OpResult> takeover = store().Execute(Op::Begin("pay", "k", "", 5'000, /*wait_ms=*/10'000));
+  Result<OpResult> takeover =
+      store().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 5s, .wait = 10s}));
   const auto waited = std::chrono::steady_clock::now() - t0;
   ASSERT_OK(takeover);
   EXPECT_EQ(Outcome::kStarted, takeover->outcome);
@@ -107,21 +109,31 @@ TEST_P(RealLeaseTest, AWaiterTakesOverWhenTheLeaseRunsOutAndTheStaleHolderIsReje
   EXPECT_LT(waited, 5s);
   // The old holder comes back: rejected.
   EXPECT_EQ(Outcome::kFenceMismatch,
-            store().Execute(Op::Complete("pay", "k", crashed->record->fence, "late"))->outcome);
+            store()
+                .Execute(Op::Complete(
+                    {.ns = "pay", .key = "k", .fence = crashed->record->fence, .response = "late"}))
+                ->outcome);
   EXPECT_EQ(Outcome::kFenceMismatch,
-            store().Execute(Op::Heartbeat("pay", "k", crashed->record->fence))->outcome);
+            store()
+                .Execute(Op::Heartbeat({.ns = "pay", .key = "k", .fence = crashed->record->fence}))
+                ->outcome);
   EXPECT_EQ(Outcome::kApplied,
-            store().Execute(Op::Complete("pay", "k", takeover->record->fence, "won"))->outcome);
+            store()
+                .Execute(Op::Complete(
+                    {.ns = "pay", .key = "k", .fence = takeover->record->fence, .response = "won"}))
+                ->outcome);
 }
 
 TEST_P(RealLeaseTest, AWaiterStartsWhenTheHolderAborts) {
-  Result<OpResult> holder = store().Execute(Op::Begin("pay", "k", "", 60'000));
+  Result<OpResult> holder = store().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 1min}));
   ASSERT_OK(holder);
   auto waiter = std::async(std::launch::async, [&] {
-    return store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/20'000));
+    return store().Execute(Op::Begin({.ns = "pay", .key = "k", .wait = 20s}));
   });
   ASSERT_EQ(Outcome::kReleased,
-            store().Execute(Op::Abort("pay", "k", holder->record->fence))->outcome);
+            store()
+                .Execute(Op::Abort({.ns = "pay", .key = "k", .fence = holder->record->fence}))
+                ->outcome);
   ASSERT_EQ(std::future_status::ready, waiter.wait_for(15s));
   Result<OpResult> r = waiter.get();
   ASSERT_OK(r);
@@ -132,15 +144,18 @@ TEST_P(RealLeaseTest, AWaiterStartsWhenTheHolderAborts) {
 TEST_P(RealLeaseTest, AHeartbeatingHolderKeepsItsAttempt) {
   // Leases of 1.5 s renewed every 250 ms: a scheduling stall of over a second (a loaded CI
   // machine) would be needed to lose it, so the test checks the mechanism, not the scheduler.
-  Result<OpResult> holder = store().Execute(Op::Begin("pay", "k", "", 1'500));
+  Result<OpResult> holder = store().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 1'500ms}));
   ASSERT_OK(holder);
   auto waiter = std::async(std::launch::async, [&] {
-    return store().Execute(Op::Begin("pay", "k", "", 0, /*wait_ms=*/2'000));
+    return store().Execute(Op::Begin({.ns = "pay", .key = "k", .wait = 2s}));
   });
   for (int i = 0; i < 8; ++i) {  // heartbeats for 2 s: longer than the first lease
     std::this_thread::sleep_for(250ms);
     ASSERT_EQ(Outcome::kApplied,
-              store().Execute(Op::Heartbeat("pay", "k", holder->record->fence, 1'500))->outcome);
+              store()
+                  .Execute(Op::Heartbeat(
+                      {.ns = "pay", .key = "k", .fence = holder->record->fence, .lease = 1'500ms}))
+                  ->outcome);
   }
   Result<OpResult> r = waiter.get();
   ASSERT_OK(r);

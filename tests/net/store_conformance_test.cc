@@ -6,7 +6,12 @@ namespace idem::testing {
 namespace {
 
 TEST_P(StoreConformanceTest, InsertCreatesTheRecord) {
-  Result<OpResult> r = store().Insert("pay", "k1", "PENDING", "payload", "fp", 2 * kHour);
+  Result<OpResult> r = store().Insert({.ns = "pay",
+                                       .key = "k1",
+                                       .status = "PENDING",
+                                       .payload = "payload",
+                                       .fingerprint = "fp",
+                                       .ttl = std::chrono::milliseconds(2 * kHour)});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kInserted, r->outcome);
   ASSERT_TRUE(r->record);
@@ -23,9 +28,11 @@ TEST_P(StoreConformanceTest, InsertCreatesTheRecord) {
 }
 
 TEST_P(StoreConformanceTest, InsertOfALiveKeyReturnsTheExistingRecord) {
-  Result<OpResult> first = store().Insert("pay", "k1", "PENDING", "one", "fp-1");
+  Result<OpResult> first = store().Insert(
+      {.ns = "pay", .key = "k1", .status = "PENDING", .payload = "one", .fingerprint = "fp-1"});
   ASSERT_OK(first);
-  Result<OpResult> again = store().Insert("pay", "k1", "OTHER", "two", "fp-1");
+  Result<OpResult> again = store().Insert(
+      {.ns = "pay", .key = "k1", .status = "OTHER", .payload = "two", .fingerprint = "fp-1"});
   ASSERT_OK(again);
   EXPECT_EQ(Outcome::kExists, again->outcome);
   EXPECT_TRUE(again->fingerprint_matches);
@@ -34,11 +41,12 @@ TEST_P(StoreConformanceTest, InsertOfALiveKeyReturnsTheExistingRecord) {
 
 TEST_P(StoreConformanceTest, FingerprintMismatchIsReported) {
   ASSERT_EQ("INSERTED", Insert("k1", "PENDING", "fp-1"));
-  Result<OpResult> other = store().Insert("pay", "k1", "PENDING", "", "fp-2");
+  Result<OpResult> other =
+      store().Insert({.ns = "pay", .key = "k1", .status = "PENDING", .fingerprint = "fp-2"});
   ASSERT_OK(other);
   EXPECT_EQ(Outcome::kExists, other->outcome);
   EXPECT_FALSE(other->fingerprint_matches);
-  Result<OpResult> none = store().Insert("pay", "k1", "PENDING");
+  Result<OpResult> none = store().Insert({.ns = "pay", .key = "k1", .status = "PENDING"});
   ASSERT_OK(none);
   EXPECT_TRUE(none->fingerprint_matches);  // no fingerprint given: nothing to compare
 }
@@ -46,12 +54,12 @@ TEST_P(StoreConformanceTest, FingerprintMismatchIsReported) {
 TEST_P(StoreConformanceTest, GetFindsLiveRecordsOnly) {
   EXPECT_EQ("NOT_FOUND", Get("k1"));
   ASSERT_EQ("INSERTED", Insert("k1", "PENDING", "", kHour));
-  Result<OpResult> found = store().Get("pay", "k1");
+  Result<OpResult> found = store().Get({.ns = "pay", .key = "k1"});
   ASSERT_OK(found);
   EXPECT_EQ(Outcome::kFound, found->outcome);
   EXPECT_EQ("body", found->record->payload);
   clock_->Advance(kHour);
-  Result<OpResult> gone = store().Get("pay", "k1");
+  Result<OpResult> gone = store().Get({.ns = "pay", .key = "k1"});
   ASSERT_OK(gone);
   EXPECT_EQ(Outcome::kNotFound, gone->outcome);
   EXPECT_FALSE(gone->record);
@@ -61,9 +69,12 @@ TEST_P(StoreConformanceTest, GetFindsLiveRecordsOnly) {
 TEST_P(StoreConformanceTest, CompareAndSetOnStatus) {
   ASSERT_EQ("INSERTED", Insert("k1"));
   clock_->Advance(10);
-  Result<OpResult> applied =
-      store().CompareAndSet("pay", "k1", Condition{.status_in = {"PENDING"}},
-                            Update{.status = "PAID", .payload = "receipt", .ttl_ms = 3 * kHour});
+  Result<OpResult> applied = store().CompareAndSet(
+      {.ns = "pay",
+       .key = "k1",
+       .condition = Condition{.status_in = {"PENDING"}},
+       .update = Update{
+           .status = "PAID", .payload = "receipt", .ttl = std::chrono::milliseconds(3 * kHour)}});
   ASSERT_OK(applied);
   EXPECT_EQ(Outcome::kApplied, applied->outcome);
   EXPECT_EQ("PAID", applied->record->status);
@@ -72,23 +83,35 @@ TEST_P(StoreConformanceTest, CompareAndSetOnStatus) {
   EXPECT_EQ(now(), applied->record->updated_ms);
   EXPECT_EQ(now() + 3 * kHour, applied->record->expires_at_ms);
 
-  Result<OpResult> failed = store().CompareAndSet("pay", "k1", Condition{.status_in = {"PENDING"}},
-                                                  Update{.status = "FAILED"});
+  Result<OpResult> failed = store().CompareAndSet({.ns = "pay",
+                                                   .key = "k1",
+                                                   .condition = Condition{.status_in = {"PENDING"}},
+                                                   .update = Update{.status = "FAILED"}});
   ASSERT_OK(failed);
   EXPECT_EQ(Outcome::kConditionFailed, failed->outcome);
   EXPECT_EQ(*applied->record, *failed->record);
 }
 
 TEST_P(StoreConformanceTest, CompareAndSetOnVersionAndFence) {
-  Result<OpResult> r = store().Insert("pay", "k1", "PENDING");
+  Result<OpResult> r = store().Insert({.ns = "pay", .key = "k1", .status = "PENDING"});
   ASSERT_OK(r);
   const uint64_t fence = r->record->fence;
-  EXPECT_EQ(Outcome::kConditionFailed,
-            store().CompareAndSet("pay", "k1", {.version = 2}, {.status = "X"})->outcome);
-  EXPECT_EQ(Outcome::kConditionFailed,
-            store().CompareAndSet("pay", "k1", {.fence = fence + 1}, {.status = "X"})->outcome);
-  Result<OpResult> ok =
-      store().CompareAndSet("pay", "k1", {.version = 1, .fence = fence}, {.payload = ""});
+  EXPECT_EQ(
+      Outcome::kConditionFailed,
+      store()
+          .CompareAndSet(
+              {.ns = "pay", .key = "k1", .condition = {.version = 2}, .update = {.status = "X"}})
+          ->outcome);
+  EXPECT_EQ(Outcome::kConditionFailed, store()
+                                           .CompareAndSet({.ns = "pay",
+                                                           .key = "k1",
+                                                           .condition = {.fence = fence + 1},
+                                                           .update = {.status = "X"}})
+                                           ->outcome);
+  Result<OpResult> ok = store().CompareAndSet({.ns = "pay",
+                                               .key = "k1",
+                                               .condition = {.version = 1, .fence = fence},
+                                               .update = {.payload = ""}});
   ASSERT_OK(ok);
   EXPECT_EQ(Outcome::kApplied, ok->outcome);
   EXPECT_EQ("", ok->record->payload);        // an empty payload is a value, not "unchanged"
@@ -96,34 +119,40 @@ TEST_P(StoreConformanceTest, CompareAndSetOnVersionAndFence) {
 }
 
 TEST_P(StoreConformanceTest, CompareAndSetOfAMissingKeyIsNotFound) {
-  Result<OpResult> r = store().CompareAndSet("pay", "nope", {}, {.status = "X"});
+  Result<OpResult> r =
+      store().CompareAndSet({.ns = "pay", .key = "nope", .update = {.status = "X"}});
   ASSERT_OK(r);
   EXPECT_EQ(Outcome::kNotFound, r->outcome);
 }
 
 TEST_P(StoreConformanceTest, DeleteReturnsTheRemovedRecord) {
   ASSERT_EQ("INSERTED", Insert("k1"));
-  Result<OpResult> refused = store().Delete("pay", "k1", {.status_in = {"PAID", "FAILED"}});
+  Result<OpResult> refused =
+      store().Delete({.ns = "pay", .key = "k1", .condition = {.status_in = {"PAID", "FAILED"}}});
   ASSERT_OK(refused);
   EXPECT_EQ(Outcome::kConditionFailed, refused->outcome);
-  Result<OpResult> deleted = store().Delete("pay", "k1", {.status_in = {"PENDING"}});
+  Result<OpResult> deleted =
+      store().Delete({.ns = "pay", .key = "k1", .condition = {.status_in = {"PENDING"}}});
   ASSERT_OK(deleted);
   EXPECT_EQ(Outcome::kDeleted, deleted->outcome);
   EXPECT_EQ("PENDING", deleted->record->status);
   EXPECT_EQ("NOT_FOUND", Get("k1"));
-  EXPECT_EQ("NOT_FOUND", Name(store().Delete("pay", "k1")));
+  EXPECT_EQ("NOT_FOUND", Name(store().Delete({.ns = "pay", .key = "k1"})));
 }
 
 TEST_P(StoreConformanceTest, ApplyRunsOpsInOrderAndIsolatesInvalidOnes) {
   std::string long_key(600, 'x');
   std::vector<Op> ops = {
-      Op::Insert("pay", "a", "PENDING"),
-      Op::Insert("pay", long_key, "PENDING"),
-      Op::CompareAndSet("pay", "a", {.status_in = {"PENDING"}}, {.status = "PAID"}),
-      Op::Get("pay", "a"),
-      Op::Insert("bad namespace!", "a", "PENDING"),
-      Op::Delete("pay", "a", {.version = 2}),
-      Op::Get("pay", "a"),
+      Op::Insert({.ns = "pay", .key = "a", .status = "PENDING"}),
+      Op::Insert({.ns = "pay", .key = long_key, .status = "PENDING"}),
+      Op::CompareAndSet({.ns = "pay",
+                         .key = "a",
+                         .condition = {.status_in = {"PENDING"}},
+                         .update = {.status = "PAID"}}),
+      Op::Get({.ns = "pay", .key = "a"}),
+      Op::Insert({.ns = "bad namespace!", .key = "a", .status = "PENDING"}),
+      Op::Delete({.ns = "pay", .key = "a", .condition = {.version = 2}}),
+      Op::Get({.ns = "pay", .key = "a"}),
   };
   std::vector<Result<OpResult>> results;
   ASSERT_OK(store().Apply(ops, &results));
@@ -142,7 +171,7 @@ TEST_P(StoreConformanceTest, EmptyApplySucceeds) {
 }
 
 TEST_P(StoreConformanceTest, TooManyOpsFailTheWholeCall) {
-  std::vector<Op> ops(65, Op::Insert("pay", "k", "PENDING"));
+  std::vector<Op> ops(65, Op::Insert({.ns = "pay", .key = "k", .status = "PENDING"}));
   std::vector<Result<OpResult>> results;
   Status s = store().Apply(ops, &results);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
@@ -162,23 +191,29 @@ TEST_P(StoreConformanceTest, InputLimitsAreInvalidArgument) {
   EXPECT_EQ("INVALID_ARGUMENT", Insert("k", ""));
   EXPECT_EQ("INVALID_ARGUMENT",
             Insert("k", "PENDING", std::string(limits.max_fingerprint_bytes + 1, 'f')));
-  EXPECT_EQ("INVALID_ARGUMENT", Name(store().Insert(std::string(65, 'n'), "k", "PENDING")));
-  EXPECT_EQ(
-      "INVALID_ARGUMENT",
-      Name(store().Insert("pay", "k", "PENDING", std::string(limits.max_payload_bytes + 1, 'p'))));
-  std::vector<std::string_view> statuses(limits.max_status_set + 1, "S");
   EXPECT_EQ("INVALID_ARGUMENT",
-            Name(store().CompareAndSet("pay", "k", {.status_in = statuses}, {.status = "X"})));
+            Name(store().Insert({.ns = std::string(65, 'n'), .key = "k", .status = "PENDING"})));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().Insert({.ns = "pay",
+                                 .key = "k",
+                                 .status = "PENDING",
+                                 .payload = std::string(limits.max_payload_bytes + 1, 'p')})));
+  std::vector<std::string_view> statuses(limits.max_status_set + 1, "S");
+  EXPECT_EQ("INVALID_ARGUMENT", Name(store().CompareAndSet({.ns = "pay",
+                                                            .key = "k",
+                                                            .condition = {.status_in = statuses},
+                                                            .update = {.status = "X"}})));
 }
 
 TEST_P(StoreConformanceTest, RetentionPolicyBoundsTtls) {
   EXPECT_EQ("INVALID_ARGUMENT", Insert("k", "PENDING", "", 48 * kHour + 1));
   EXPECT_EQ("INVALID_ARGUMENT", Insert("k", "PENDING", "", kForever));
   EXPECT_EQ("INSERTED", Insert("k", "PENDING", "", 48 * kHour));
-  Result<OpResult> forever = store().Insert("forever", "k", "PENDING", "", "", kForever);
+  Result<OpResult> forever =
+      store().Insert({.ns = "forever", .key = "k", .status = "PENDING", .ttl = Ttl::Forever()});
   ASSERT_OK(forever);
   EXPECT_EQ(kNeverExpires, forever->record->expires_at_ms);
-  Result<OpResult> defaulted = store().Insert("forever", "k2", "PENDING");
+  Result<OpResult> defaulted = store().Insert({.ns = "forever", .key = "k2", .status = "PENDING"});
   ASSERT_OK(defaulted);
   EXPECT_EQ(now() + kHour, defaulted->record->expires_at_ms);
 }
@@ -187,8 +222,12 @@ TEST_P(StoreConformanceTest, KeysAndPayloadsAreBinary) {
   const std::string key("a\0b\xff", 4);
   const std::string payload("\0\1\2\xfe\xff", 5);
   const std::string fingerprint("\xde\xad\0\xef", 4);
-  ASSERT_OK(store().Insert("pay", key, "PENDING", payload, fingerprint));
-  Result<OpResult> r = store().Get("pay", key);
+  ASSERT_OK(store().Insert({.ns = "pay",
+                            .key = key,
+                            .status = "PENDING",
+                            .payload = payload,
+                            .fingerprint = fingerprint}));
+  Result<OpResult> r = store().Get({.ns = "pay", .key = key});
   ASSERT_OK(r);
   EXPECT_EQ(payload, r->record->payload);
   EXPECT_EQ(fingerprint, r->record->fingerprint);
@@ -198,8 +237,8 @@ TEST_P(StoreConformanceTest, KeysAndPayloadsAreBinary) {
 TEST_P(StoreConformanceTest, LargePayloadRoundTrips) {
   std::string payload(Limits{}.max_payload_bytes, 'p');
   payload[12345] = '\0';
-  ASSERT_OK(store().Insert("pay", "big", "PENDING", payload));
-  Result<OpResult> r = store().Get("pay", "big");
+  ASSERT_OK(store().Insert({.ns = "pay", .key = "big", .status = "PENDING", .payload = payload}));
+  Result<OpResult> r = store().Get({.ns = "pay", .key = "big"});
   ASSERT_OK(r);
   EXPECT_EQ(payload, r->record->payload);
 }
@@ -214,7 +253,8 @@ TEST_P(StoreConformanceTest, StatsCountOps) {
   EXPECT_GT(stats->next_fence, 0u);
   EXPECT_GT(stats->block_cache_capacity_bytes, 0u);  // the memory figures reach clients too
   EXPECT_LE(stats->block_cache_bytes, stats->block_cache_capacity_bytes);
-  EXPECT_EQ(GetParam() == Mode::kClientOnLoopSync ? "sync" : "async", stats->durability);
+  EXPECT_EQ(GetParam() == Mode::kClientOnLoopSync ? Durability::kSync : Durability::kAsync,
+            stats->durability);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, StoreConformanceTest, AllModes(), ModeTestName);

@@ -1,13 +1,13 @@
-// TestServer: an Engine in a temp dir on a ManualClock, served in-process on 127.0.0.1 port 0.
-// What the network tests talk to, through idem::Client or a RawSocket.
+// TestServer: a ServingEngine in a temp dir on a ManualClock, served in-process on 127.0.0.1 port
+// 0. What the network tests talk to, through idem::Client or a RawSocket.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "idem/client.h"
-#include "idem/engine.h"
 #include "idem/server.h"
+#include "idem/serving.h"
 #include "support/temp_dir.h"
 
 namespace idem::testing {
@@ -30,7 +30,7 @@ class TestServer {
       : clock_(std::move(clock)) {
     if (default_engine_options) engine_options = TestEngineOptions(clock_);
     if (!engine_options.clock) engine_options.clock = clock_;  // a test may bring its own clock
-    auto engine = Engine::Open(dir_.Sub("db"), engine_options);
+    auto engine = ServingEngine::Open(dir_.Sub("db"), engine_options);
     EXPECT_TRUE(engine.ok()) << engine.status().ToString();
     engine_ = std::move(*engine);
     server_options.host = "127.0.0.1";
@@ -56,7 +56,7 @@ class TestServer {
     server_ = std::move(*server);
   }
 
-  Engine& engine() { return *engine_; }
+  ServingEngine& engine() { return *engine_; }
   Server& server() { return *server_; }
   ManualClock& clock() { return *clock_; }
   uint16_t port() const { return server_options_.port; }
@@ -71,7 +71,7 @@ class TestServer {
   TempDir dir_;
   ServerOptions server_options_;
   std::shared_ptr<ManualClock> clock_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
   std::unique_ptr<Server> server_;
 };
 

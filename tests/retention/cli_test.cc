@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::retention {
 namespace {

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "byte_size.h"
-#include "idem/duration.h"
+#include "duration.h"
 #include "json_report.h"
 #include "json_writer.h"
 #include "plots.h"

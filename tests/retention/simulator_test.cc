@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/duration.h"
+#include "duration.h"
 #include "idem/engine.h"
 #include "support/temp_dir.h"
 
@@ -102,7 +102,10 @@ TEST(RetentionSimulatedClockTest, RecordsVanishAtExactlyTheTtlAndReclaimRemovesT
   Engine& e = **engine;
   const std::string payload(100, 'p');  // compresses well: the file is small, still > 20 kB
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_TRUE(e.Insert("pay", "key-" + std::to_string(i), "DONE", payload).ok());
+    ASSERT_TRUE(
+        e.Insert(
+             {.ns = "pay", .key = "key-" + std::to_string(i), .status = "DONE", .payload = payload})
+            .ok());
   }
   ASSERT_TRUE(e.Flush().ok());
   auto before = e.Stats();
@@ -111,13 +114,13 @@ TEST(RetentionSimulatedClockTest, RecordsVanishAtExactlyTheTtlAndReclaimRemovesT
   EXPECT_GT(before->sst_bytes, 20'000u);
 
   clock->Advance(kHour - 1);
-  EXPECT_EQ(Outcome::kFound, e.Get("pay", "key-7")->outcome);
-  EXPECT_EQ(Outcome::kExists, e.Insert("pay", "key-8", "DONE")->outcome);
+  EXPECT_EQ(Outcome::kFound, e.Get({.ns = "pay", .key = "key-7"})->outcome);
+  EXPECT_EQ(Outcome::kExists, e.Insert({.ns = "pay", .key = "key-8", .status = "DONE"})->outcome);
   ASSERT_TRUE(e.ReclaimExpired().ok());
   EXPECT_EQ(before->sst_bytes, e.Stats()->sst_bytes) << "nothing has expired yet";
 
   clock->Advance(1);  // exactly the TTL
-  EXPECT_EQ(Outcome::kNotFound, e.Get("pay", "key-7")->outcome);
+  EXPECT_EQ(Outcome::kNotFound, e.Get({.ns = "pay", .key = "key-7"})->outcome);
   auto report = e.ReclaimExpired();
   ASSERT_TRUE(report.ok());
   EXPECT_GE(report->files_compacted, 1u);

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::retention {
 namespace {

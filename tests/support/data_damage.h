@@ -132,7 +132,8 @@ inline void InsertBatch(Engine& engine, int from, int count) {
     payloads.push_back("payload of " + keys.back() + std::string(80, 'x'));
   }
   for (size_t j = 0; j < keys.size(); ++j) {
-    ops.push_back(Op::Insert("dmg", keys[j], "DONE", payloads[j]));
+    ops.push_back(
+        Op::Insert({.ns = "dmg", .key = keys[j], .status = "DONE", .payload = payloads[j]}));
   }
   std::vector<Result<OpResult>> results;
   Status s = engine.Apply(ops, &results);
@@ -162,7 +163,7 @@ inline int InsertUntilOneWalRetired(Engine& engine, const std::string& dir, int 
 inline int CountRecords(Store& store, int n) {
   int found = 0;
   for (int i = 0; i < n; ++i) {
-    auto r = store.Get("dmg", DamageKey(i));
+    auto r = store.Get({.ns = "dmg", .key = DamageKey(i)});
     if (r.ok() && r->outcome == Outcome::kFound) ++found;
   }
   return found;

@@ -1,4 +1,5 @@
-// A fixture that owns a temp directory, a ManualClock and an Engine on them, with helpers that
+// A fixture that owns a temp directory, a ManualClock and an Engine on them (opened for serving,
+// so that the serving methods of idem/serving.h can be tested too), with helpers that
 // turn results into short strings so tests read like a specification:
 //   EXPECT_EQ("INSERTED", Insert("pay", "k1"));
 #pragma once
@@ -8,9 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "idem/engine.h"
+#include "idem/serving.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
+#include "support/ttl_ms.h"
 
 namespace idem::testing {
 
@@ -29,7 +31,7 @@ class EngineTest : public ::testing::Test {
   void SetUp() override { Open(); }
 
   void Open() {
-    auto engine = Engine::Open(dir_.Sub("db"), options_);
+    auto engine = ServingEngine::Open(dir_.Sub("db"), options_);
     ASSERT_OK(engine);
     engine_ = std::move(*engine);
   }
@@ -38,15 +40,22 @@ class EngineTest : public ::testing::Test {
     Open();
   }
 
-  Engine& engine() { return *engine_; }
+  ServingEngine& engine() { return *engine_; }
   std::string Insert(std::string_view ns, std::string_view key, std::string_view status = "PENDING",
                      std::string_view payload = {}, std::string_view fingerprint = {},
                      int64_t ttl_ms = kDefaultTtl) {
-    return Name(engine_->Insert(ns, key, status, payload, fingerprint, ttl_ms));
+    return Name(engine_->Insert({.ns = ns,
+                                 .key = key,
+                                 .status = status,
+                                 .payload = payload,
+                                 .fingerprint = fingerprint,
+                                 .ttl = TtlMs(ttl_ms)}));
   }
-  std::string Get(std::string_view ns, std::string_view key) { return Name(engine_->Get(ns, key)); }
+  std::string Get(std::string_view ns, std::string_view key) {
+    return Name(engine_->Get({.ns = ns, .key = key}));
+  }
   Record GetRecord(std::string_view ns, std::string_view key) {
-    auto r = engine_->Get(ns, key);
+    auto r = engine_->Get({.ns = ns, .key = key});
     EXPECT_TRUE(r.ok() && r->record) << Name(r);
     return r.ok() && r->record ? *r->record : Record{};
   }
@@ -54,7 +63,7 @@ class EngineTest : public ::testing::Test {
   TempDir dir_;
   std::shared_ptr<ManualClock> clock_;
   EngineOptions options_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServingEngine> engine_;
 };
 
 }  // namespace idem::testing

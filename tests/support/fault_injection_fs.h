@@ -41,6 +41,11 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     std::lock_guard<std::mutex> lock(hook_mu_);
     wal_sync_hook_ = std::move(hook);
   }
+  // Called after a writable file was created, with its name, on the creating thread. Null: none.
+  void OnCreate(std::function<void(const std::string&)> hook) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    create_hook_ = std::move(hook);
+  }
   // Calls failed so far.
   int injected() const { return injected_.load(); }
 
@@ -52,6 +57,14 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     }
     rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
     if (!s.ok()) return s;
+    {
+      std::function<void(const std::string&)> hook;
+      {
+        std::lock_guard<std::mutex> lock(hook_mu_);
+        hook = create_hook_;
+      }
+      if (hook) hook(fname);
+    }
     const bool wal = IsWalFileName(fname);
     const bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
     const bool info_log = fname.size() >= 4 && fname.compare(fname.size() - 4, 4, "/LOG") == 0;
@@ -149,7 +162,8 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   std::atomic<Fault> info_log_{Fault::kNone};
   std::atomic<int> injected_{0};
   std::mutex hook_mu_;
-  std::function<bool()> wal_sync_hook_;  // guarded by hook_mu_
+  std::function<bool()> wal_sync_hook_;                  // guarded by hook_mu_
+  std::function<void(const std::string&)> create_hook_;  // guarded by hook_mu_
 };
 
 }  // namespace idem::testing

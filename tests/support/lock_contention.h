@@ -36,7 +36,7 @@ inline LockContention ContendForOneLock(
     const std::string owner = "worker-" + std::to_string(t);
     int held = 0;
     while (held < holds_per_caller && std::chrono::steady_clock::now() < deadline) {
-      Result<OpResult> r = store.Execute(Op::Lock("locks", "L", owner));
+      Result<OpResult> r = store.Execute(Op::Lock({.ns = "locks", .key = "L", .owner = owner}));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       if (r->outcome != Outcome::kAcquired) {
         ASSERT_EQ(Outcome::kHeld, r->outcome);
@@ -50,7 +50,8 @@ inline LockContention ContendForOneLock(
       ++acquisitions;
       ++held;
       --holders;  // leave the critical section before releasing the lock
-      Result<OpResult> released = store.Execute(Op::Unlock("locks", "L", r->record->fence));
+      Result<OpResult> released =
+          store.Execute(Op::Unlock({.ns = "locks", .key = "L", .fence = r->record->fence}));
       ASSERT_TRUE(released.ok()) << released.status().ToString();
       ASSERT_EQ(Outcome::kReleased, released->outcome);
     }

@@ -1,5 +1,5 @@
 // Test support: a result as a short string, so tests read like a specification:
-//   EXPECT_EQ("INSERTED", Name(store.Insert("pay", "k1", "PENDING")));
+//   EXPECT_EQ("INSERTED", Name(store.Insert({.ns = "pay", .key = "k1", .status = "PENDING"})));
 #pragma once
 
 #include <string>

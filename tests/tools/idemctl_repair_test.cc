@@ -69,7 +69,7 @@ TEST_F(IdemctlRepairTest, SalvagesAGarbledWalAndCountsWhatWasLost) {
   // Lost records may have carried fences above every surviving one: none may be handed out again.
   auto engine = Engine::Open(db_, options_);
   ASSERT_OK(engine);
-  auto next = (*engine)->Insert("dmg", "after-repair", "S");
+  auto next = (*engine)->Insert({.ns = "dmg", .key = "after-repair", .status = "S"});
   ASSERT_OK(next);
   EXPECT_GT(next->record->fence, uint64_t{1} << 40);
 }

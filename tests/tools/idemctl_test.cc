@@ -1,5 +1,10 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base64.h"
 #include "idem/engine.h"
 #include "invocation.h"
 #include "json_writer.h"
@@ -39,9 +44,9 @@ TEST(IdemctlBuild, InsertWithDurationsAndForever) {
   EXPECT_EQ("k1", op->key);
   EXPECT_EQ("NEW", op->status);
   EXPECT_EQ("hello", op->payload);
-  EXPECT_EQ(15 * 60'000, op->ttl_ms);
+  EXPECT_EQ(Ttl(std::chrono::milliseconds(15 * 60'000)), op->ttl);
   auto forever = Parse({"--data", "d", "insert", "pay", "k", "--ttl", "forever"});
-  EXPECT_EQ(kForever, BuildOp(*forever)->ttl_ms);
+  EXPECT_EQ(Ttl::Forever(), BuildOp(*forever)->ttl);
   auto bad = Parse({"--data", "d", "insert", "pay", "k", "--ttl", "soon"});
   EXPECT_FALSE(BuildOp(*bad).ok());
 }
@@ -57,7 +62,7 @@ TEST(IdemctlBuild, CasConditionsAndUpdate) {
   EXPECT_EQ(3u, op->condition.version);
   EXPECT_FALSE(op->condition.fence.has_value());
   EXPECT_EQ("PAID", op->update.status);
-  EXPECT_EQ(7 * 24 * 3600'000LL, op->update.ttl_ms);
+  EXPECT_EQ(Ttl(std::chrono::milliseconds(7 * 24 * 3600'000LL)), op->update.ttl);
   auto bad = Parse({"--data", "d", "delete", "o", "k", "--expect-version", "-1"});
   EXPECT_FALSE(BuildOp(*bad).ok());
 }
@@ -66,8 +71,8 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   auto begin = Parse({"--data", "d", "begin", "p", "k", "--lease", "30s", "--wait", "2s"});
   auto b = BuildOp(*begin);
   EXPECT_EQ(OpType::kBegin, b->type);
-  EXPECT_EQ(30'000, b->lease_ms);
-  EXPECT_EQ(2'000, b->wait_ms);
+  EXPECT_EQ(std::chrono::milliseconds(30'000), b->lease);
+  EXPECT_EQ(std::chrono::milliseconds(2'000), b->wait);
   auto complete = Parse({"--data", "d", "complete", "p", "k", "--fence", "42", "--payload", "r"});
   auto c = BuildOp(*complete);
   EXPECT_EQ(OpType::kComplete, c->type);
@@ -88,6 +93,150 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   EXPECT_EQ(2u, t->condition.version);
 }
 
+// Byte fields given as base64 reach the Op as the bytes themselves.
+TEST(IdemctlBuild, BytesGivenAsBase64) {
+  auto insert = Parse(
+      {"--data", "d", "insert", "p", "k", "--payload-b64", "//4AQQ==", "--fingerprint-b64=7aCA"});
+  ASSERT_TRUE(insert.ok()) << insert.status().ToString();
+  auto op = BuildOp(*insert);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(std::string_view("\xff\xfe\0A", 4), op->payload);
+  EXPECT_EQ("\xed\xa0\x80", op->fingerprint);
+  auto begin = Parse({"--data", "d", "begin", "p", "k", "--fingerprint-b64", "Zm9v"});
+  ASSERT_TRUE(begin.ok()) << begin.status().ToString();
+  EXPECT_EQ("foo", BuildOp(*begin)->fingerprint);
+  auto complete = Parse({"--data", "d", "complete", "p", "k", "--fence", "3", "--payload-b64", ""});
+  ASSERT_TRUE(complete.ok()) << complete.status().ToString();
+  EXPECT_EQ("", BuildOp(*complete)->payload);
+  auto cas = Parse({"--data", "d", "cas", "p", "k", "--payload-b64", "Zm9v"});
+  ASSERT_TRUE(cas.ok()) << cas.status().ToString();
+  EXPECT_EQ("foo", BuildOp(*cas)->update.payload);
+}
+
+TEST(IdemctlParse, BothFormsOfAByteFieldOrBadBase64AreRefusedByName) {
+  auto both = Parse({"--data", "d", "insert", "p", "k", "--payload", "x", "--payload-b64", "eA=="});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ("--payload and --payload-b64 are two forms of one value: give one",
+            both.status().message());
+  auto reversed =
+      Parse({"--data", "d", "begin", "p", "k", "--fingerprint-b64", "eA==", "--fingerprint", "x"});
+  ASSERT_FALSE(reversed.ok());
+  EXPECT_EQ("--fingerprint and --fingerprint-b64 are two forms of one value: give one",
+            reversed.status().message());
+  auto twice =
+      Parse({"--data", "d", "insert", "p", "k", "--payload-b64", "eA==", "--payload-b64=eA=="});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ("--payload-b64 given twice", twice.status().message());
+  auto bad = Parse({"--data", "d", "insert", "p", "k", "--payload-b64", "Zm!v"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ("--payload-b64: not base64: '!' at character 3", bad.status().message());
+  // Only byte fields have a base64 form.
+  auto status = Parse({"--data", "d", "insert", "p", "k", "--status-b64", "eA=="});
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ("insert does not take --status-b64", status.status().message());
+}
+
+// One command as --help shows it: its name, how many arguments it takes, the flags its
+// synopsis lists, and which of those are required (not in brackets).
+struct HelpEntry {
+  std::string command;
+  size_t arguments = 0;
+  std::set<std::string> flags, required;
+};
+
+// Reads the synopses out of --help: a command's line is indented two spaces and starts with its
+// lower-case name; the synopsis ends at two spaces in a row (a note follows) and continues on
+// more deeply indented lines that start with '[' or '-'.
+std::vector<HelpEntry> CommandsInHelp(const std::string& help) {
+  std::vector<HelpEntry> entries;
+  bool in_synopsis = false;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t indent = line.find_first_not_of(' ');
+    std::string synopsis;
+    if (indent == 2 && line[2] >= 'a' && line[2] <= 'z') {
+      entries.emplace_back();
+      synopsis = line.substr(2, line.find("  ", 2) - 2);
+      std::istringstream words(synopsis);
+      words >> entries.back().command;
+      for (std::string w; words >> w && w[0] >= 'A' && w[0] <= 'Z';) ++entries.back().arguments;
+      in_synopsis = true;
+    } else if (in_synopsis && indent != std::string::npos && indent > 2 &&
+               (line[indent] == '[' || line[indent] == '-')) {
+      synopsis = line.substr(indent);
+    } else {
+      in_synopsis = indent != std::string::npos && indent > 2;  // a note: the synopsis may go on
+      continue;
+    }
+    int depth = 0;
+    for (size_t i = 0; i < synopsis.size(); ++i) {
+      if (synopsis[i] == '[') ++depth;
+      if (synopsis[i] == ']') --depth;
+      if (synopsis.compare(i, 2, "--") != 0 ||
+          (i > 0 && synopsis[i - 1] != ' ' && synopsis[i - 1] != '['))
+        continue;
+      const size_t end = synopsis.find_first_of(" ]|", i);
+      const std::string flag = synopsis.substr(i + 2, end - i - 2);
+      entries.back().flags.insert(flag);
+      if (depth == 0) entries.back().required.insert(flag);
+    }
+  }
+  return entries;
+}
+
+Result<Invocation> ParseStrings(const std::vector<std::string>& args) {
+  return Parse(std::vector<std::string_view>(args.begin(), args.end()));
+}
+
+// --help lists, for every command, exactly the flags the parser accepts, and a synopsis without
+// its optional flags is a complete command line.
+TEST(IdemctlHelp, ListsExactlyTheFlagsEachCommandAccepts) {
+  const std::vector<HelpEntry> entries = CommandsInHelp(Usage());
+  ASSERT_EQ(16u, entries.size()) << Usage();
+  std::set<std::string> every_flag;
+  for (const HelpEntry& e : entries) every_flag.insert(e.flags.begin(), e.flags.end());
+  for (const HelpEntry& e : entries) {
+    std::vector<std::string> minimal = {"--data", "d", e.command};
+    minimal.insert(minimal.end(), e.arguments, "a");
+    for (const std::string& flag : e.required) {
+      minimal.push_back("--" + flag);
+      minimal.push_back("1");
+    }
+    auto inv = ParseStrings(minimal);
+    ASSERT_TRUE(inv.ok()) << e.command << ": " << inv.status().ToString();
+    if (e.command != "stats" && e.command != "repair") {
+      EXPECT_TRUE(BuildOp(*inv).ok()) << e.command << ": " << BuildOp(*inv).status().ToString();
+    }
+    for (const std::string& flag : e.required) {
+      std::vector<std::string> without = {"--data", "d", e.command};
+      without.insert(without.end(), e.arguments, "a");
+      auto missing = ParseStrings(without);
+      EXPECT_FALSE(missing.ok() && BuildOp(*missing).ok()) << e.command << " without --" << flag;
+    }
+    for (const std::string& flag : every_flag) {
+      if (e.required.count(flag)) continue;
+      std::vector<std::string> with = minimal;
+      with.push_back("--" + flag);
+      with.push_back("AAAA");  // a valid value for every kind of flag the parser checks
+      EXPECT_EQ(e.flags.count(flag) == 1, ParseStrings(with).ok())
+          << e.command << " --" << flag
+          << (e.flags.count(flag) ? " is listed in --help but refused"
+                                  : " is accepted but not in --help");
+    }
+  }
+}
+
+TEST(IdemctlHelp, ListsEveryGlobalFlag) {
+  const std::string help = Usage();
+  const std::string usage =
+      help.substr(help.find("usage:"), help.find("\n\n", help.find("usage:")));
+  for (const char* flag : {"--server", "--data", "--json", "--timeout", "--help"}) {
+    EXPECT_NE(std::string::npos, usage.find(flag)) << flag << " is not in\n" << usage;
+  }
+  EXPECT_TRUE(Parse({"--data", "d", "--json", "--timeout", "1s", "get", "n", "k"}).ok());
+  EXPECT_EQ("help", Parse({"--help"})->command);
+}
+
 TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
   OpResult r;
   r.outcome = Outcome::kInserted;
@@ -95,25 +244,59 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
   rec.status = "PENDING";
   rec.version = 1;
   rec.fence = 9;
-  rec.payload = "a\"b\n\xff";
+  rec.payload = "a\"b\n\xc3\xa9";
   rec.expires_at_ms = 123;
   rec.kind = RecordKind::kPlain;
   r.record = rec;
   EXPECT_EQ(
       "{\"outcome\":\"INSERTED\",\"record\":{\"kind\":\"plain\",\"status\":\"PENDING\",\"version\":"
       "1,\"fence\":9,"
-      "\"fingerprint\":\"\",\"payload\":\"a\\\"b\\n\\u00ff\",\"owner\":\"\",\"created_ms\":0,"
+      "\"fingerprint\":\"\",\"payload\":\"a\\\"b\\n\xc3\xa9\",\"owner\":\"\",\"created_ms\":0,"
       "\"updated_ms\":0,\"expires_at_ms\":123,\"lease_until_ms\":0}}",
       FormatJson(r));
-  EXPECT_EQ("{\"outcome\":\"INVALID_ARGUMENT\",\"error\":\"key too long\"}",
-            FormatJson(Result<OpResult>(Status::InvalidArgument("key too long"))));
-  EXPECT_EQ("\"h\xc3\xa9llo\"", JsonQuote("h\xc3\xa9llo"));  // UTF-8 kept
+}
+
+// Payload and fingerprint are text when they are valid UTF-8 and base64 under NAME_b64
+// otherwise (the HTTP API's rule): the bytes ff fe and the text "ÿþ" no longer print alike.
+TEST(IdemctlOutput, BytesThatAreNotUtf8PrintAsBase64) {
+  OpResult r;
+  r.outcome = Outcome::kFound;
+  Record rec;
+  rec.payload = "\xff\xfe";
+  rec.fingerprint = "\xc3\xbf\xc3\xbe";  // "ÿþ" as UTF-8 text
+  r.record = rec;
+  const std::string json = FormatJson(r);
+  EXPECT_NE(std::string::npos, json.find("\"payload_b64\":\"//4=\"")) << json;
+  EXPECT_EQ(std::string::npos, json.find("\"payload\":")) << json;
+  EXPECT_NE(std::string::npos, json.find("\"fingerprint\":\"\xc3\xbf\xc3\xbe\"")) << json;
+  EXPECT_EQ(std::string::npos, json.find("\"fingerprint_b64\":")) << json;
+  const std::string human = FormatHuman(r, 0);
+  EXPECT_NE(std::string::npos, human.find("\npayload_b64: //4=\n")) << human;
+  EXPECT_NE(std::string::npos, human.find("\nfingerprint: \"\xc3\xbf\xc3\xbe\"\n")) << human;
+  rec.payload = "a\"b\n\xff";
+  rec.fingerprint = "\xed\xa0\x80";  // a UTF-8-encoded surrogate is not valid UTF-8
+  r.record = rec;
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"payload_b64\":\"YSJiCv8=\"")) << FormatJson(r);
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"fingerprint_b64\":\"7aCA\"")) << FormatJson(r);
+}
+
+TEST(IdemctlOutput, AnErrorIsAnErrorObjectWithoutAnOutcome) {
+  // NOT_FOUND is both a Status code and an Outcome name: only the key tells them apart.
+  CliError error = StoreError(Status::NotFound("no idemstore database in /x"));
+  EXPECT_EQ("{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no idemstore database in /x\"}}",
+            FormatErrorJson(error));
+  EXPECT_EQ("idemctl: error (NOT_FOUND): no idemstore database in /x", FormatErrorHuman(error));
+  EXPECT_EQ(4, error.exit_code);
+  CliError usage = UsageError("get takes 2 arguments, got 1");
+  EXPECT_EQ("{\"error\":{\"code\":\"USAGE\",\"message\":\"get takes 2 arguments, got 1\"}}",
+            FormatErrorJson(usage));
+  EXPECT_EQ(2, usage.exit_code);
 }
 
 TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
   StoreStats stats;
   stats.records_dropped_by_compaction = 7;  // the longest label
-  stats.durability = "sync";
+  stats.durability = Durability::kSync;
   std::string out = FormatStatsHuman(stats);
   EXPECT_NE(std::string::npos, out.find("records_dropped_by_compaction  7")) << out;
   OpResult r;
@@ -140,6 +323,22 @@ TEST(IdemctlOutput, TheRecordsKindIsPrinted) {
   EXPECT_EQ(1, ExitCodeFor(Result<OpResult>(r)));  // a refusal, like ILLEGAL
 }
 
+// A replayed COMPLETED says so in both forms, not only in JSON.
+TEST(IdemctlOutput, ReplayIsMarkedForPeopleAsInJson) {
+  OpResult r;
+  r.outcome = Outcome::kCompleted;
+  Record rec;
+  rec.status = "COMPLETED";
+  rec.payload = "HTTP 201";
+  r.record = rec;
+  const std::string human = FormatHuman(r, 0);
+  EXPECT_EQ("COMPLETED (replay)", human.substr(0, human.find('\n'))) << human;
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"replay\":true")) << FormatJson(r);
+  r.outcome = Outcome::kStarted;
+  EXPECT_EQ(std::string::npos, FormatHuman(r, 0).find("replay")) << FormatHuman(r, 0);
+  EXPECT_EQ(std::string::npos, FormatJson(r).find("replay")) << FormatJson(r);
+}
+
 TEST(IdemctlOutput, ExitCodes) {
   OpResult ok;
   ok.outcome = Outcome::kExists;
@@ -149,62 +348,209 @@ TEST(IdemctlOutput, ExitCodes) {
   EXPECT_EQ(3, ExitCodeFor(Result<OpResult>(Status::InvalidArgument("x"))));
   EXPECT_EQ(4, ExitCodeFor(Result<OpResult>(Status::IOError("x"))));
   EXPECT_EQ(5, ExitCodeFor(Result<OpResult>(Status::TimedOut("x"))));
+  EXPECT_EQ(6, ExitCodeFor(Result<OpResult>(Status::Corruption("x"))));
+  EXPECT_EQ(7, ExitCodeFor(Result<OpResult>(Status::Busy("x"))));
 }
 
-// Runs the real binary; returns (exit status, stdout).
-std::pair<int, std::string> RunIdemctl(const std::string& args) {
+// The upper-case words of `text` ("0 success: ... INSERTED, EXISTS" -> {"INSERTED", "EXISTS"}).
+std::set<std::string> UpperCaseWords(std::string_view text) {
+  std::set<std::string> words;
+  std::string word;
+  for (char c : std::string(text) + " ") {
+    if ((c >= 'A' && c <= 'Z') || c == '_') {
+      word += c;
+    } else {
+      if (word.size() > 1) words.insert(word);
+      word.clear();
+    }
+  }
+  return words;
+}
+
+// --help's exit-status paragraph comes from the classification ExitCodeFor uses.
+TEST(IdemctlOutput, ExitStatusHelpListsEveryOutcomeUnderItsExitCode) {
+  const std::string help = Usage();
+  const size_t success = help.find("\n  0 "), refusal = help.find("\n  1 ");
+  const size_t usage = help.find("\n  2 USAGE");
+  ASSERT_LT(success, refusal) << help;
+  ASSERT_LT(refusal, usage) << help;
+  const std::set<std::string> exit0 = UpperCaseWords(help.substr(success, refusal - success));
+  const std::set<std::string> exit1 = UpperCaseWords(help.substr(refusal, usage - refusal));
+  for (int v = 0; v <= 0xff; ++v) {
+    OpResult r;
+    r.outcome = static_cast<Outcome>(v);
+    const std::string name(OutcomeName(r.outcome));
+    if (name == "UNKNOWN") continue;
+    const int code = ExitCodeFor(Result<OpResult>(r));
+    EXPECT_EQ(code == 0, exit0.count(name) == 1) << name << " (exit " << code << ")\n" << help;
+    EXPECT_EQ(code == 1, exit1.count(name) == 1) << name << " (exit " << code << ")\n" << help;
+  }
+}
+
+// What one run of the real binary printed, and how it exited.
+struct Ran {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Ran RunIdemctl(const std::string& args) {
+  testing::TempDir dir;
+  const std::string err_path = dir.Sub("stderr");
   testing::CommandResult r =
-      testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>/dev/null");
-  return {r.exit_code, r.output};
+      testing::RunCommand(std::string(IDEMCTL_PATH) + " " + args + " 2>" + err_path);
+  std::ifstream err(err_path);
+  std::stringstream text;
+  text << err.rdbuf();
+  return {r.exit_code, r.output, text.str()};
+}
+
+// An error as idemctl reports one: exit status `code`, nothing on stdout (it carries answers
+// only), one line on stderr starting with `stderr_prefix`, and no "outcome" anywhere.
+::testing::AssertionResult IsError(const Ran& r, int code, const std::string& stderr_prefix) {
+  if (r.code == code && r.out.empty() &&
+      r.err.compare(0, stderr_prefix.size(), stderr_prefix) == 0 &&
+      r.err.find("outcome") == std::string::npos && r.err.find('\n') == r.err.size() - 1) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "exit " << r.code << " (expected " << code << ")\nstdout: " << r.out
+         << "\nstderr: " << r.err << "\nexpected stderr to start with: " << stderr_prefix;
 }
 
 TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   testing::TempDir dir;
   const std::string data = "--data " + dir.Sub("db");
   // A missing directory is an error, not a silently created store.
-  EXPECT_EQ(4, RunIdemctl(data + " get ns k").first);
+  EXPECT_EQ(4, RunIdemctl(data + " get ns k").code);
   {
     // Create the store the way idemstored would (create_if_missing), then use idemctl on it.
     auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
     ASSERT_TRUE(engine.ok());
   }
-  auto [code, out] = RunIdemctl(data + " --json insert pay k1 --payload hello --ttl 1h");
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"outcome\":\"INSERTED\"")) << out;
-  EXPECT_NE(std::string::npos, out.find("\"payload\":\"hello\"")) << out;
-  std::tie(code, out) = RunIdemctl(data + " --json insert pay k1");
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"outcome\":\"EXISTS\"")) << out;
-  std::tie(code, out) = RunIdemctl(data + " cas pay k1 --expect-status NOPE --status X");
-  EXPECT_EQ(1, code);
-  EXPECT_NE(std::string::npos, out.find("CONDITION_FAILED")) << out;
-  std::tie(code, out) = RunIdemctl(data + " --json insert pay " + std::string(600, 'k'));
-  EXPECT_EQ(3, code);
-  EXPECT_NE(std::string::npos, out.find("INVALID_ARGUMENT")) << out;
-  std::tie(code, out) = RunIdemctl(data + " --json token-issue forms");
-  EXPECT_EQ(0, code);
-  size_t at = out.find("\"token\":\"");
-  ASSERT_NE(std::string::npos, at) << out;
-  std::string token = out.substr(at + 9, 22);
-  EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).first);
-  EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).first);
-  std::tie(code, out) = RunIdemctl(data + " --json token-issue forms --payload refund-42");
-  at = out.find("\"token\":\"");
-  ASSERT_NE(std::string::npos, at) << out;
-  token = out.substr(at + 9, 22);
-  std::tie(code, out) = RunIdemctl(data + " --json token-consume forms " + token);
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"payload\":\"refund-42\"")) << out;
-  std::tie(code, out) = RunIdemctl(data + " begin pay attempt");
-  ASSERT_EQ(0, code) << out;
-  std::tie(code, out) = RunIdemctl(data + " transition pay attempt COMPLETED");
-  EXPECT_EQ(1, code);
-  EXPECT_NE(std::string::npos, out.find("WRONG_KIND\nkind:        attempt")) << out;
-  EXPECT_EQ(2, RunIdemctl(data + " get pay").first);
-  std::tie(code, out) = RunIdemctl(data + " --json stats");
-  EXPECT_EQ(0, code);
-  EXPECT_NE(std::string::npos, out.find("\"next_fence\"")) << out;
-  EXPECT_NE(std::string::npos, out.find("\"block_cache_capacity_bytes\":")) << out;
+  Ran r = RunIdemctl(data + " --json insert pay k1 --payload hello --ttl 1h");
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"INSERTED\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"hello\"")) << r.out;
+  r = RunIdemctl(data + " --json insert pay k1");
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"EXISTS\"")) << r.out;
+  r = RunIdemctl(data + " cas pay k1 --expect-status NOPE --status X");
+  EXPECT_EQ(1, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("CONDITION_FAILED")) << r.out;
+  r = RunIdemctl(data + " --json insert pay " + std::string(600, 'k'));
+  EXPECT_EQ(3, r.code);
+  EXPECT_NE(std::string::npos, r.err.find("INVALID_ARGUMENT")) << r.err;
+  r = RunIdemctl(data + " --json token-issue forms");
+  EXPECT_EQ(0, r.code);
+  size_t at = r.out.find("\"token\":\"");
+  ASSERT_NE(std::string::npos, at) << r.out;
+  std::string token = r.out.substr(at + 9, 22);
+  EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).code);
+  EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).code);
+  r = RunIdemctl(data + " --json token-issue forms --payload refund-42");
+  at = r.out.find("\"token\":\"");
+  ASSERT_NE(std::string::npos, at) << r.out;
+  token = r.out.substr(at + 9, 22);
+  r = RunIdemctl(data + " --json token-consume forms " + token);
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"refund-42\"")) << r.out;
+  r = RunIdemctl(data + " begin pay attempt");
+  ASSERT_EQ(0, r.code) << r.err;
+  r = RunIdemctl(data + " transition pay attempt COMPLETED");
+  EXPECT_EQ(1, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("WRONG_KIND\nkind:        attempt")) << r.out;
+  EXPECT_EQ(2, RunIdemctl(data + " get pay").code);
+  // A replay says so in human output too.
+  r = RunIdemctl(data + " --json begin checkout req-9 --lease 30s");
+  ASSERT_EQ(0, r.code) << r.err;
+  const size_t fence_at = r.out.find("\"fence\":") + 8;
+  const std::string fence = r.out.substr(fence_at, r.out.find(',', fence_at) - fence_at);
+  EXPECT_EQ(0,
+            RunIdemctl(data + " complete checkout req-9 --fence " + fence + " --payload ok").code);
+  r = RunIdemctl(data + " begin checkout req-9");
+  EXPECT_EQ(0, r.code);
+  EXPECT_EQ("COMPLETED (replay)\n", r.out.substr(0, r.out.find('\n') + 1)) << r.out;
+  r = RunIdemctl(data + " --json stats");
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"next_fence\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"block_cache_capacity_bytes\":")) << r.out;
+}
+
+// Any bytes go in as base64 and come back out of --json unchanged, and bytes that look like text
+// in Latin-1 are not confused with that text.
+TEST(IdemctlBinary, BinaryPayloadAndFingerprintRoundTrip) {
+  testing::TempDir dir;
+  {
+    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
+    ASSERT_TRUE(engine.ok());
+  }
+  const std::string data = "--data " + dir.Sub("db");
+  std::string every_byte;
+  for (int i = 0; i < 256; ++i) every_byte += static_cast<char>(i);
+  const std::string b64 = Base64Encode(every_byte);
+  Ran r =
+      RunIdemctl(data + " --json insert bin all --payload-b64 " + b64 + " --fingerprint-b64 //4=");
+  ASSERT_EQ(0, r.code) << r.err;
+  r = RunIdemctl(data + " --json get bin all");
+  EXPECT_NE(std::string::npos, r.out.find("\"payload_b64\":\"" + b64 + "\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"fingerprint_b64\":\"//4=\"")) << r.out;
+  // The same fingerprint given as base64 matches; the text "ÿþ" does not.
+  r = RunIdemctl(data + " --json insert bin all --fingerprint-b64 //4=");
+  EXPECT_NE(std::string::npos, r.out.find("\"fingerprint_matches\":true")) << r.out;
+  r = RunIdemctl(data +
+                 " --json insert bin all --fingerprint \"$(printf '\\303\\277\\303\\276')\"");
+  EXPECT_NE(std::string::npos, r.out.find("\"fingerprint_matches\":false")) << r.out;
+  r = RunIdemctl(data + " --json insert bin text --payload-b64 w7/Dvg==");  // "ÿþ" as UTF-8
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"\xc3\xbf\xc3\xbe\"")) << r.out;
+  r = RunIdemctl(data + " insert bin x --payload p --payload-b64 cA==");
+  EXPECT_TRUE(IsError(r, 2, "idemctl: error (USAGE): --payload and --payload-b64")) << r.err;
+  r = RunIdemctl(data + " --json insert bin x --payload-b64 cA=");
+  EXPECT_TRUE(IsError(r, 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"--payload-b64: not base64: "
+                      "padding on a text whose length is not a multiple of 4 at character 3\"}}"))
+      << r.err;
+}
+
+// An error is never printed as an outcome: a script that reads "outcome" must not mistake a
+// missing database for the NOT_FOUND answer. Errors go to stderr (stdout carries answers only),
+// as {"error":{"code":...,"message":...}} with --json, and each class has its own exit status.
+TEST(IdemctlBinary, ErrorsAreErrorObjectsOnStderrNeverOutcomes) {
+  testing::TempDir dir;
+  const std::string missing = "--data " + dir.Sub("missing");
+
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json get ns k"), 4,
+                      "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no idemstore database"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " get ns k"), 4,
+                      "idemctl: error (NOT_FOUND): no idemstore database"));
+
+  // Usage errors: exit 2, code USAGE, in the form asked for, checked before the store is opened
+  // (the flags of a command are wrong whether or not the database exists).
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json get ns"), 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"get takes 2"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json complete ns k"), 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"complete needs --fence"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " complete ns k --fence x"), 2,
+                      "idemctl: error (USAGE): --fence"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " --json repair"), 4,
+                      "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"nothing to repair"));
+
+  // An argument the store refuses: exit 3.
+  {
+    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
+    ASSERT_TRUE(engine.ok());
+  }
+  const std::string data = "--data " + dir.Sub("db");
+  const std::string long_key = std::string(600, 'k');
+  EXPECT_TRUE(IsError(RunIdemctl(data + " --json get ns " + long_key), 3,
+                      "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"key is 600"));
+  EXPECT_TRUE(IsError(RunIdemctl(data + " get ns " + long_key), 3,
+                      "idemctl: error (INVALID_ARGUMENT): key is 600"));
+  // The NOT_FOUND outcome, by contrast, is an answer: stdout, exit 1.
+  Ran r = RunIdemctl(data + " --json get ns k");
+  EXPECT_EQ(1, r.code);
+  EXPECT_EQ("{\"outcome\":\"NOT_FOUND\"}\n", r.out);
+  EXPECT_EQ("", r.err);
 }
 
 }  // namespace

@@ -7,22 +7,44 @@
 namespace idem {
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0.
+// Length of the valid UTF-8 sequence starting at s[i], or 0. Valid as RFC 3629 says: no
+// overlong forms, no surrogates (U+D800..U+DFFF), nothing above U+10FFFF.
 size_t Utf8Length(std::string_view s, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  const size_t n = c < 0x80           ? 1
-                   : (c >> 5) == 0x6  ? 2
-                   : (c >> 4) == 0xe  ? 3
-                   : (c >> 3) == 0x1e ? 4
-                                      : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = byte(0);
+  size_t n = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) low = 0xa0;   // overlong below U+0800
+    if (c == 0xed) high = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) low = 0x90;   // overlong below U+10000
+    if (c == 0xf4) high = 0x8f;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || byte(1) < low || byte(1) > high) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if ((byte(k) >> 6) != 0x2) return 0;
   }
   return n;
 }
 
 }  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8Length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
 
 std::string JsonQuote(std::string_view s) {
   std::string out = "\"";

@@ -20,6 +20,11 @@ namespace idem {
 // JSON whatever the input (payloads and keys are opaque bytes).
 std::string JsonQuote(std::string_view bytes);
 
+// Whether `bytes` is valid UTF-8 (RFC 3629: no overlong forms, surrogates or code points above
+// U+10FFFF), i.e. text a JSON string carries exactly. Bytes that are not are printed as base64
+// where they must survive (idemctl's payload_b64).
+bool IsValidUtf8(std::string_view bytes);
+
 class JsonWriter {
  public:
   void BeginObject() { Open('{'); }

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "idem/open_store.h"
 #include "idem/store.h"
+#include "open_store.h"
 
 namespace idem::examples {
 

@@ -1,6 +1,7 @@
 // One-shot form tokens (docs/recipes.md §2): a double-clicked submit places one order, a
 // replayed or forged token is refused with a distinct answer.
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <vector>
 
@@ -9,11 +10,14 @@
 namespace idem::examples {
 namespace {
 
+using namespace std::chrono_literals;
+
 int Main(int argc, char** argv) {
   Example ex = Start(argc, argv, "Renders a form, then submits it eight times at once.\n");
   std::atomic<int> orders{0};
   auto submit = [&](const std::string& token) -> std::string {
-    Result<OpResult> r = ex.store->Execute(Op::ConsumeToken("checkout-form", token));
+    Result<OpResult> r =
+        ex.store->Execute(Op::ConsumeToken({.ns = "checkout-form", .token = token}));
     if (!r.ok()) return "503 " + r.status().ToString();
     switch (r->outcome) {
       case Outcome::kConsumed:
@@ -28,7 +32,8 @@ int Main(int argc, char** argv) {
     }
   };
 
-  Result<OpResult> issued = ex.store->Execute(Op::IssueToken("checkout-form", /*ttl_ms=*/600'000));
+  Result<OpResult> issued =
+      ex.store->Execute(Op::IssueToken({.ns = "checkout-form", .ttl = 10min}));
   ex.Check(issued.ok() && issued->outcome == Outcome::kIssued && issued->token.size() == 22,
            "form rendered with a 128-bit token");
   const std::string token = issued.ok() ? issued->token : "";

@@ -3,6 +3,7 @@
 // another body is refused, and a crashed worker's attempt is taken over while its late
 // completion is rejected by the fence.
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <thread>
 #include <vector>
@@ -11,6 +12,8 @@
 
 namespace idem::examples {
 namespace {
+
+using namespace std::chrono_literals;
 
 struct HttpResponse {
   int status = 0;
@@ -24,16 +27,22 @@ class OrderEndpoint {
 
   // POST /orders with header Idempotency-Key: key.
   HttpResponse CreateOrder(const std::string& key, const std::string& body,
-                           int64_t lease_ms = 5'000) {
-    Result<OpResult> begin = store_.Execute(
-        Op::Begin("orders", key, Fingerprint(body), lease_ms, /*wait_ms=*/3'000, "order-endpoint"));
+                           std::chrono::milliseconds lease = 5s) {
+    Result<OpResult> begin = store_.Execute(Op::Begin({.ns = "orders",
+                                                       .key = key,
+                                                       .fingerprint = Fingerprint(body),
+                                                       .owner = "order-endpoint",
+                                                       .lease = lease,
+                                                       .wait = 3s}));
     if (!begin.ok()) return {503, begin.status().ToString()};
     switch (begin->outcome) {
       case Outcome::kStarted: {
         // The side effect, guarded by begin->record->fence in a real system.
         std::string response = "{\"order_id\":" + std::to_string(++orders_created_) + "}";
-        Result<OpResult> done =
-            store_.Execute(Op::Complete("orders", key, begin->record->fence, "201 " + response));
+        Result<OpResult> done = store_.Execute(Op::Complete({.ns = "orders",
+                                                             .key = key,
+                                                             .fence = begin->record->fence,
+                                                             .response = "201 " + response}));
         if (!done.ok() || done->outcome == Outcome::kFenceMismatch) return {409, "attempt lost"};
         return {201, response};
       }
@@ -88,13 +97,14 @@ int Main(int argc, char** argv) {
   ex.Check(reused.status == 422, "answered 422: " + reused.body);
 
   std::printf("3. a worker crashes mid-request; the client's retry takes over\n");
-  Result<OpResult> crashed = ex.store->Execute(Op::Begin("orders", key_b, Fingerprint(body), 300));
+  Result<OpResult> crashed = ex.store->Execute(
+      Op::Begin({.ns = "orders", .key = key_b, .fingerprint = Fingerprint(body), .lease = 300ms}));
   ex.Check(crashed.ok() && crashed->outcome == Outcome::kStarted, "worker 1 started, then crashed");
   HttpResponse retry = endpoint.CreateOrder(key_b, body);  // waits for the 300 ms lease to end
   ex.Check(retry.status == 201 && !retry.replayed,
            "retry took over and created the order: " + retry.body);
-  Result<OpResult> late =
-      ex.store->Execute(Op::Complete("orders", key_b, crashed->record->fence, "201 {}"));
+  Result<OpResult> late = ex.store->Execute(Op::Complete(
+      {.ns = "orders", .key = key_b, .fence = crashed->record->fence, .response = "201 {}"}));
   ex.Check(late.ok() && late->outcome == Outcome::kFenceMismatch,
            "worker 1's late completion is rejected (FENCE_MISMATCH)");
 

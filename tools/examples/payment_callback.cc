@@ -26,7 +26,8 @@ class PaymentWebhook {
 
   // POST /webhooks/payment {order, event}: the provider retries until it gets a 2xx.
   Callback OnEvent(const std::string& order, const std::string& to_status) {
-    Result<OpResult> r = store_.Execute(Op::Transition("payments", order, to_status));
+    Result<OpResult> r =
+        store_.Execute(Op::Transition({.ns = "payments", .key = order, .to_status = to_status}));
     if (!r.ok()) return {503, r.status().ToString()};  // a real outage: let the provider retry
     switch (r->outcome) {
       case Outcome::kApplied:
@@ -61,7 +62,8 @@ int Main(int argc, char** argv) {
   PaymentWebhook webhook(*ex.store);
   const std::string order = ex.run_id + "-order";
 
-  Result<OpResult> created = ex.store->Insert("payments", order, "WAIT_PAY");
+  Result<OpResult> created =
+      ex.store->Insert({.ns = "payments", .key = order, .status = "WAIT_PAY"});
   ex.Check(created.ok() && created->outcome == Outcome::kInserted, "order created in WAIT_PAY");
   ex.Check(webhook.OnEvent(order, "PAYING").http_status == 200, "customer started paying");
 
@@ -81,11 +83,14 @@ int Main(int argc, char** argv) {
   ex.Check(stale.http_status == 200 && stale.note.starts_with("ignored"),
            "answered 200: " + stale.note);
 
-  Result<OpResult> now = ex.store->Get("payments", order);
+  Result<OpResult> now = ex.store->Get({.ns = "payments", .key = order});
   ex.Check(now.ok() && now->record && now->record->status == "PAID", "the order is still PAID");
   // Shipping with an optimistic version check: the version read is the version changed.
   Result<OpResult> ship =
-      ex.store->Execute(Op::Transition("payments", order, "SHIPPED", now->record->version));
+      ex.store->Execute(Op::Transition({.ns = "payments",
+                                        .key = order,
+                                        .to_status = "SHIPPED",
+                                        .expect_version = now->record->version}));
   ex.Check(ship.ok() && ship->outcome == Outcome::kApplied, "shipped (version checked)");
   ex.Check(webhook.fulfilments() == 1,
            "fulfilment triggered " + std::to_string(webhook.fulfilments()) + " time(s)");

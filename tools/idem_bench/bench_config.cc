@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::bench {
 

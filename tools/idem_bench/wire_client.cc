@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -144,21 +145,31 @@ Op RequestEncoder::MakeOp(OpKind kind, std::string_view key, std::string_view pa
   switch (kind) {
     case OpKind::kInsert:
     case OpKind::kPreload:
-      return Op::Insert(config_.ns, key, "PROCESSING", payload, {}, config_.ttl_ms);
+      return Op::Insert({.ns = config_.ns,
+                         .key = key,
+                         .status = "PROCESSING",
+                         .payload = payload,
+                         .ttl = std::chrono::milliseconds(config_.ttl_ms)});
     case OpKind::kBegin: {
-      Op op = Op::Begin(config_.ns, key, {}, 0, 0, "idem-bench");
-      op.ttl_ms = config_.ttl_ms;
+      Op op = Op::Begin({.ns = config_.ns, .key = key, .owner = "idem-bench"});
+      op.ttl = std::chrono::milliseconds(config_.ttl_ms);
       return op;
     }
     case OpKind::kComplete:
-      return Op::Complete(config_.ns, key, fence, payload, config_.ttl_ms);
+      return Op::Complete({.ns = config_.ns,
+                           .key = key,
+                           .fence = fence,
+                           .response = payload,
+                           .ttl = std::chrono::milliseconds(config_.ttl_ms)});
     case OpKind::kCas:
-      return Op::CompareAndSet(config_.ns, key, Condition{{"PROCESSING"}, {}, {}},
-                               Update{"SUCCEEDED", payload, {}});
+      return Op::CompareAndSet({.ns = config_.ns,
+                                .key = key,
+                                .condition = Condition{{"PROCESSING"}, {}, {}},
+                                .update = Update{"SUCCEEDED", payload, {}}});
     case OpKind::kGet:
       break;
   }
-  return Op::Get(config_.ns, key);
+  return Op::Get({.ns = config_.ns, .key = key});
 }
 
 }  // namespace idem::bench

@@ -1,38 +1,114 @@
 #include "invocation.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <set>
+#include <utility>
 
-#include "idem/duration.h"
+#include "base64.h"
+#include "duration.h"
+#include "output.h"
 
 namespace idem::ctl {
 namespace {
 
-struct CommandSpec {
-  size_t positional;                 // required positional arguments after the command
-  std::set<std::string_view> flags;  // accepted flags
+// One flag a command accepts; `value` names its value in --help ("N", "D|forever").
+struct FlagSpec {
+  std::string_view name;
+  std::string_view value;
+  bool required = false;  // BuildOp refuses the command without it
+  // Bytes, not just text: also accepted as --NAME-b64 B64 (any bytes, in base64), one form or
+  // the other. The parser stores the decoded bytes under NAME, so BuildOp sees bytes either way.
+  bool bytes = false;
 };
 
-const std::map<std::string_view, CommandSpec>& Commands() {
-  static const std::map<std::string_view, CommandSpec> commands = {
-      {"insert", {2, {"status", "payload", "fingerprint", "ttl"}}},
-      {"get", {2, {}}},
-      {"cas", {2, {"expect-status", "expect-version", "expect-fence", "status", "payload", "ttl"}}},
-      {"delete", {2, {"expect-status", "expect-version", "expect-fence"}}},
-      {"stats", {0, {}}},
-      {"begin", {2, {"fingerprint", "lease", "wait", "owner", "ttl"}}},
-      {"complete", {2, {"fence", "payload", "ttl", "status"}}},
-      {"abort", {2, {"fence", "payload"}}},
-      {"heartbeat", {2, {"fence", "lease"}}},
-      {"token-issue", {1, {"ttl", "payload"}}},
-      {"token-consume", {2, {}}},
-      {"lock", {2, {"owner", "lease"}}},
-      {"renew", {2, {"fence", "lease"}}},
-      {"unlock", {2, {"fence"}}},
-      {"transition", {3, {"expect-version", "payload"}}},
-      {"repair", {0, {"backup"}}},
+// One command: the parser accepts exactly these arguments and flags, and --help is written from
+// the same table, so the two cannot disagree.
+struct CommandSpec {
+  std::string_view name;
+  std::string_view section;                 // the heading --help lists it under
+  std::vector<std::string_view> arguments;  // positional, by their --help names
+  std::vector<FlagSpec> flags;
+  std::string_view note;  // what --help says beside the synopsis ("" for nothing)
+};
+
+constexpr std::string_view kRecords = "records";
+constexpr std::string_view kLifecycle = "request lifecycle";
+constexpr std::string_view kTokens = "one-shot tokens";
+constexpr std::string_view kLocks = "locks";
+constexpr std::string_view kStateMachines = "state machines";
+constexpr std::string_view kMaintenance =
+    "maintenance (--data only, with no server running on the directory)";
+
+// In --help's order.
+const std::vector<CommandSpec>& Commands() {
+  constexpr FlagSpec status{"status", "S"}, payload{"payload", "TEXT", false, true};
+  constexpr FlagSpec fingerprint{"fingerprint", "F", false, true};
+  constexpr FlagSpec ttl{"ttl", "D|forever"}, lease{"lease", "D"}, owner{"owner", "O"};
+  constexpr FlagSpec fence{"fence", "N", true};
+  constexpr FlagSpec expect_status{"expect-status", "S1,S2..."};
+  constexpr FlagSpec expect_version{"expect-version", "N"}, expect_fence{"expect-fence", "N"};
+  static const std::vector<CommandSpec> commands = {
+      {"insert", kRecords, {"NS", "KEY"}, {status, payload, fingerprint, ttl}, ""},
+      {"get", kRecords, {"NS", "KEY"}, {}, ""},
+      {"cas",
+       kRecords,
+       {"NS", "KEY"},
+       {expect_status, expect_version, expect_fence, status, payload, ttl},
+       ""},
+      {"delete", kRecords, {"NS", "KEY"}, {expect_status, expect_version, expect_fence}, ""},
+      {"stats", kRecords, {}, {}, ""},
+      {"begin", kLifecycle, {"NS", "KEY"}, {fingerprint, lease, {"wait", "D"}, owner, ttl}, ""},
+      {"complete", kLifecycle, {"NS", "KEY"}, {fence, payload, ttl, status}, ""},
+      {"abort", kLifecycle, {"NS", "KEY"}, {fence, payload}, ""},
+      {"heartbeat", kLifecycle, {"NS", "KEY"}, {fence, lease}, ""},
+      {"token-issue",
+       kTokens,
+       {"NS"},
+       {ttl, payload},
+       "prints the token; the payload (what it authorizes) is returned by token-consume"},
+      {"token-consume", kTokens, {"NS", "TOKEN"}, {}, "CONSUMED once, then ALREADY_CONSUMED"},
+      {"lock", kLocks, {"NS", "KEY"}, {{"owner", "O", true}, lease}, ""},
+      {"renew", kLocks, {"NS", "KEY"}, {fence, lease}, ""},
+      {"unlock", kLocks, {"NS", "KEY"}, {fence}, ""},
+      {"transition", kStateMachines, {"NS", "KEY", "TO_STATUS"}, {expect_version, payload}, ""},
+      {"repair",
+       kMaintenance,
+       {},
+       {{"backup", "DIR"}},
+       "salvage a database that refuses to start (a damaged WAL, a missing CURRENT): copies the "
+       "directory to DIR first (default DIR.before-repair-<UTC time>), then keeps what is "
+       "readable and reports what was lost"},
   };
   return commands;
+}
+
+const CommandSpec* FindCommand(std::string_view name) {
+  for (const CommandSpec& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+constexpr std::string_view kBase64Suffix = "-b64";
+
+// The flag `name` names: NAME, or NAME-b64 for a byte field (*base64 then says so). Null if the
+// command takes no such flag.
+const FlagSpec* FindFlag(const CommandSpec& command, std::string_view name, bool* base64) {
+  *base64 = false;
+  for (const FlagSpec& f : command.flags) {
+    if (f.name == name) return &f;
+  }
+  if (!name.ends_with(kBase64Suffix)) return nullptr;
+  name.remove_suffix(kBase64Suffix.size());
+  for (const FlagSpec& f : command.flags) {
+    if (f.name == name && f.bytes) {
+      *base64 = true;
+      return &f;
+    }
+  }
+  return nullptr;
 }
 
 Result<uint64_t> ParseUnsigned(std::string_view flag, std::string_view text) {
@@ -99,6 +175,85 @@ Status RequireFence(Invocation& inv, Op* op) {
   return Status::Ok();
 }
 
+constexpr size_t kHelpWidth = 100;
+constexpr size_t kNoteColumn = 36;  // where a note beside a synopsis starts
+
+// Appends `words` to `out` separated by spaces, starting a new line indented by `indent` where
+// the next word would pass kHelpWidth.
+void AppendWrapped(std::string& out, const std::vector<std::string>& words, size_t indent) {
+  for (const std::string& word : words) {
+    const size_t column = out.size() - (out.rfind('\n') + 1);  // npos + 1 == 0
+    if (column > indent && column + 1 + word.size() > kHelpWidth) {
+      out += "\n" + std::string(indent, ' ');
+    } else if (column > 0 && out.back() != ' ') {
+      out += ' ';
+    }
+    out += word;
+  }
+}
+
+std::vector<std::string> Words(std::string_view text) {
+  std::vector<std::string> words;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find(' ', start), text.size());
+    if (end > start) words.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
+}
+
+// "  cas NS KEY [--expect-status S1,S2...] ..." wrapped, with the note (if any) beside it.
+void AppendCommandHelp(std::string& out, const CommandSpec& c) {
+  std::vector<std::string> synopsis{std::string(c.name)};
+  synopsis.insert(synopsis.end(), c.arguments.begin(), c.arguments.end());
+  for (const FlagSpec& f : c.flags) {
+    std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
+    if (f.bytes) flag += " | --" + std::string(f.name) + std::string(kBase64Suffix) + " B64";
+    synopsis.push_back(f.required ? flag : "[" + flag + "]");
+  }
+  out += "  ";
+  AppendWrapped(out, synopsis, 6);
+  if (!c.note.empty()) {
+    const size_t column = out.size() - (out.rfind('\n') + 1);
+    if (column + 2 <= kNoteColumn) {
+      out.append(kNoteColumn - column, ' ');
+    } else {
+      out += "\n" + std::string(kNoteColumn, ' ');
+    }
+    AppendWrapped(out, Words(c.note), kNoteColumn);
+  }
+  out += "\n";
+}
+
+// The exit statuses, with the outcomes of 0 and 1 listed from ExitCodeFor itself.
+void AppendExitStatusHelp(std::string& out) {
+  std::vector<std::string> successes = {"0", "success:", "the", "answer", "is", "one", "of"};
+  std::vector<std::string> refusals = {"1", "refusal:", "the", "answer", "is", "one", "of"};
+  for (int v = 0; v <= 0xff; ++v) {
+    OpResult r;
+    r.outcome = static_cast<Outcome>(v);
+    if (OutcomeName(r.outcome) == "UNKNOWN") continue;
+    (ExitCodeFor(r) == kExitSuccess ? successes : refusals)
+        .push_back(std::string(OutcomeName(r.outcome)) + ",");
+  }
+  successes.back().pop_back();
+  refusals.back().pop_back();
+  out += "Exit status (answers go to stdout, errors to stderr):\n  ";
+  AppendWrapped(out, successes, 6);
+  out += "\n    (stats, help and repair exit 0 when they succeed)\n  ";
+  AppendWrapped(out, refusals, 6);
+  out += R"(
+  2 USAGE: the command line is wrong (nothing was sent to a store)
+  3 INVALID_ARGUMENT: the store refused the request's arguments (a limit or rule)
+  4 NOT_FOUND, IO_ERROR: no store to ask (no database at --data, server unreachable) or I/O error
+  5 TIMED_OUT: no answer within --timeout
+  6 CORRUPTION: stored or received bytes do not decode
+  7 BUSY, NOT_SUPPORTED, SHUTDOWN: any other error
+An error is "idemctl: error (CODE): message", or with --json {"error":{"code":..,"message":..}};
+it never has an "outcome" key, so a NOT_FOUND error is never read as the NOT_FOUND answer.
+)";
+}
+
 }  // namespace
 
 Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
@@ -133,8 +288,8 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   if (i >= args.size()) return Status::InvalidArgument("no command given (see idemctl --help)");
   inv.command = std::string(args[i++]);
   if (inv.command == "help") return inv;
-  auto spec = Commands().find(inv.command);
-  if (spec == Commands().end()) {
+  const CommandSpec* spec = FindCommand(inv.command);
+  if (spec == nullptr) {
     return Status::InvalidArgument("unknown command '" + inv.command + "' (see idemctl --help)");
   }
   if (inv.server.empty() == inv.data_dir.empty()) {
@@ -143,6 +298,7 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   if (inv.command == "repair" && inv.data_dir.empty()) {
     return Status::InvalidArgument("repair works on a database directory: --data DIR");
   }
+  std::map<std::string_view, bool> given_forms;  // byte field -> given in base64
   for (; i < args.size(); ++i) {
     std::string_view a = args[i];
     if (!a.starts_with("--")) {
@@ -159,14 +315,31 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
       if (!v.ok()) return v.status();
       value = *v;
     }
-    if (spec->second.flags.count(name) == 0) {
-      return Status::InvalidArgument(inv.command + " does not take --" + name);
+    bool base64 = false;
+    const FlagSpec* flag = FindFlag(*spec, name, &base64);
+    if (flag == nullptr) return Status::InvalidArgument(inv.command + " does not take --" + name);
+    if (flag->bytes) {
+      const std::string text_form = "--" + std::string(flag->name);
+      const std::string base64_form = text_form + std::string(kBase64Suffix);
+      if (auto [it, first] = given_forms.emplace(flag->name, base64); !first) {
+        if (it->second == base64) {
+          return Status::InvalidArgument((base64 ? base64_form : text_form) + " given twice");
+        }
+        return Status::InvalidArgument(text_form + " and " + base64_form +
+                                       " are two forms of one value: give one");
+      }
+      if (base64) {
+        Result<std::string> bytes = Base64Decode(value);
+        if (!bytes.ok())
+          return Status::InvalidArgument(base64_form + ": " + bytes.status().message());
+        value = std::move(*bytes);
+      }
     }
-    inv.flags[name] = value;
+    inv.flags[std::string(flag->name)] = value;
   }
-  if (inv.positional.size() != spec->second.positional) {
+  if (inv.positional.size() != spec->arguments.size()) {
     return Status::InvalidArgument(inv.command + " takes " +
-                                   std::to_string(spec->second.positional) + " arguments, got " +
+                                   std::to_string(spec->arguments.size()) + " arguments, got " +
                                    std::to_string(inv.positional.size()) + " (see idemctl --help)");
   }
   return inv;
@@ -187,9 +360,10 @@ Result<Op> BuildOp(Invocation& inv) {
   if (!lease.ok()) return lease.status();
   Result<int64_t> wait = DurationFlag(inv, "wait", 0);
   if (!wait.ok()) return wait.status();
-  op.ttl_ms = *ttl;
-  op.lease_ms = *lease;
-  op.wait_ms = *wait;
+  // A flag not given leaves its field not given (the namespace's default).
+  if (inv.flags.count("ttl")) op.ttl = Ttl(std::chrono::milliseconds(*ttl));
+  if (inv.flags.count("lease")) op.lease = std::chrono::milliseconds(*lease);
+  if (inv.flags.count("wait")) op.wait = std::chrono::milliseconds(*wait);
 
   if (c == "insert") {
     op.type = OpType::kInsert;
@@ -204,7 +378,7 @@ Result<Op> BuildOp(Invocation& inv) {
     if (c == "cas") {
       if (auto s = Flag(inv, "status")) op.update.status = *s;
       if (auto s = Flag(inv, "payload")) op.update.payload = *s;
-      if (inv.flags.count("ttl")) op.update.ttl_ms = *ttl;
+      op.update.ttl = op.ttl;
     }
   } else if (c == "begin") {
     op.type = OpType::kBegin;
@@ -242,49 +416,33 @@ Result<Op> BuildOp(Invocation& inv) {
 }
 
 std::string Usage() {
-  return R"(idemctl: inspect and change an idemstore, on a server or a local database directory.
+  std::string out =
+      R"(idemctl: inspect and change an idemstore, on a server or a local database directory.
 
 usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] COMMAND ARGS...
-
-records
-  insert NS KEY [--status S] [--payload TEXT] [--fingerprint F] [--ttl D|forever]
-  get NS KEY
-  cas NS KEY [--expect-status S1,S2...] [--expect-version N] [--expect-fence N]
-             [--status S] [--payload TEXT] [--ttl D]
-  delete NS KEY [--expect-status S1,S2...] [--expect-version N] [--expect-fence N]
-  stats
-request lifecycle
-  begin NS KEY [--fingerprint F] [--lease D] [--wait D] [--owner O]
-  complete NS KEY --fence N [--payload TEXT] [--ttl D]
-  abort NS KEY --fence N [--payload TEXT]
-  heartbeat NS KEY --fence N [--lease D]
-one-shot tokens
-  token-issue NS [--ttl D] [--payload TEXT]
-                                    prints the token; the payload (what it authorizes) is
-                                    returned by token-consume
-  token-consume NS TOKEN            CONSUMED once, then ALREADY_CONSUMED
-locks
-  lock NS KEY --owner O [--lease D]
-  renew NS KEY --fence N [--lease D]
-  unlock NS KEY --fence N
-state machines
-  transition NS KEY TO_STATUS [--expect-version N] [--payload TEXT]
-maintenance (--data only, with no server running on the directory)
-  repair [--backup DIR]             salvage a database that refuses to start (a damaged WAL, a
-                                    missing CURRENT): copies the directory to DIR first (default
-                                    DIR.before-repair-<UTC time>), then keeps what is readable
-                                    and reports what was lost
-
+       idemctl --help
+)";
+  std::string_view section;
+  for (const CommandSpec& c : Commands()) {
+    if (c.section != section) {
+      section = c.section;
+      out += "\n" + std::string(section) + "\n";
+    }
+    AppendCommandHelp(out, c);
+  }
+  out += R"(
 Durations: 500ms, 30s, 15m, 24h, 7d. --json prints one JSON object per result:
 {"outcome": "INSERTED", "record": {"status": ..., "version": ..., "fence": ..., ...}}.
 
-Exit status: 0 the operation succeeded (INSERTED, EXISTS, FOUND, APPLIED, DELETED, STARTED,
-COMPLETED, RELEASED, ISSUED, CONSUMED, ACQUIRED, ALREADY); 1 it ran but the answer is a refusal
-(NOT_FOUND, CONDITION_FAILED, IN_PROGRESS, MISMATCH, FENCE_MISMATCH, ALREADY_CONSUMED, HELD,
-ILLEGAL, WRONG_KIND: the record belongs to another scheme, see its kind); 2 usage error; 3 invalid argument; 4 store unreachable (server down, no database
-at --data) or I/O error; 5 timed out;
-6 corruption; 7 any other error (busy, not supported, shutting down).
+Payloads and fingerprints are bytes. --payload and --fingerprint take them as text;
+--payload-b64 and --fingerprint-b64 take any bytes in base64 (RFC 4648, padding optional), one
+form or the other. Output shows each as text ("payload") when it is valid UTF-8, and otherwise
+in base64 under the name with _b64 ("payload_b64"), in --json and human output alike: exactly one
+of the two, so what is printed can be given back unchanged.
+
 )";
+  AppendExitStatusHelp(out);
+  return out;
 }
 
 }  // namespace idem::ctl

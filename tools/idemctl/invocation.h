@@ -22,9 +22,11 @@ struct Invocation {
   bool json = false;
   int64_t timeout_ms = 10'000;
 
-  std::string command;                       // "insert", "get", ... "stats", "help"
-  std::vector<std::string> positional;       // after the command
-  std::map<std::string, std::string> flags;  // --name value (value "" for switches)
+  std::string command;                  // "insert", "get", ... "stats", "help"
+  std::vector<std::string> positional;  // after the command
+  // --name value (value "" for switches). A byte field given as --NAME-b64 is stored decoded,
+  // under NAME.
+  std::map<std::string, std::string> flags;
 
   // Storage for the strings the Op borrows.
   std::vector<std::string> status_set;

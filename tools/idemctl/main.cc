@@ -1,13 +1,16 @@
 // idemctl: a thin main over invocation (parsing), OpenStore (embedded Engine or network Client,
-// chosen by --data / --server) and output (printing).
+// chosen by --data / --server) and output (printing). Answers go to stdout, errors to stderr
+// (output.h says why).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "idem/open_store.h"
 #include "idem/repair.h"
 #include "invocation.h"
+#include "open_store.h"
 #include "output.h"
 
 namespace {
@@ -22,18 +25,23 @@ idem::Result<std::unique_ptr<idem::Store>> OpenStore(const idem::ctl::Invocation
   return idem::OpenStore(where);
 }
 
+// Prints `error` to stderr in the form the caller asked for; returns its exit status.
+int Fail(const idem::ctl::CliError& error, bool json) {
+  const std::string text =
+      json ? idem::ctl::FormatErrorJson(error) : idem::ctl::FormatErrorHuman(error);
+  std::fprintf(stderr, "%s\n", text.c_str());
+  return error.exit_code;
+}
+
 // Salvages --data after copying it aside; prints what was found, kept and lost.
 int Repair(const idem::ctl::Invocation& inv) {
   idem::RepairOptions options;
   if (auto it = inv.flags.find("backup"); it != inv.flags.end()) options.backup_dir = it->second;
   options.engine.reclaim_interval_ms = 0;
   auto report = idem::RepairDatabase(inv.data_dir, options);
-  if (!report.ok()) {
-    std::fprintf(stderr, "idemctl: repair: %s\n", report.status().ToString().c_str());
-    return idem::ctl::ExitCodeFor(report.status());
-  }
+  if (!report.ok()) return Fail(idem::ctl::StoreError(report.status()), inv.json);
   for (const std::string& line : report->lines) std::printf("repair: %s\n", line.c_str());
-  return 0;
+  return idem::ctl::kExitSuccess;
 }
 
 }  // namespace
@@ -42,42 +50,37 @@ int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   auto inv = idem::ctl::ParseInvocation(args);
   if (!inv.ok()) {
-    std::fprintf(stderr, "idemctl: %s\n", inv.status().message().c_str());
-    return 2;
+    // The command line did not parse, but an error about it still comes in the form asked for.
+    const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
+    return Fail(idem::ctl::UsageError(inv.status().message()), json);
   }
   if (inv->command == "help") {
     std::fputs(idem::ctl::Usage().c_str(), stdout);
-    return 0;
+    return idem::ctl::kExitSuccess;
   }
   if (inv->command == "repair") return Repair(*inv);
-  auto store = OpenStore(*inv);
-  if (!store.ok()) {
-    if (inv->json)
-      std::puts(idem::ctl::FormatErrorJson(store.status()).c_str());
-    else
-      std::fprintf(stderr, "idemctl: %s\n", store.status().ToString().c_str());
-    return idem::ctl::ExitCodeFor(store.status());
+  // The operation is built before the store is opened: a wrong flag is a usage error whether or
+  // not the store can be reached.
+  std::optional<idem::Op> op;  // every command but stats
+  if (inv->command != "stats") {
+    auto built = idem::ctl::BuildOp(*inv);
+    if (!built.ok()) return Fail(idem::ctl::UsageError(built.status().message()), inv->json);
+    op = std::move(*built);
   }
+  auto store = OpenStore(*inv);
+  if (!store.ok()) return Fail(idem::ctl::StoreError(store.status()), inv->json);
   if (inv->command == "stats") {
     auto stats = (*store)->Stats();
-    if (!stats.ok()) {
-      std::puts(inv->json ? idem::ctl::FormatErrorJson(stats.status()).c_str()
-                          : ("error: " + stats.status().ToString()).c_str());
-      return idem::ctl::ExitCodeFor(stats.status());
-    }
+    if (!stats.ok()) return Fail(idem::ctl::StoreError(stats.status()), inv->json);
     std::puts(inv->json ? idem::ctl::FormatStatsJson(*stats).c_str()
                         : idem::ctl::FormatStatsHuman(*stats).c_str());
-    return 0;
-  }
-  auto op = idem::ctl::BuildOp(*inv);
-  if (!op.ok()) {
-    std::fprintf(stderr, "idemctl: %s\n", op.status().message().c_str());
-    return 2;
+    return idem::ctl::kExitSuccess;
   }
   auto result = (*store)->Execute(*op);
+  if (!result.ok()) return Fail(idem::ctl::StoreError(result.status()), inv->json);
   if (inv->json)
-    std::puts(idem::ctl::FormatJson(result).c_str());
+    std::puts(idem::ctl::FormatJson(*result).c_str());
   else
-    std::puts(idem::ctl::FormatHuman(result, idem::SystemClock().NowMillis()).c_str());
+    std::puts(idem::ctl::FormatHuman(*result, idem::SystemClock().NowMillis()).c_str());
   return idem::ctl::ExitCodeFor(result);
 }

@@ -6,11 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include "base64.h"
 #include "json_writer.h"
 
 namespace idem::ctl {
 namespace {
 
+// Every outcome is listed (no default), so a new one cannot reach exit status 0 unclassified:
+// -Wswitch names it.
 bool IsRefusal(Outcome o) {
   switch (o) {
     case Outcome::kNotFound:
@@ -23,10 +26,25 @@ bool IsRefusal(Outcome o) {
     case Outcome::kIllegal:
     case Outcome::kWrongKind:
       return true;
-    default:
+    case Outcome::kInserted:
+    case Outcome::kExists:
+    case Outcome::kApplied:
+    case Outcome::kDeleted:
+    case Outcome::kFound:
+    case Outcome::kStarted:
+    case Outcome::kCompleted:
+    case Outcome::kReleased:
+    case Outcome::kIssued:
+    case Outcome::kConsumed:
+    case Outcome::kAcquired:
+    case Outcome::kAlready:
       return false;
   }
+  return false;
 }
+
+// Begin found the work already done: the record holds the stored result, not a new attempt.
+bool IsReplay(const OpResult& r) { return r.outcome == Outcome::kCompleted; }
 
 std::string Time(int64_t ms) {
   if (ms == 0) return "never";
@@ -66,6 +84,26 @@ std::string Relative(int64_t at_ms, int64_t now_ms) {
   return d >= 0 ? " (in " + Approximate(d) + ")" : " (" + Approximate(-d) + " ago)";
 }
 
+// A byte field, by the HTTP API's rule: "NAME": text when `bytes` is valid UTF-8, otherwise
+// "NAME_b64": base64. Exactly one of the two, so nothing is lost and nothing is ambiguous.
+void WriteBytes(std::string_view name, std::string_view bytes, JsonWriter& j) {
+  if (IsValidUtf8(bytes)) {
+    j.Key(name);
+    j.String(bytes);
+  } else {
+    j.Key(std::string(name) + "_b64");
+    j.String(Base64Encode(bytes));
+  }
+}
+
+// The same rule for people: "\npayload:     \"text\"" or "\npayload_b64: //4=".
+std::string HumanBytes(std::string_view name, std::string_view bytes) {
+  const bool text = IsValidUtf8(bytes);
+  std::string label = std::string(name) + (text ? ":" : "_b64:");
+  label.resize(std::max<size_t>(label.size() + 1, 13), ' ');
+  return "\n" + label + (text ? JsonQuote(bytes) : Base64Encode(bytes));
+}
+
 void WriteRecord(const Record& r, JsonWriter& j) {
   j.BeginObject();
   j.Key("kind");
@@ -76,10 +114,8 @@ void WriteRecord(const Record& r, JsonWriter& j) {
   j.Uint(r.version);
   j.Key("fence");
   j.Uint(r.fence);
-  j.Key("fingerprint");
-  j.String(r.fingerprint);
-  j.Key("payload");
-  j.String(r.payload);
+  WriteBytes("fingerprint", r.fingerprint, j);
+  WriteBytes("payload", r.payload, j);
   j.Key("owner");
   j.String(r.owner);
   j.Key("created_ms");
@@ -117,10 +153,9 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
 
 }  // namespace
 
-std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
-  if (!result.ok()) return "error: " + result.status().ToString();
-  const OpResult& r = *result;
+std::string FormatHuman(const OpResult& r, int64_t now_ms) {
   std::string out(OutcomeName(r.outcome));
+  if (IsReplay(r)) out += " (replay)";
   if (!r.token.empty()) out += "\ntoken:       " + r.token;
   if (r.outcome == Outcome::kExists && !r.fingerprint_matches) out += " (fingerprint differs)";
   if (!r.record) return out;
@@ -132,17 +167,15 @@ std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms) {
   if (!rec.owner.empty()) out += "\nowner:       " + rec.owner;
   if (rec.lease_until_ms != 0)
     out += "\nlease until: " + Time(rec.lease_until_ms) + Relative(rec.lease_until_ms, now_ms);
-  if (!rec.fingerprint.empty()) out += "\nfingerprint: " + JsonQuote(rec.fingerprint);
-  if (!rec.payload.empty()) out += "\npayload:     " + JsonQuote(rec.payload);
+  if (!rec.fingerprint.empty()) out += HumanBytes("fingerprint", rec.fingerprint);
+  if (!rec.payload.empty()) out += HumanBytes("payload", rec.payload);
   out += "\ncreated:     " + Time(rec.created_ms);
   out += "\nupdated:     " + Time(rec.updated_ms);
   out += "\nexpires:     " + Time(rec.expires_at_ms) + Relative(rec.expires_at_ms, now_ms);
   return out;
 }
 
-std::string FormatJson(const Result<OpResult>& result) {
-  if (!result.ok()) return FormatErrorJson(result.status());
-  const OpResult& r = *result;
+std::string FormatJson(const OpResult& r) {
   JsonWriter j;
   j.BeginObject();
   j.Key("outcome");
@@ -155,7 +188,7 @@ std::string FormatJson(const Result<OpResult>& result) {
     j.Key("token");
     j.String(r.token);
   }
-  if (r.outcome == Outcome::kCompleted) {
+  if (IsReplay(r)) {
     j.Key("replay");
     j.Bool(true);
   }
@@ -167,13 +200,26 @@ std::string FormatJson(const Result<OpResult>& result) {
   return j.Take();
 }
 
-std::string FormatErrorJson(const Status& status) {
+CliError UsageError(std::string message) { return {"USAGE", std::move(message), kExitUsage}; }
+
+CliError StoreError(const Status& status) {
+  return {std::string(CodeName(status.code())), status.message(), ExitCodeFor(status)};
+}
+
+std::string FormatErrorHuman(const CliError& error) {
+  return "idemctl: error (" + error.code + "): " + error.message;
+}
+
+std::string FormatErrorJson(const CliError& error) {
   JsonWriter j;
   j.BeginObject();
-  j.Key("outcome");
-  j.String(CodeName(status.code()));
   j.Key("error");
-  j.String(status.message());
+  j.BeginObject();
+  j.Key("code");
+  j.String(error.code);
+  j.Key("message");
+  j.String(error.message);
+  j.EndObject();
   j.EndObject();
   return j.Take();
 }
@@ -183,7 +229,7 @@ std::string FormatStatsHuman(const StoreStats& s) {
     name.resize(std::max<size_t>(name.size() + 1, 31), ' ');
     return name;
   };
-  std::string out = pad("durability") + s.durability;
+  std::string out = pad("durability") + std::string(DurabilityName(s.durability));
   for (const auto& [name, value] : StatsCounters(s))
     out += "\n" + pad(name) + std::to_string(value);
   return out;
@@ -197,7 +243,7 @@ std::string FormatStatsJson(const StoreStats& s) {
   j.Key("stats");
   j.BeginObject();
   j.Key("durability");
-  j.String(s.durability);
+  j.String(DurabilityName(s.durability));
   for (const auto& [name, value] : StatsCounters(s)) {
     j.Key(name);
     j.Uint(value);
@@ -210,24 +256,24 @@ std::string FormatStatsJson(const StoreStats& s) {
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
     case Status::Code::kOk:
-      return 0;
+      return kExitSuccess;
     case Status::Code::kInvalidArgument:
-      return 3;
+      return kExitInvalidArgument;
     case Status::Code::kIOError:
     case Status::Code::kNotFound:  // no database at --data
-      return 4;
+      return kExitUnavailable;
     case Status::Code::kTimedOut:
-      return 5;
+      return kExitTimedOut;
     case Status::Code::kCorruption:
-      return 6;
+      return kExitCorruption;
     default:
-      return 7;
+      return kExitOtherError;
   }
 }
 
 int ExitCodeFor(const Result<OpResult>& result) {
   if (!result.ok()) return ExitCodeFor(result.status());
-  return IsRefusal(result->outcome) ? 1 : 0;
+  return IsRefusal(result->outcome) ? kExitRefused : kExitSuccess;
 }
 
 }  // namespace idem::ctl

@@ -1,5 +1,11 @@
 // How idemctl prints results: a human-readable line by default, one JSON object per result with
-// --json. Also the exit status each result maps to (documented in Usage()).
+// --json. Also the exit status each result maps to (listed in --help).
+//
+// Answers and errors never share a channel or a key. An answer (an Outcome, even a refusal such
+// as NOT_FOUND) goes to stdout, under "outcome" in JSON. An error (no answer could be had: the
+// command line was wrong, the store was unreachable or refused the arguments) goes to stderr, as
+// "idemctl: error (CODE): message", or with --json as {"error":{"code":"CODE","message":"..."}},
+// with no "outcome" key, so a script that reads "outcome" never takes an error for an answer.
 #pragma once
 
 #include <string>
@@ -10,13 +16,34 @@
 
 namespace idem::ctl {
 
-std::string FormatHuman(const Result<OpResult>& result, int64_t now_ms);
-std::string FormatJson(const Result<OpResult>& result);
+// idemctl's exit status, one per class: scripts branch on it. Stable: never renumber.
+enum ExitCode : int {
+  kExitSuccess = 0,          // a success outcome (or stats, help, a repair)
+  kExitRefused = 1,          // the store answered with a refusal outcome (NOT_FOUND, HELD, ...)
+  kExitUsage = 2,            // the command line is wrong; no store was contacted
+  kExitInvalidArgument = 3,  // the store refused the request's arguments (INVALID_ARGUMENT)
+  kExitUnavailable = 4,      // no store to ask (NOT_FOUND: no database) or IO_ERROR
+  kExitTimedOut = 5,         // TIMED_OUT
+  kExitCorruption = 6,       // CORRUPTION
+  kExitOtherError = 7,       // BUSY, NOT_SUPPORTED, SHUTDOWN
+};
+
+// An error in place of an answer. `code` is a Status code name (CodeName) or "USAGE".
+struct CliError {
+  std::string code;
+  std::string message;
+  int exit_code = kExitOtherError;
+};
+CliError UsageError(std::string message);   // code USAGE, kExitUsage
+CliError StoreError(const Status& status);  // code CodeName(status), ExitCodeFor(status)
+
+std::string FormatHuman(const OpResult& result, int64_t now_ms);
+std::string FormatJson(const OpResult& result);
 std::string FormatStatsHuman(const StoreStats& stats);
 std::string FormatStatsJson(const StoreStats& stats);
-std::string FormatErrorJson(const Status& status);
+std::string FormatErrorHuman(const CliError& error);  // "idemctl: error (CODE): message"
+std::string FormatErrorJson(const CliError& error);   // {"error":{"code":..,"message":..}}
 
-// 0 success outcomes, 1 refusals, 3.. errors by code (2 is reserved for usage errors).
 int ExitCodeFor(const Result<OpResult>& result);
 int ExitCodeFor(const Status& status);
 

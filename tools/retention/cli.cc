@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::retention {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli.h"
-#include "idem/duration.h"
+#include "duration.h"
 #include "json_report.h"
 #include "plots.h"
 #include "report_table.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "idem/duration.h"
+#include "duration.h"
 #include "svg_chart.h"
 #include "text_file.h"
 

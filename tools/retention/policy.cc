@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::retention {
 

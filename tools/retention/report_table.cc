@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "byte_size.h"
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem::retention {
 namespace {

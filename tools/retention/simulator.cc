@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "idem/duration.h"
+#include "duration.h"
 #include "idem/engine.h"
 #include "live_tracker.h"
 #include "random.h"
@@ -109,8 +109,11 @@ class Run {
     char fingerprint[17];
     std::snprintf(fingerprint, sizeof fingerprint, "%016llx",
                   static_cast<unsigned long long>(Mix64(e.key_id + 1)));
-    auto r = engine_->Insert(workload_.namespaces[e.ns], key, "DONE", payloads_.For(e.key_id),
-                             std::string_view(fingerprint, 16));
+    auto r = engine_->Insert({.ns = workload_.namespaces[e.ns],
+                              .key = key,
+                              .status = "DONE",
+                              .payload = payloads_.For(e.key_id),
+                              .fingerprint = std::string_view(fingerprint, 16)});
     if (!r.ok()) return Failed("insert", r.status(), e.t_ms);
     NamespaceCounts& ns = result_.per_namespace[e.ns];
     if (r->outcome == Outcome::kInserted) {

@@ -10,12 +10,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <span>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "idem/options.h"
 #include "idem/result.h"
@@ -32,34 +28,6 @@ class Engine : public Store {
  public:
   // Opens (creating if allowed) the database in `dir`.
   static Result<std::unique_ptr<Engine>> Open(const std::string& dir, EngineOptions options);
-
-  // Apply (the Store contract) blocks the calling thread for Begin ops with wait_ms > 0 that find
-  // an attempt in progress, until it completes, aborts, its lease ends or the wait runs out.
-  // ApplyNoWait answers such ops at once (IN_PROGRESS): for servers, which wait without a thread
-  // per waiter by combining it with Watch.
-  virtual Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
-
-  // Group commit with the fsync off the applying thread, for servers under Durability::kSync:
-  // ApplyDeferSync is ApplyNoWait whose writes reach the WAL (the OS) but are not fsynced; they
-  // are visible to later operations at once. SyncWal() fsyncs every write that completed before
-  // it was called. The caller must not acknowledge anything applied this way, or anything
-  // applied after it (it may have read such a write), before a SyncWal() that began after it
-  // returned. Apply and ApplyNoWait keep their contract regardless: when they may have read a
-  // write not yet synced, they sync before returning. Under kAsync both are plain ApplyNoWait.
-  // *needs_sync says whether this batch must wait for a SyncWal at all: false when it wrote
-  // nothing and every deferred write it could have read was already synced (a duplicate or a
-  // Get on an idle server), so its results may be acknowledged at once.
-  virtual Status ApplyDeferSync(std::span<const Op> ops, std::vector<Result<OpResult>>* results,
-                                bool* needs_sync) = 0;
-  virtual Status SyncWal() = 0;
-
-  // Calls `on_change` once, on the committing thread and after the commit, when a write to
-  // (ns, key) is next committed; or never, if Unwatch comes first. It must not block or call
-  // into the engine. Register BEFORE reading the state you wait on, so no change is missed.
-  using WatchId = uint64_t;
-  virtual WatchId Watch(std::string_view ns, std::string_view key,
-                        std::function<void()> on_change) = 0;
-  virtual void Unwatch(WatchId id) = 0;
 
   // Runs a full compaction: every expired record is physically removed (for tests and admins).
   virtual Status CompactAll() = 0;

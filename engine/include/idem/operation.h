@@ -1,14 +1,29 @@
 // Operations and their results: the vocabulary shared by the embedded engine, the wire protocol
 // and the network client.
 //
+// Build an Op with the factory for its kind, which takes one struct of named fields (the fields
+// that kind reads, nothing else), using designated initializers:
+//
+//   Op op = Op::Begin({.ns = "pay", .key = key, .fingerprint = fp, .lease = 30s, .wait = 2s});
+//
+// (with `using namespace std::chrono_literals`). A field left out is "not given" (std::nullopt,
+// an empty string, no fence): the namespace's default applies where there is one. Durations are
+// std::chrono durations, never bare integers; a zero lease or TTL means the same as leaving it
+// out, and a zero wait answers at once.
+//
 // An Op BORROWS its strings (std::string_view): whatever they point to must stay alive until the
-// call that takes the Op returns. Results own their data.
+// call that takes the Op returns. Build an Op in the statement that passes it on, or from strings
+// that outlive that call; to keep ops longer (a batch built now and applied later, ops passed
+// between threads), copy them into an OpBatch (idem/op_batch.h), which owns its bytes.
+// Results own their data.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "idem/record.h"
@@ -23,9 +38,33 @@ inline constexpr std::string_view kStatusIssued = "ISSUED";
 inline constexpr std::string_view kStatusConsumed = "CONSUMED";
 inline constexpr std::string_view kStatusLocked = "LOCKED";
 
-// TTL arguments, in milliseconds: > 0 is an explicit time to live; these two are special.
-inline constexpr int64_t kDefaultTtl = 0;  // use the namespace's retention policy default
-inline constexpr int64_t kForever = -1;    // never expire (the policy must allow it)
+// A record's time to live: a duration, or Forever() (never expire; the namespace's retention
+// policy must allow it). Converts implicitly from any std::chrono duration that converts to
+// milliseconds without loss (`.ttl = 24h`), never from a bare integer.
+//
+// A zero duration means the same as not giving a TTL (the namespace's default); a negative one
+// is invalid, except -1 ms, which is Forever() (the wire protocol's encoding).
+class Ttl {
+ public:
+  template <class Rep, class Period>
+  requires std::is_convertible_v<std::chrono::duration<Rep, Period>, std::chrono::milliseconds>
+  constexpr Ttl(std::chrono::duration<Rep, Period> duration) : duration_(duration) {}
+
+  static constexpr Ttl Forever() { return Ttl(std::chrono::milliseconds(-1)); }
+
+  constexpr bool forever() const { return duration_ == std::chrono::milliseconds(-1); }
+  constexpr std::chrono::milliseconds duration() const { return duration_; }  // -1 ms: forever
+
+  friend constexpr bool operator==(const Ttl&, const Ttl&) = default;
+
+ private:
+  std::chrono::milliseconds duration_;
+};
+
+// The millisecond encodings of a TTL that retention policies (idem/options.h) and the wire
+// protocol use: > 0 explicit, 0 the namespace's default, -1 forever.
+inline constexpr int64_t kDefaultTtl = 0;
+inline constexpr int64_t kForever = -1;
 
 // Numbers are part of the wire protocol: append only.
 enum class OpType : uint8_t {
@@ -80,38 +119,128 @@ std::string_view OpTypeName(OpType type);
 
 // A condition on the current record; every part that is set must hold.
 struct Condition {
-  std::vector<std::string_view> status_in;  // status is one of these (empty: any status)
-  std::optional<uint64_t> version;          // version equals (optimistic locking)
-  std::optional<uint64_t> fence;            // fence equals (the current holder)
+  std::vector<std::string_view> status_in = {};  // status is one of these (empty: any status)
+  std::optional<uint64_t> version = {};          // version equals (optimistic locking)
+  std::optional<uint64_t> fence = {};            // fence equals (the current holder)
 
   bool Empty() const { return status_in.empty() && !version && !fence; }
 };
 
 // What CompareAndSet changes; unset parts keep their value. Any applied update bumps the version.
 struct Update {
-  std::optional<std::string_view> status;
-  std::optional<std::string_view> payload;
-  std::optional<int64_t> ttl_ms;  // new expiry = now + ttl (kDefaultTtl, kForever as above)
+  std::optional<std::string_view> status = {};
+  std::optional<std::string_view> payload = {};
+  std::optional<Ttl> ttl = {};  // new expiry = now + ttl (a zero duration: the namespace's default)
 };
 
-// What each operation reads from an Op (fields not listed are ignored):
-//   Insert        ns key status payload fingerprint ttl_ms
-//   CompareAndSet ns key condition update
-//   Get           ns key
-//   Delete        ns key condition
-//   Begin         ns key fingerprint owner lease_ms wait_ms ttl_ms(record TTL while in progress)
-//   Complete      ns key condition.fence payload(response) status(default COMPLETED) ttl_ms
-//   Abort         ns key condition.fence payload(failure response, kept if the policy
-//                 remembers failures)
-//   Heartbeat     ns key condition.fence lease_ms
-//   IssueToken    ns ttl_ms payload(what the token authorizes; returned when consumed)
-//                 (the key is generated: OpResult::token)
-//   ConsumeToken  ns key(the token)
-//   Lock          ns key owner lease_ms
-//   Renew         ns key condition.fence lease_ms
-//   Unlock        ns key condition.fence
-//   Transition    ns key status(target) condition.version update.payload
-// lease_ms: 0 = the namespace's default lease. See docs/recipes.md for how they combine.
+// The arguments of each kind of operation, one struct per kind, in the order designated
+// initializers must follow. Strings are borrowed (see the top of this file). Every field has an
+// initializer, so leaving fields out draws no -Wmissing-field-initializers warning.
+
+struct InsertArgs {  // insert-if-absent
+  std::string_view ns = {};
+  std::string_view key = {};
+  std::string_view status = {};
+  std::string_view payload = {};
+  std::string_view fingerprint = {};  // a retry with a different one answers EXISTS, mismatched
+  std::optional<Ttl> ttl = {};        // not given: the namespace's default
+};
+
+struct CompareAndSetArgs {  // conditional update
+  std::string_view ns = {};
+  std::string_view key = {};
+  Condition condition = {};
+  Update update = {};
+};
+
+struct GetArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+};
+
+struct DeleteArgs {  // conditional delete
+  std::string_view ns = {};
+  std::string_view key = {};
+  Condition condition = {};
+};
+
+// Request lifecycle: see docs/recipes.md for how Begin, Complete, Abort and Heartbeat combine.
+struct BeginArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  std::string_view fingerprint = {};  // same key with a different fingerprint answers MISMATCH
+  std::string_view owner = {};
+  std::optional<std::chrono::milliseconds> lease = {};  // not given: the namespace's default lease
+  std::optional<std::chrono::milliseconds> wait = {};   // wait this long for an attempt in progress
+                                                        // (not given: answer at once)
+  std::optional<Ttl> ttl = {};  // the record's TTL while in progress (not given: the namespace's)
+};
+
+struct CompleteArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  uint64_t fence = 0;              // the fence Begin returned
+  std::string_view response = {};  // stored, and replayed to later Begins
+  std::string_view status = {};    // empty: COMPLETED
+  std::optional<Ttl> ttl = {};     // not given: the namespace's completed TTL, else its default
+};
+
+struct AbortArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  uint64_t fence = 0;
+  std::string_view response = {};  // the failure response, kept if the policy remembers failures
+};
+
+struct HeartbeatArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  uint64_t fence = 0;
+  std::optional<std::chrono::milliseconds> lease = {};  // not given: the namespace's default lease
+};
+
+// One-shot tokens.
+struct IssueTokenArgs {
+  std::string_view ns = {};       // the key is generated: OpResult::token
+  std::optional<Ttl> ttl = {};    // not given: the namespace's default
+  std::string_view payload = {};  // what the token authorizes; returned when it is consumed
+};
+
+struct ConsumeTokenArgs {
+  std::string_view ns = {};
+  std::string_view token = {};
+};
+
+// Locks with leases and fencing.
+struct LockArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  std::string_view owner = {};
+  std::optional<std::chrono::milliseconds> lease = {};  // not given: the namespace's default lease
+};
+
+// Renew reads what Heartbeat reads: the holder's fence and the new lease.
+using RenewArgs = HeartbeatArgs;
+
+struct UnlockArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  uint64_t fence = 0;
+};
+
+// State machines.
+struct TransitionArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  std::string_view to_status = {};
+  std::optional<uint64_t> expect_version = {};
+  std::optional<std::string_view> payload = {};  // not given: the payload is kept
+};
+
+// One operation: what Store::Apply takes and the wire protocol carries. Build it with the
+// factory for its kind, which maps the *Args struct onto these fields (a fence becomes
+// condition.fence, a response payload, a token key, a transition's target status) and leaves the
+// rest empty; an operation ignores the fields its kind does not read.
 struct Op {
   OpType type = OpType::kGet;
   std::string_view ns;
@@ -120,34 +249,26 @@ struct Op {
   std::string_view payload;
   std::string_view fingerprint;
   std::string_view owner;
-  int64_t ttl_ms = kDefaultTtl;
-  int64_t lease_ms = 0;
-  int64_t wait_ms = 0;  // Begin: how long to wait for an attempt in progress (0 = answer now)
-  Condition condition;
+  std::optional<Ttl> ttl;
+  std::optional<std::chrono::milliseconds> lease;
+  std::optional<std::chrono::milliseconds> wait;
+  Condition condition;  // Complete, Abort, Heartbeat, Renew, Unlock: condition.fence
   Update update;
 
-  static Op Insert(std::string_view ns, std::string_view key, std::string_view status,
-                   std::string_view payload = {}, std::string_view fingerprint = {},
-                   int64_t ttl_ms = kDefaultTtl);
-  static Op CompareAndSet(std::string_view ns, std::string_view key, Condition condition,
-                          Update update);
-  static Op Get(std::string_view ns, std::string_view key);
-  static Op Delete(std::string_view ns, std::string_view key, Condition condition = {});
-  static Op Begin(std::string_view ns, std::string_view key, std::string_view fingerprint = {},
-                  int64_t lease_ms = 0, int64_t wait_ms = 0, std::string_view owner = {});
-  static Op Complete(std::string_view ns, std::string_view key, uint64_t fence,
-                     std::string_view response, int64_t ttl_ms = kDefaultTtl);
-  static Op Abort(std::string_view ns, std::string_view key, uint64_t fence);
-  static Op Heartbeat(std::string_view ns, std::string_view key, uint64_t fence,
-                      int64_t lease_ms = 0);
-  static Op IssueToken(std::string_view ns, int64_t ttl_ms = kDefaultTtl);
-  static Op ConsumeToken(std::string_view ns, std::string_view token);
-  static Op Lock(std::string_view ns, std::string_view key, std::string_view owner,
-                 int64_t lease_ms = 0);
-  static Op Renew(std::string_view ns, std::string_view key, uint64_t fence, int64_t lease_ms = 0);
-  static Op Unlock(std::string_view ns, std::string_view key, uint64_t fence);
-  static Op Transition(std::string_view ns, std::string_view key, std::string_view to_status,
-                       std::optional<uint64_t> expect_version = {});
+  static Op Insert(const InsertArgs& args);
+  static Op CompareAndSet(const CompareAndSetArgs& args);
+  static Op Get(const GetArgs& args);
+  static Op Delete(const DeleteArgs& args);
+  static Op Begin(const BeginArgs& args);
+  static Op Complete(const CompleteArgs& args);
+  static Op Abort(const AbortArgs& args);
+  static Op Heartbeat(const HeartbeatArgs& args);
+  static Op IssueToken(const IssueTokenArgs& args);
+  static Op ConsumeToken(const ConsumeTokenArgs& args);
+  static Op Lock(const LockArgs& args);
+  static Op Renew(const RenewArgs& args);
+  static Op Unlock(const UnlockArgs& args);
+  static Op Transition(const TransitionArgs& args);
 };
 
 struct OpResult {

@@ -39,6 +39,11 @@ enum class Durability : uint8_t {
   kAsync = 1,
 };
 
+// "sync" or "async": the name idemstored's --durability flag, the wire protocol and idemctl use.
+constexpr std::string_view DurabilityName(Durability durability) {
+  return durability == Durability::kSync ? "sync" : "async";
+}
+
 // How long a namespace keeps its records.
 struct RetentionPolicy {
   int64_t default_ttl_ms = 24LL * 3600 * 1000;   // used when an operation says kDefaultTtl
@@ -119,33 +124,39 @@ struct EngineOptions {
   Memtable memtable = Memtable::kHash;
 
   // The CPU priority of RocksDB's flush and compaction threads. kLow (nice 19) lets requests
-  // preempt them at once, which matters when they share one CPU: there, completions at pipeline
-  // 1 kept a p99 of 1.0 ms instead of 4.8, and ran 13 % faster. The price: background work gets
-  // CPU only when nothing at normal priority wants it. At sustained saturation writes stall now
-  // and then (the slowest 0.1 % waited 0.25–0.29 s instead of ~20 ms), and next to any busy
-  // process on the same CPU flushes starve and writes stop outright (measured: 21k instead of
-  // 130k inserts/s, p99.9 15 s, writes stopped for up to 34 s; docs/performance.md). So kLow is
-  // for a process with CPUs to itself, and neither the library nor idemstored uses it by
-  // default. Process-wide and one-way: RocksDB's default thread pools serve every database in
-  // the process, and an unprivileged thread cannot raise its priority again.
+  // preempt them at once, which lowers latency when they share a CPU; but background work then
+  // gets CPU only when nothing at normal priority wants it, so at sustained saturation writes
+  // stall now and then, and next to any busy process flushes starve and RocksDB stops writes.
+  // kLow is for a process with CPUs to itself; the default is kNormal (figures:
+  // docs/performance.md#background-priority). Process-wide and one-way: RocksDB's default
+  // thread pools serve every database in the process, and an unprivileged thread cannot raise
+  // its priority again.
   enum class BackgroundPriority { kNormal, kLow };
   BackgroundPriority background_priority = BackgroundPriority::kNormal;
 
   // Under Durability::kSync: zeros kept written ahead of the end of RocksDB's WAL, `chunk` at a
   // time, so each fsync overwrites blocks the file already has instead of appending — no file
-  // system journal commit per sync (measured here: ~35 % less time and CPU per fsync). 0 turns
-  // it off. engine/src/prezeroed_wal.h has the mechanism, docs/design.md §5 the argument.
+  // system journal commit per sync, so a cheaper fsync (docs/performance.md#wal-over-zeros). 0
+  // turns it off. engine/src/prezeroed_wal.h has the mechanism, docs/design.md §5 the argument.
   static constexpr uint64_t kDefaultWalPrezeroChunkBytes = 1u << 20;
   uint64_t wal_prezero_chunk_bytes = kDefaultWalPrezeroChunkBytes;
 
+  // After a failed write or sync the engine suspends writes and recovers through RocksDB's
+  // DB::Resume, which RocksDB 7.8 can leave waiting for ever (docs/design.md, failure model).
+  // A Resume that has not returned after this long is reported: the log says so and what to do,
+  // refused writes say to restart; reads go on, and writes come back if Resume returns after
+  // all. Only when the operator is told depends on it: a Resume that must first wait for a
+  // long compaction can take minutes and is not stuck. Must be > 0.
+  int64_t recovery_stuck_after_ms = 30'000;
+
   // RocksDB sizing.
   size_t block_cache_bytes = 256u << 20;
-  size_t write_buffer_bytes = 64u << 20;
+  size_t write_buffer_bytes = 64u << 20;  // one memtable (idemstored --write-buffer-mb)
   int background_jobs = 2;
   // Files RocksDB may keep open at once (its max_open_files: table files, less 10 it keeps for
   // its logs and MANIFEST); past it its table cache closes the least recently used table files.
   // -1: no limit, every table file stays open. idemstored sets it from its file-descriptor
-  // budget (idem/fd_budget.h) so that RocksDB never finds the descriptors taken by connections.
+  // budget (tools/server_config/) so that RocksDB never finds the descriptors taken by connections.
   int max_open_files = -1;
   // RocksDB options set over the engine's own, in RocksDB's "name=value;name=value" form (DB
   // and column-family options, e.g. "level0_file_num_compaction_trigger=8"), for tuning and

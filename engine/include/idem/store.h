@@ -1,5 +1,5 @@
 // Store: the one API of idemstore. The embedded engine (idem/engine.h) and the network client
-// (net/client.h) both implement it, so a program switches between in-process and remote use by
+// (idem/client.h) both implement it, so a program switches between in-process and remote use by
 // construction alone.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "idem/operation.h"
+#include "idem/options.h"
 #include "idem/result.h"
 #include "idem/status.h"
 
@@ -36,13 +37,13 @@ struct StoreStats {
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
   // Memory RocksDB holds besides memtable_bytes; a server's resident memory is about these plus
-  // the allocator's slack (docs/performance.md).
+  // the allocator's slack (docs/performance.md#memory).
   uint64_t block_cache_bytes = 0;           // in use; about...
   uint64_t block_cache_capacity_bytes = 0;  // ...this at most (EngineOptions::block_cache_bytes;
                                             // the cache is not strict: pinned blocks may exceed it)
   uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
                                             // with the number of table files
-  std::string durability;                   // "sync" or "async"
+  Durability durability = Durability::kSync;  // the mode the store was opened with
 };
 
 class Store {
@@ -65,14 +66,10 @@ class Store {
   virtual Result<StoreStats> Stats() = 0;
 
   // Single-operation conveniences over Apply.
-  Result<OpResult> Insert(std::string_view ns, std::string_view key, std::string_view status,
-                          std::string_view payload = {}, std::string_view fingerprint = {},
-                          int64_t ttl_ms = kDefaultTtl);
-  Result<OpResult> CompareAndSet(std::string_view ns, std::string_view key,
-                                 const Condition& condition, const Update& update);
-  Result<OpResult> Get(std::string_view ns, std::string_view key);
-  Result<OpResult> Delete(std::string_view ns, std::string_view key,
-                          const Condition& condition = {});
+  Result<OpResult> Insert(const InsertArgs& args);
+  Result<OpResult> CompareAndSet(const CompareAndSetArgs& args);
+  Result<OpResult> Get(const GetArgs& args);
+  Result<OpResult> Delete(const DeleteArgs& args);
   Result<OpResult> Execute(const Op& op);  // Apply of one op
 };
 

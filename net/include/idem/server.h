@@ -1,21 +1,23 @@
 // Server: serves a Store over TCP with the protocol of docs/protocol.md. idemstored is a thin
 // main() around it; tests run it in-process on 127.0.0.1 port 0.
 //
-//   auto engine = idem::Engine::Open(dir, engine_options);
+//   auto engine = idem::ServingEngine::Open(dir, engine_options);  // idem/serving.h
 //   idem::ServerOptions options;  // 127.0.0.1:7878
 //   auto server = idem::Server::Start(engine->get(), options);
 //   (*server)->Wait();   // until SIGINT/SIGTERM (handle_signals) or RequestStop()
 //   (*server)->Stop();   // drain, then the engine may be closed
 //
 // A program that must not create a database for a server that cannot listen (idemstored)
-// binds first and serves later: Server::Listen(options), then Engine::Open, then Serve(store).
+// binds first and serves later: Server::Listen(options), then ServingEngine::Open, then
+// Serve(engine).
 //
 // Threads: `io_threads` threads run the event loop (accept, read, parse, write);
 // `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
 // event loop runs the Store itself: each loop turn's requests, from every connection, become
 // one Store::Apply, and under Durability::kSync a sync thread fsyncs while the loop goes on
-// (commit_queue.h). Measured faster than engine threads in both durabilities
-// (docs/performance.md). Stop() and the destructor must not be called from any of them.
+// (commit_queue.h). The default, because it is faster than engine threads in both durabilities
+// (docs/performance.md#event-loop-and-group-commit). Stop() and the destructor must not be
+// called from any of them.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +29,7 @@
 
 #include "idem/options.h"
 #include "idem/result.h"
-#include "idem/store.h"
+#include "idem/serving.h"
 
 namespace idem {
 
@@ -41,7 +43,8 @@ struct ServerOptions {
   // Connections over max_connections being sent BUSY at the same time (each holds a descriptor
   // until its peer has read the error, at most a second). Past it the server stops
   // accepting until one is done; further clients wait in the listen queue and get BUSY in turn.
-  // So a flood never takes more descriptors than max_connections + this (idem/fd_budget.h).
+  // So a flood never takes more descriptors than max_connections + this (idemstored's budget:
+  // tools/server_config/fd_budget.h).
   size_t max_refusing_connections = 32;
   size_t max_frame_bytes = 4u << 20;
   // A connection with no complete request and no response written for this long is closed
@@ -74,12 +77,12 @@ class Server {
   // the listen queue until Serve(). InvalidArgument for bad options (e.g. a non-loopback host
   // without allow_remote), IOError when binding fails (e.g. the port is in use).
   static Result<std::unique_ptr<Server>> Listen(ServerOptions options);
-  // Listen(), then Serve(store).
-  static Result<std::unique_ptr<Server>> Start(Store* store, ServerOptions options);
+  // Listen(), then Serve(engine).
+  static Result<std::unique_ptr<Server>> Start(ServingEngine* engine, ServerOptions options);
 
-  // Starts the threads and accepting; `store` must outlive the Server. Once: a second call, or
+  // Starts the threads and accepting; `engine` must outlive the Server. Once: a second call, or
   // one after Stop(), is InvalidArgument.
-  virtual Status Serve(Store* store) = 0;
+  virtual Status Serve(ServingEngine* engine) = 0;
 
   virtual ~Server() = default;  // implies Stop()
 

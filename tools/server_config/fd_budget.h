@@ -7,8 +7,8 @@
 // So idemstored budgets at start: it raises the soft limit to the hard one, then gives
 // connections, connections being refused with BUSY, the server's own descriptors and RocksDB's
 // files each a share that together fit the limit (PlanFdBudget). RocksDB's share becomes its
-// max_open_files, so its table cache closes files instead of running out. (A server-side
-// concern that idemstored uses; it moves to the tools' library with the command-line code.)
+// max_open_files, so its table cache closes files instead of running out. The Server itself only
+// honours the numbers it is given (ServerOptions::max_connections, max_refusing_connections).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "idem/duration.h"
+#include "duration.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "idem/server_flags.h"
+#include "server_flags.h"
 
 #include <vector>
 
@@ -23,7 +23,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
   EXPECT_FALSE(f->help);
-  EXPECT_FALSE(f->max_connections_set);  // a default idemstored may lower (idem/fd_budget.h)
+  EXPECT_FALSE(f->max_connections_set);  // a default idemstored may lower (fd_budget.h)
 }
 
 TEST(ServerFlagsTest, EveryFlag) {
@@ -56,7 +56,7 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "locks=10s,forever",
                                  "--block-cache-mb",
                                  "32",
-                                 "--memtable-mb=16",
+                                 "--write-buffer-mb=16",
                                  "--memtable",
                                  "skiplist",
                                  "--background-priority",
@@ -169,7 +169,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--retention", "a=1h,sometimes"}, "--retention"},
            {{"--retention", "a=1h,max=x"}, "--retention"},
            {{"--block-cache-mb", "0"}, "--block-cache-mb"},
-           {{"--memtable-mb", "lots"}, "--memtable-mb"},
+           {{"--write-buffer-mb", "lots"}, "--write-buffer-mb"},
            {{"--memtable", "btree"}, "--memtable"},
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},

@@ -1,4 +1,4 @@
-#include "idem/fd_budget.h"
+#include "fd_budget.h"
 
 #include <sys/resource.h>
 

@@ -23,8 +23,8 @@ struct ServerFlags {
 };
 
 // `args` excludes the program name. Both "--flag value" and "--flag=value" are accepted.
-// InvalidArgument names the offending flag. server.limits is set to engine.limits. Defaults
-// differ from EngineOptions' in one place: durability is sync.
+// InvalidArgument names the offending flag. server.limits is set to engine.limits. Every
+// default is EngineOptions' and ServerOptions' own.
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args);
 
 // The --help text.

@@ -1,4 +1,4 @@
-#include "idem/open_store.h"
+#include "open_store.h"
 
 #include "idem/client.h"
 #include "idem/engine.h"

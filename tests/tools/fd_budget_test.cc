@@ -1,6 +1,6 @@
 // PlanFdBudget: connections, refusals, the server's own descriptors and RocksDB's files must fit
 // the open-files limit; a default that does not fit is lowered, an explicit one refused.
-#include "idem/fd_budget.h"
+#include "fd_budget.h"
 
 #include <climits>
 #include <string>
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "idem/server.h"
-#include "idem/server_flags.h"
+#include "server_flags.h"
 #include "support/temp_dir.h"
 
 namespace idem {

@@ -1,4 +1,4 @@
-#include "idem/server_flags.h"
+#include "server_flags.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "idem/duration.h"
+#include "duration.h"
 
 namespace idem {
 namespace {
@@ -261,9 +261,9 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
        [&](std::string_view v) {
          return ParseMiB("--block-cache-mb", v, 1 << 20, &flags.engine.block_cache_bytes);
        }},
-      {"--memtable-mb",
+      {"--write-buffer-mb",
        [&](std::string_view v) {
-         return ParseMiB("--memtable-mb", v, 1 << 14, &flags.engine.write_buffer_bytes);
+         return ParseMiB("--write-buffer-mb", v, 1 << 14, &flags.engine.write_buffer_bytes);
        }},
       {"--memtable",
        [&](std::string_view v) {
@@ -396,7 +396,8 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
                             remember-failures (Abort keeps a FAILED record that Begin
                             replays; default: release the key), max-response=BYTES
   --block-cache-mb N        RocksDB block cache: caps the memory that reads use (default 256)
-  --memtable-mb N           size of one memtable; up to 3 exist at once (default 64)
+  --write-buffer-mb N       size of one memtable (RocksDB's write buffer); up to 3 exist at
+                            once (default 64)
   --memtable hash|skiplist  how a memtable indexes its records: hash (default; O(1) insert and
                             lookup of keys in any order, sorted when flushed) or RocksDB's
                             skiplist
