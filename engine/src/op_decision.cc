@@ -70,6 +70,10 @@ Decision DecideInsert(const Op& op, const Record* current, const DecisionInputs&
 Decision DecideCompareAndSet(const Op& op, const Record* current, const DecisionInputs& in) {
   if (current == nullptr) return Answer(Outcome::kNotFound, nullptr);
   if (!ConditionHolds(op.condition, *current)) return Answer(Outcome::kConditionFailed, current);
+  if (op.update.status && *op.update.status != current->status && in.graph != nullptr &&
+      !in.graph->Allows(current->status, *op.update.status)) {
+    return Answer(Outcome::kIllegal, current);
+  }
   Decision d = Change(Outcome::kApplied, *current, in.now_ms);
   Record& r = *d.result.record;
   if (op.update.status) r.status.assign(*op.update.status);
@@ -162,9 +166,12 @@ Decision DecideHeartbeat(const Op& op, const Record* current, const DecisionInpu
 
 // --- Tokens --------------------------------------------------------------------------------
 
-Decision DecideIssueToken(const Record* current, const DecisionInputs& in) {
+Decision DecideIssueToken(const Op& op, const Record* current, const DecisionInputs& in) {
   if (current != nullptr) return Answer(Outcome::kExists, current);  // 2^-128: never in practice
-  return Create(Outcome::kIssued, kStatusIssued, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
+  Decision d =
+      Create(Outcome::kIssued, kStatusIssued, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
+  d.result.record->payload.assign(op.payload);  // what the token authorizes
+  return d;
 }
 
 Decision DecideConsumeToken(const Record* current, const DecisionInputs& in) {
@@ -226,19 +233,46 @@ Decision DecideTransition(const Op& op, const Record* current, const DecisionInp
   return d;
 }
 
-}  // namespace
+// --- Record kinds ----------------------------------------------------------------------------
 
-bool ConditionHolds(const Condition& c, const Record& r) {
-  if (c.version && *c.version != r.version) return false;
-  if (c.fence && *c.fence != r.fence) return false;
-  if (!c.status_in.empty() &&
-      std::find(c.status_in.begin(), c.status_in.end(), r.status) == c.status_in.end()) {
-    return false;
+// The kind of record `type` works on (and creates); nullopt for the universal operations.
+std::optional<RecordKind> KindOf(OpType type, const DecisionInputs& in) {
+  switch (type) {
+    case OpType::kInsert:
+    case OpType::kCompareAndSet:
+    case OpType::kTransition:
+      return in.graph != nullptr ? RecordKind::kStateMachine : RecordKind::kPlain;
+    case OpType::kBegin:
+    case OpType::kComplete:
+    case OpType::kAbort:
+    case OpType::kHeartbeat:
+      return RecordKind::kAttempt;
+    case OpType::kIssueToken:
+    case OpType::kConsumeToken:
+      return RecordKind::kToken;
+    case OpType::kLock:
+    case OpType::kRenew:
+    case OpType::kUnlock:
+      return RecordKind::kLock;
+    case OpType::kGet:
+    case OpType::kDelete:
+      break;
   }
-  return true;
+  return std::nullopt;
 }
 
-Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
+// Plain records and state machines take the same operations: which graph governs a status
+// change is the namespace's business (DecisionInputs::graph), not the record's. A namespace's
+// graph may be declared after its records were made.
+bool SameFamily(RecordKind op_kind, RecordKind record_kind) {
+  const auto plain = [](RecordKind k) {
+    return k == RecordKind::kPlain || k == RecordKind::kStateMachine;
+  };
+  return op_kind == record_kind || (plain(op_kind) && plain(record_kind));
+}
+
+// The rules of op.type, once the record's kind is known to suit it.
+Decision DecideByType(const Op& op, const Record* current, const DecisionInputs& in) {
   switch (op.type) {
     case OpType::kInsert:
       return DecideInsert(op, current, in);
@@ -257,7 +291,7 @@ Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
     case OpType::kHeartbeat:
       return DecideHeartbeat(op, current, in);
     case OpType::kIssueToken:
-      return DecideIssueToken(current, in);
+      return DecideIssueToken(op, current, in);
     case OpType::kConsumeToken:
       return DecideConsumeToken(current, in);
     case OpType::kLock:
@@ -270,6 +304,35 @@ Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
       return DecideTransition(op, current, in);
   }
   return Answer(Outcome::kNotFound, nullptr);  // unreachable: ValidateOp rejects unknown types
+}
+
+}  // namespace
+
+bool ConditionHolds(const Condition& c, const Record& r) {
+  if (c.version && *c.version != r.version) return false;
+  if (c.fence && *c.fence != r.fence) return false;
+  if (!c.status_in.empty() &&
+      std::find(c.status_in.begin(), c.status_in.end(), r.status) == c.status_in.end()) {
+    return false;
+  }
+  return true;
+}
+
+Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
+  const std::optional<RecordKind> kind = KindOf(op.type, in);
+  // Before every other rule: what the op carries (a fence, a fingerprint, a target status) means
+  // nothing for another scheme's record.
+  if (current != nullptr && kind && current->kind != RecordKind::kUntyped &&
+      !SameFamily(*kind, current->kind)) {
+    return Answer(Outcome::kWrongKind, current);
+  }
+  Decision d = DecideByType(op, current, in);
+  // A new record gets the op's kind; so does an untyped one (written before kinds) on its first
+  // change.
+  if (d.write == Decision::Write::kPut && kind && d.result.record->kind == RecordKind::kUntyped) {
+    d.result.record->kind = *kind;
+  }
+  return d;
 }
 
 }  // namespace idem

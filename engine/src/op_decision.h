@@ -31,14 +31,18 @@ struct DecisionInputs {
   // (Insert, Begin, IssueToken), the retention of a finished attempt (Complete, Abort), or a
   // CompareAndSet's new expiry. nullopt: the op sets no expiry.
   std::optional<int64_t> expiry_ms;
-  int64_t lease_ms = 0;               // resolved lease (Begin, Heartbeat, Lock, Renew)
-  const StateGraph* graph = nullptr;  // Transition: the namespace's graph, if it has one
-  bool remember_failures = false;     // Abort: keep a FAILED record instead of releasing
+  int64_t lease_ms = 0;  // resolved lease (Begin, Heartbeat, Lock, Renew)
+  // Insert, CompareAndSet, Transition: the namespace's graph, if it has one. It governs their
+  // status changes, and makes their records state machines (RecordKind::kStateMachine).
+  const StateGraph* graph = nullptr;
+  bool remember_failures = false;  // Abort: keep a FAILED record instead of releasing
 };
 
 bool ConditionHolds(const Condition& condition, const Record& record);
 
-// `current`: the live record at the key, or null.
+// `current`: the live record at the key, or null. A record of another kind than the op works on
+// is answered kWrongKind, before any other rule (docs/recipes.md, "Record kinds"); Get and
+// Delete work on every kind.
 Decision Decide(const Op& op, const Record* current, const DecisionInputs& in);
 
 }  // namespace idem

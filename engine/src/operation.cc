@@ -44,8 +44,28 @@ std::string_view OutcomeName(Outcome outcome) {
       return "ALREADY";
     case Outcome::kIllegal:
       return "ILLEGAL";
+    case Outcome::kWrongKind:
+      return "WRONG_KIND";
   }
   return "UNKNOWN";
+}
+
+std::string_view RecordKindName(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kUntyped:
+      return "untyped";
+    case RecordKind::kPlain:
+      return "plain";
+    case RecordKind::kAttempt:
+      return "attempt";
+    case RecordKind::kToken:
+      return "token";
+    case RecordKind::kLock:
+      return "lock";
+    case RecordKind::kStateMachine:
+      return "state-machine";
+  }
+  return "unknown";
 }
 
 std::string_view OpTypeName(OpType type) {
@@ -154,6 +174,7 @@ Op Op::Heartbeat(const HeartbeatArgs& args) {
 Op Op::IssueToken(const IssueTokenArgs& args) {
   Op op = Keyed(OpType::kIssueToken, args.ns, {});
   op.ttl = args.ttl;
+  op.payload = args.payload;
   return op;
 }
 

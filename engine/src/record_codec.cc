@@ -8,7 +8,7 @@ void EncodeRecord(const Record& r, std::string* dst) {
   dst->reserve(dst->size() + kRecordHeaderBytes + 40 + r.status.size() + r.fingerprint.size() +
                r.owner.size() + r.payload.size());
   dst->push_back(static_cast<char>(kRecordFormatVersion));
-  dst->push_back(0);  // flags
+  dst->push_back(static_cast<char>(r.kind));
   coding::PutFixed64(dst, static_cast<uint64_t>(r.expires_at_ms));
   coding::PutFixed64(dst, r.fence);
   coding::PutVarint64(dst, r.version);
@@ -23,20 +23,24 @@ void EncodeRecord(const Record& r, std::string* dst) {
 
 Status DecodeRecord(std::string_view in, Record* r) {
   coding::Reader reader(in);
-  uint8_t format = 0, flags = 0;
+  uint8_t format = 0, kind = 0;
   uint64_t expires = 0, fence = 0, version = 0, created = 0, updated = 0, lease = 0;
   std::string_view status, fingerprint, owner, payload;
   if (!reader.GetByte(&format)) return Status::Corruption("empty record value");
   if (format != kRecordFormatVersion) {
     return Status::Corruption("unsupported record format version " + std::to_string(format));
   }
-  bool ok = reader.GetByte(&flags) && reader.GetFixed64(&expires) && reader.GetFixed64(&fence) &&
+  bool ok = reader.GetByte(&kind) && reader.GetFixed64(&expires) && reader.GetFixed64(&fence) &&
             reader.GetVarint64(&version) && reader.GetVarint64(&created) &&
             reader.GetVarint64(&updated) && reader.GetVarint64(&lease) &&
             reader.GetLengthPrefixed(&status) && reader.GetLengthPrefixed(&fingerprint) &&
             reader.GetLengthPrefixed(&owner) && reader.GetLengthPrefixed(&payload);
   if (!ok) return Status::Corruption("truncated or malformed record value");
   if (!reader.empty()) return Status::Corruption("trailing bytes after record value");
+  if (kind > static_cast<uint8_t>(kLastRecordKind)) {
+    return Status::Corruption("unknown record kind " + std::to_string(kind));
+  }
+  r->kind = static_cast<RecordKind>(kind);
   r->expires_at_ms = static_cast<int64_t>(expires);
   r->fence = fence;
   r->version = version;

@@ -2,7 +2,10 @@
 //
 //   offset  size  field
 //   0       1     format version (1). A reader rejects versions it does not know (Corruption).
-//   1       1     flags, reserved (0)
+//   1       1     kind (idem::RecordKind). 0 (untyped) in records written before kinds existed,
+//                 when this byte was a reserved flags byte always written 0; a kind this build
+//                 does not know is Corruption (its rules are unknown here). Builds older than
+//                 kinds ignore this byte, so they still read every record.
 //   2       8     expires_at_ms, fixed64 little-endian, 0 = never. At a FIXED offset so the
 //                 compaction filter and the table statistics read it without decoding the rest.
 //   10      8     fence, fixed64 little-endian

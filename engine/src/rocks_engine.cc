@@ -265,13 +265,13 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
       ttl_ms = TtlMillis(op.ttl) != kDefaultTtl ? TtlMillis(op.ttl) : lifecycle.completed_ttl_ms;
       in.remember_failures = lifecycle.remember_failures;
       break;
-    case OpType::kTransition: {
-      auto graph = state_graphs_.find(op.ns);
-      if (graph != state_graphs_.end()) in.graph = &graph->second;
-      break;
-    }
     default:
       break;
+  }
+  if (op.type == OpType::kInsert || op.type == OpType::kCompareAndSet ||
+      op.type == OpType::kTransition) {
+    auto graph = state_graphs_.find(op.ns);
+    if (graph != state_graphs_.end()) in.graph = &graph->second;
   }
   if (op.type == OpType::kBegin || op.type == OpType::kHeartbeat || op.type == OpType::kLock ||
       op.type == OpType::kRenew) {
@@ -762,6 +762,9 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   }
   for (const auto& [ns, graph] : options.state_graphs) {
     if (Status st = ValidateNamespace(ns, options.limits); !st.ok()) return st;
+    if (Status st = graph.Validate(options.limits.max_status_bytes); !st.ok()) {
+      return Status::InvalidArgument("namespace '" + ns + "': " + st.message());
+    }
   }
   if (options.recovery_stuck_after_ms <= 0) {
     return Status::InvalidArgument("recovery_stuck_after_ms must be > 0");

@@ -16,11 +16,6 @@ Status CheckLength(std::string_view what, std::string_view value, size_t min, si
   return Status::Ok();
 }
 
-bool IsNamespaceChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == ':' || c == '-';
-}
-
 Status ValidateCondition(const Condition& c, const Limits& limits) {
   if (c.status_in.size() > limits.max_status_set) {
     return Status::InvalidArgument("condition lists " + std::to_string(c.status_in.size()) +
@@ -37,13 +32,18 @@ Status ValidateCondition(const Condition& c, const Limits& limits) {
 
 }  // namespace
 
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '-';
+}
+
 Status ValidateNamespace(std::string_view ns, const Limits& limits) {
   // A namespace is at most 255 bytes whatever the limit says: the key layout stores its length
   // in one byte.
   size_t max = limits.max_namespace_bytes < 255 ? limits.max_namespace_bytes : 255;
   if (Status st = CheckLength("namespace", ns, 1, max); !st.ok()) return st;
   for (char c : ns) {
-    if (!IsNamespaceChar(c)) {
+    if (!IsNameChar(c)) {
       return Status::InvalidArgument("namespace may only contain [A-Za-z0-9_.:-]");
     }
   }
@@ -103,8 +103,9 @@ Status ValidateOp(const Op& op, const Limits& limits) {
       return ValidateCondition(op.condition, limits);
     case OpType::kDelete:
       return ValidateCondition(op.condition, limits);
-    case OpType::kGet:
     case OpType::kIssueToken:
+      return payload("payload");
+    case OpType::kGet:
     case OpType::kConsumeToken:
       return Status::Ok();
     case OpType::kBegin:

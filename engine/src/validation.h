@@ -13,6 +13,9 @@
 
 namespace idem {
 
+// The characters of namespaces and state-graph state names: [A-Za-z0-9_.:-].
+bool IsNameChar(char c);
+
 Status ValidateNamespace(std::string_view ns, const Limits& limits);
 Status ValidateOp(const Op& op, const Limits& limits);
 

@@ -48,7 +48,15 @@ IDEM_SAME_NUMBER(wire::Outcome::Acquired, Outcome::kAcquired);
 IDEM_SAME_NUMBER(wire::Outcome::Held, Outcome::kHeld);
 IDEM_SAME_NUMBER(wire::Outcome::Already, Outcome::kAlready);
 IDEM_SAME_NUMBER(wire::Outcome::Illegal, Outcome::kIllegal);
-IDEM_SAME_NUMBER(wire::Outcome::MAX, Outcome::kIllegal);
+IDEM_SAME_NUMBER(wire::Outcome::WrongKind, Outcome::kWrongKind);
+IDEM_SAME_NUMBER(wire::Outcome::MAX, Outcome::kWrongKind);
+IDEM_SAME_NUMBER(wire::RecordKind::Untyped, RecordKind::kUntyped);
+IDEM_SAME_NUMBER(wire::RecordKind::Plain, RecordKind::kPlain);
+IDEM_SAME_NUMBER(wire::RecordKind::Attempt, RecordKind::kAttempt);
+IDEM_SAME_NUMBER(wire::RecordKind::Token, RecordKind::kToken);
+IDEM_SAME_NUMBER(wire::RecordKind::Lock, RecordKind::kLock);
+IDEM_SAME_NUMBER(wire::RecordKind::StateMachine, RecordKind::kStateMachine);
+IDEM_SAME_NUMBER(wire::RecordKind::MAX, kLastRecordKind);
 #undef IDEM_SAME_NUMBER
 
 constexpr uint8_t kLastOpType = uint8_t(wire::OpType::MAX);
@@ -142,9 +150,10 @@ fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
 }
 
 fb::Offset<wire::Record> MakeRecord(fb::FlatBufferBuilder& b, const Record& r) {
-  return wire::CreateRecord(
-      b, b.CreateString(r.status), r.version, r.fence, Bytes(b, r.fingerprint), Bytes(b, r.payload),
-      r.created_ms, r.updated_ms, r.expires_at_ms, b.CreateString(r.owner), r.lease_until_ms);
+  return wire::CreateRecord(b, b.CreateString(r.status), r.version, r.fence,
+                            Bytes(b, r.fingerprint), Bytes(b, r.payload), r.created_ms,
+                            r.updated_ms, r.expires_at_ms, b.CreateString(r.owner),
+                            r.lease_until_ms, static_cast<wire::RecordKind>(r.kind));
 }
 
 fb::Offset<wire::OpResult> MakeOpResult(fb::FlatBufferBuilder& b, const Result<OpResult>& r) {
@@ -322,6 +331,9 @@ Result<OpResult> DecodeOpResult(const wire::OpResult& in) {
     rec.expires_at_ms = r->expires_at_ms();
     rec.owner = View(r->owner());
     rec.lease_until_ms = r->lease_until_ms();
+    // A kind this build does not know (a newer server's) is kept as its number: the record
+    // itself is still good, RecordKindName calls it "unknown".
+    rec.kind = static_cast<RecordKind>(r->kind());
   }
   return out;
 }
@@ -471,15 +483,18 @@ FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> re
 // Bounds from FlatBuffers' layout. A table is a 4-byte vtable offset, its fields (a scalar
 // written only when not its default) and at most 7 bytes of alignment padding; a string or
 // vector is a 4-byte length, its bytes, a string's terminating 0 and padding. Vtables are shared
-// by every table of the same shape, so they are counted once per possible shape: 64 for Record
-// (its six scalars present or not) of 24 bytes, 32 for OpResult of 16, 4 for Error of 8.
+// by every table of the same shape, so they are counted once per possible shape: 32 for OpResult
+// of 16, 4 for Error of 8, and for Record (its seven scalars present or not: 128 shapes) of 28
+// bytes once per record, up to 128.
 size_t ApplyResponseBytesBound(std::span<const Result<OpResult>> results) {
-  constexpr size_t kFrame = 160 + 64 * 24 + 32 * 16 + 4 * 8;  // prefix, root, Frame, vtables
-  constexpr size_t kOpResult = 4 + 32;                        // its slot in the vector, the table
-  constexpr size_t kError = 24;                               // the table, without the message
-  constexpr size_t kRecord = 80;  // the table: 4 offsets, 6 8-byte scalars
+  constexpr size_t kFrame = 160 + 32 * 16 + 4 * 8;  // prefix, root, Frame, vtables
+  constexpr size_t kOpResult = 4 + 32;              // its slot in the vector, the table
+  constexpr size_t kError = 24;                     // the table, without the message
+  constexpr size_t kRecord = 80;  // the table: 4 offsets, 6 8-byte scalars, the kind byte
+  constexpr size_t kRecordShapes = 128, kRecordVtable = 28;
   constexpr size_t kString = 12;  // length, terminator, padding
   size_t n = kFrame;
+  size_t records = 0;
   for (const Result<OpResult>& r : results) {
     n += kOpResult;
     if (!r.ok()) {
@@ -488,11 +503,12 @@ size_t ApplyResponseBytesBound(std::span<const Result<OpResult>> results) {
     }
     if (!r->token.empty()) n += kString + r->token.size();
     if (const std::optional<Record>& rec = r->record) {
+      ++records;
       n += kRecord + 4 * kString + rec->status.size() + rec->fingerprint.size() +
            rec->payload.size() + rec->owner.size();
     }
   }
-  return n;
+  return n + std::min(records, kRecordShapes) * kRecordVtable;
 }
 
 FrameBytes EncodeStatsRequest(uint64_t id) {

@@ -377,5 +377,42 @@ TEST(StateGraph, ParsesChains) {
   EXPECT_FALSE(StateGraph::Parse("A").ok());
 }
 
+TEST(StateGraph, StarIsAnySourceState) {
+  auto g = StateGraph::Parse("draft>published,*>moderated");
+  ASSERT_OK(g);
+  EXPECT_TRUE(g->Allows("draft", "moderated"));
+  EXPECT_TRUE(g->Allows("published", "moderated"));
+  EXPECT_TRUE(g->Allows("a state the graph never names", "moderated"));
+  EXPECT_FALSE(g->Allows("moderated", "published"));
+  EXPECT_FALSE(g->Allows("*", "published"));  // "*" is not a state: no record has it
+}
+
+TEST(StateGraph, StarIsOnlyASource) {
+  for (std::string_view spec : {"draft>*", "*>*", "a>*>b"}) {
+    auto g = StateGraph::Parse(spec);
+    EXPECT_EQ(Status::Code::kInvalidArgument, g.status().code()) << spec;
+    EXPECT_NE(std::string::npos, g.status().message().find("'*'")) << g.status().ToString();
+  }
+}
+
+TEST(StateGraph, StateNamesOutsideTheCharacterSetAreRejectedNamingTheRule) {
+  for (std::string_view spec : {"A > B", "A>B,B>C ", "paid>refund!", "A>B\tC", "a>b;c", "x>é"}) {
+    auto g = StateGraph::Parse(spec);
+    ASSERT_EQ(Status::Code::kInvalidArgument, g.status().code()) << spec;
+    EXPECT_NE(std::string::npos, g.status().message().find("[A-Za-z0-9_.:-]"))
+        << g.status().ToString();
+  }
+  EXPECT_TRUE(StateGraph::Parse("WAIT_PAY>v1.paid>ns:done-2").ok());
+}
+
+TEST_F(LifecycleTest, StateNamesLongerThanTheStatusLimitFailOpen) {
+  options_.limits.max_status_bytes = 8;
+  options_.state_graphs["order"] = *StateGraph::Parse("NEW>SHIPPED_TODAY");
+  auto opened = Engine::Open(dir_.Sub("too-long"), options_);
+  ASSERT_EQ(Status::Code::kInvalidArgument, opened.status().code());
+  EXPECT_NE(std::string::npos, opened.status().message().find("max_status_bytes"))
+      << opened.status().ToString();
+}
+
 }  // namespace
 }  // namespace idem

@@ -19,6 +19,7 @@ Record Sample() {
   r.expires_at_ms = 1'700'086'400'000;
   r.owner = "worker-3";
   r.lease_until_ms = 1'700'000'030'000;
+  r.kind = RecordKind::kAttempt;
   return r;
 }
 
@@ -39,6 +40,37 @@ TEST(RecordCodec, RoundTripsEmptyOptionalFieldsAndNegativeTimes) {
   Record decoded;
   ASSERT_TRUE(DecodeRecord(bytes, &decoded).ok());
   EXPECT_EQ(r, decoded);
+}
+
+TEST(RecordCodec, KindIsTheByteAfterTheFormatVersion) {
+  Record r = Sample();
+  r.kind = RecordKind::kLock;
+  std::string bytes;
+  EncodeRecord(r, &bytes);
+  EXPECT_EQ(static_cast<char>(RecordKind::kLock), bytes[1]);
+}
+
+// Before kinds the byte was a reserved flags byte, always 0: such records still decode, with
+// every field, as untyped.
+TEST(RecordCodec, RecordsWrittenBeforeKindsDecodeAsUntyped) {
+  std::string bytes;
+  EncodeRecord(Sample(), &bytes);
+  bytes[1] = 0;
+  Record decoded;
+  ASSERT_TRUE(DecodeRecord(bytes, &decoded).ok());
+  Record expected = Sample();
+  expected.kind = RecordKind::kUntyped;
+  EXPECT_EQ(expected, decoded);
+}
+
+TEST(RecordCodec, AKindThisBuildDoesNotKnowIsCorruption) {
+  std::string bytes;
+  EncodeRecord(Sample(), &bytes);
+  bytes[1] = static_cast<char>(static_cast<uint8_t>(kLastRecordKind) + 1);
+  Record decoded;
+  Status st = DecodeRecord(bytes, &decoded);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(std::string::npos, st.message().find("record kind")) << st.ToString();
 }
 
 TEST(RecordCodec, ExpiryIsAtAFixedOffset) {

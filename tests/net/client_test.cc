@@ -192,6 +192,7 @@ TEST(ProtocolCodecTest, ApplyResponseBytesBoundIsCloseAboveTheEncodedSize) {
   full.owner = "worker-7";
   full.version = 1, full.fence = 2, full.created_ms = 3, full.updated_ms = 4;
   full.expires_at_ms = 5, full.lease_until_ms = 6;
+  full.kind = RecordKind::kStateMachine;
   for (int i = 0; i < 50; ++i) {
     OpResult found;
     found.outcome = Outcome::kFound;

@@ -30,6 +30,7 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
   options.retention["forever"] = {
       .default_ttl_ms = kHour, .max_ttl_ms = kHour, .allow_forever = true};
   options.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID,WAIT_PAY>CLOSED");
+  options.state_graphs["post"] = *StateGraph::Parse("draft>published,*>moderated");
   return options;
 }
 

@@ -143,6 +143,32 @@ TEST_P(StoreConformanceTest, OneShotTokens) {
             Name(store().Execute(Op::ConsumeToken({.ns = "form", .token = "never-issued"}))));
 }
 
+// What a token authorizes travels with it: issued with a payload, returned by the consume and by
+// every later ALREADY_CONSUMED answer.
+TEST_P(StoreConformanceTest, TokensCarryTheirPayload) {
+  Result<OpResult> issued =
+      store().Execute(Op::IssueToken({.ns = "form", .payload = "refund order 42"}));
+  ASSERT_OK(issued);
+  ASSERT_EQ(Outcome::kIssued, issued->outcome);
+  EXPECT_EQ("refund order 42", issued->record->payload);
+  Result<OpResult> consumed =
+      store().Execute(Op::ConsumeToken({.ns = "form", .token = issued->token}));
+  ASSERT_OK(consumed);
+  EXPECT_EQ(Outcome::kConsumed, consumed->outcome);
+  EXPECT_EQ("refund order 42", consumed->record->payload);
+  Result<OpResult> again =
+      store().Execute(Op::ConsumeToken({.ns = "form", .token = issued->token}));
+  ASSERT_OK(again);
+  EXPECT_EQ(Outcome::kAlreadyConsumed, again->outcome);
+  EXPECT_EQ("refund order 42", again->record->payload);
+}
+
+TEST_P(StoreConformanceTest, TokenPayloadIsBoundedByThePayloadLimit) {
+  const std::string big(Limits{}.max_payload_bytes + 1, 'x');
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().Execute(Op::IssueToken({.ns = "form", .payload = big}))));
+}
+
 TEST_P(StoreConformanceTest, Locks) {
   Result<OpResult> alice =
       store().Execute(Op::Lock({.ns = "locks", .key = "report", .owner = "alice", .lease = 10s}));
@@ -185,6 +211,24 @@ TEST_P(StoreConformanceTest, StateMachineTransitions) {
   EXPECT_EQ(
       "NOT_FOUND",
       Name(store().Execute(Op::Transition({.ns = "order", .key = "nope", .to_status = "PAID"}))));
+}
+
+// The "post" graph is "draft>published,*>moderated": a post can be moderated from any state.
+TEST_P(StoreConformanceTest, StarInAStateGraphMeansFromAnyState) {
+  ASSERT_OK(store().Insert({.ns = "post", .key = "p1", .status = "draft"}));
+  ASSERT_OK(store().Insert({.ns = "post", .key = "p2", .status = "draft"}));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p1", .to_status = "published"}))));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p1", .to_status = "moderated"}))));
+  EXPECT_EQ(
+      "APPLIED",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p2", .to_status = "moderated"}))));
+  EXPECT_EQ(
+      "ILLEGAL",
+      Name(store().Execute(Op::Transition({.ns = "post", .key = "p2", .to_status = "published"}))));
 }
 
 // The outcome does not depend on whether the Begin arrives before or after the Complete, so no

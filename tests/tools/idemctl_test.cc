@@ -81,6 +81,9 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   EXPECT_FALSE(BuildOp(*no_fence).ok());
   auto issue = Parse({"--data", "d", "token-issue", "forms", "--ttl", "1h"});
   EXPECT_EQ(OpType::kIssueToken, BuildOp(*issue)->type);
+  auto with_payload = Parse({"--data", "d", "token-issue", "forms", "--payload", "refund 42"});
+  ASSERT_TRUE(with_payload.ok()) << with_payload.status().ToString();
+  EXPECT_EQ("refund 42", BuildOp(*with_payload)->payload);
   auto lock = Parse({"--data", "d", "lock", "l", "k"});
   EXPECT_FALSE(BuildOp(*lock).ok());  // --owner required
   auto tr = Parse({"--data", "d", "transition", "o", "k", "PAID", "--expect-version", "2"});
@@ -243,9 +246,11 @@ TEST(IdemctlOutput, JsonCarriesOutcomeAndRecord) {
   rec.fence = 9;
   rec.payload = "a\"b\n\xc3\xa9";
   rec.expires_at_ms = 123;
+  rec.kind = RecordKind::kPlain;
   r.record = rec;
   EXPECT_EQ(
-      "{\"outcome\":\"INSERTED\",\"record\":{\"status\":\"PENDING\",\"version\":1,\"fence\":9,"
+      "{\"outcome\":\"INSERTED\",\"record\":{\"kind\":\"plain\",\"status\":\"PENDING\",\"version\":"
+      "1,\"fence\":9,"
       "\"fingerprint\":\"\",\"payload\":\"a\\\"b\\n\xc3\xa9\",\"owner\":\"\",\"created_ms\":0,"
       "\"updated_ms\":0,\"expires_at_ms\":123,\"lease_until_ms\":0}}",
       FormatJson(r));
@@ -302,6 +307,20 @@ TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
   r.record = rec;
   EXPECT_NE(std::string::npos, FormatHuman(r, 1'000'000).find("(in 23h59m)"))
       << FormatHuman(r, 1'000'000);
+}
+
+TEST(IdemctlOutput, TheRecordsKindIsPrinted) {
+  OpResult r;
+  r.outcome = Outcome::kWrongKind;
+  Record rec;
+  rec.status = "IN_PROGRESS";
+  rec.kind = RecordKind::kAttempt;
+  r.record = rec;
+  EXPECT_NE(std::string::npos, FormatHuman(r, 0).find("WRONG_KIND\nkind:        attempt\n"))
+      << FormatHuman(r, 0);
+  EXPECT_NE(std::string::npos, FormatJson(r).find("\"record\":{\"kind\":\"attempt\","))
+      << FormatJson(r);
+  EXPECT_EQ(1, ExitCodeFor(Result<OpResult>(r)));  // a refusal, like ILLEGAL
 }
 
 // A replayed COMPLETED says so in both forms, not only in JSON.
@@ -429,6 +448,18 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   std::string token = r.out.substr(at + 9, 22);
   EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).code);
   EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).code);
+  r = RunIdemctl(data + " --json token-issue forms --payload refund-42");
+  at = r.out.find("\"token\":\"");
+  ASSERT_NE(std::string::npos, at) << r.out;
+  token = r.out.substr(at + 9, 22);
+  r = RunIdemctl(data + " --json token-consume forms " + token);
+  EXPECT_EQ(0, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"refund-42\"")) << r.out;
+  r = RunIdemctl(data + " begin pay attempt");
+  ASSERT_EQ(0, r.code) << r.err;
+  r = RunIdemctl(data + " transition pay attempt COMPLETED");
+  EXPECT_EQ(1, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("WRONG_KIND\nkind:        attempt")) << r.out;
   EXPECT_EQ(2, RunIdemctl(data + " get pay").code);
   // A replay says so in human output too.
   r = RunIdemctl(data + " --json begin checkout req-9 --lease 30s");

@@ -63,8 +63,12 @@ const std::vector<CommandSpec>& Commands() {
       {"complete", kLifecycle, {"NS", "KEY"}, {fence, payload, ttl, status}, ""},
       {"abort", kLifecycle, {"NS", "KEY"}, {fence, payload}, ""},
       {"heartbeat", kLifecycle, {"NS", "KEY"}, {fence, lease}, ""},
-      {"token-issue", kTokens, {"NS"}, {ttl}, "prints the token"},
-      {"token-consume", kTokens, {"NS", "TOKEN"}, {}, "CONSUMED once"},
+      {"token-issue",
+       kTokens,
+       {"NS"},
+       {ttl, payload},
+       "prints the token; the payload (what it authorizes) is returned by token-consume"},
+      {"token-consume", kTokens, {"NS", "TOKEN"}, {}, "CONSUMED once, then ALREADY_CONSUMED"},
       {"lock", kLocks, {"NS", "KEY"}, {{"owner", "O", true}, lease}, ""},
       {"renew", kLocks, {"NS", "KEY"}, {fence, lease}, ""},
       {"unlock", kLocks, {"NS", "KEY"}, {fence}, ""},
@@ -391,6 +395,7 @@ Result<Op> BuildOp(Invocation& inv) {
     op.status = str("status");
   } else if (c == "token-issue") {
     op.type = OpType::kIssueToken;
+    op.payload = str("payload");
   } else if (c == "token-consume") {
     op.type = OpType::kConsumeToken;
   } else if (c == "lock") {

@@ -24,6 +24,7 @@ bool IsRefusal(Outcome o) {
     case Outcome::kAlreadyConsumed:
     case Outcome::kHeld:
     case Outcome::kIllegal:
+    case Outcome::kWrongKind:
       return true;
     case Outcome::kInserted:
     case Outcome::kExists:
@@ -105,6 +106,8 @@ std::string HumanBytes(std::string_view name, std::string_view bytes) {
 
 void WriteRecord(const Record& r, JsonWriter& j) {
   j.BeginObject();
+  j.Key("kind");
+  j.String(RecordKindName(r.kind));
   j.Key("status");
   j.String(r.status);
   j.Key("version");
@@ -157,6 +160,7 @@ std::string FormatHuman(const OpResult& r, int64_t now_ms) {
   if (r.outcome == Outcome::kExists && !r.fingerprint_matches) out += " (fingerprint differs)";
   if (!r.record) return out;
   const Record& rec = *r.record;
+  out += "\nkind:        " + std::string(RecordKindName(rec.kind));
   out += "\nstatus:      " + rec.status;
   out += "\nversion:     " + std::to_string(rec.version);
   out += "\nfence:       " + std::to_string(rec.fence);

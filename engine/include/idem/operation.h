@@ -109,7 +109,8 @@ enum class Outcome : uint8_t {
   kAcquired = 17,         // Lock: the caller holds the lock (record.fence)
   kHeld = 18,             // Lock: someone else holds it (record.owner, record.lease_until_ms)
   kAlready = 19,          // Transition/Complete: already in the requested state (success)
-  kIllegal = 20,          // Transition: the namespace's state graph forbids it
+  kIllegal = 20,          // Transition/CompareAndSet: the namespace's state graph forbids it
+  kWrongKind = 21,        // the record belongs to another scheme (record.kind); nothing changed
 };
 
 // Stable upper-case name ("INSERTED", "CONDITION_FAILED", ...): idemctl's JSON uses it.
@@ -200,8 +201,9 @@ struct HeartbeatArgs {
 
 // One-shot tokens.
 struct IssueTokenArgs {
-  std::string_view ns = {};     // the key is generated: OpResult::token
-  std::optional<Ttl> ttl = {};  // not given: the namespace's default
+  std::string_view ns = {};       // the key is generated: OpResult::token
+  std::optional<Ttl> ttl = {};    // not given: the namespace's default
+  std::string_view payload = {};  // what the token authorizes; returned when it is consumed
 };
 
 struct ConsumeTokenArgs {

@@ -62,11 +62,21 @@ struct LifecyclePolicy {
 
 // A namespace's allowed status transitions: from -> {to...}. Namespaces without a graph allow
 // any transition.
+//
+// State names are 1..Limits::max_status_bytes characters of [A-Za-z0-9_.:-] (the namespace
+// character set). The source "*" (kAnyState) means "from any state", including states the graph
+// does not name; it is never a target, and no record's status matches it literally.
 struct StateGraph {
+  static constexpr std::string_view kAnyState = "*";
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> next;
   bool Allows(std::string_view from, std::string_view to) const;
-  // Parses "A>B>C,A>D": chains separated by commas ("A>B>C" allows A->B and B->C).
+  // Parses "A>B>C,A>D,*>X": chains separated by commas ("A>B>C" allows A->B and B->C; "*>X"
+  // allows X from any state). InvalidArgument, naming the rule, for an empty chain or state, a
+  // state outside the character set, or "*" anywhere but first in a chain.
   static Result<StateGraph> Parse(std::string_view spec);
+  // Checks every state name (as Parse does) and that none is longer than `max_state_bytes`
+  // (Engine::Open: Limits::max_status_bytes, since a longer status could never be stored).
+  Status Validate(size_t max_state_bytes) const;
 };
 
 struct EngineOptions {

@@ -4,11 +4,32 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace idem {
 
 // Expiry value meaning "never expires" (only where the namespace's policy allows it).
 inline constexpr int64_t kNeverExpires = 0;
+
+// Which scheme a record belongs to, so that another scheme's operation cannot change it (it is
+// answered Outcome::kWrongKind). Set by the operation that starts the record's life and kept
+// until the record ends; docs/recipes.md ("Record kinds") has which operation works on which.
+// Numbers are stored (engine/src/record_codec.h) and sent on the wire: append only.
+enum class RecordKind : uint8_t {
+  // Written before records had kinds (stored kind byte 0). Every operation accepts it, as it
+  // did then; the first operation that writes it gives it that operation's kind.
+  kUntyped = 0,
+  kPlain = 1,         // Insert, in a namespace without a state graph
+  kAttempt = 2,       // Begin (the request lifecycle)
+  kToken = 3,         // IssueToken
+  kLock = 4,          // Lock
+  kStateMachine = 5,  // Insert, in a namespace with a state graph
+};
+inline constexpr RecordKind kLastRecordKind = RecordKind::kStateMachine;
+
+// "untyped", "plain", "attempt", "token", "lock", "state-machine"; "unknown" for a number this
+// build does not know (a newer server's).
+std::string_view RecordKindName(RecordKind kind);
 
 struct Record {
   std::string status;    // short label such as "PENDING" or "PAID" (1..limits.max_status_bytes)
@@ -22,6 +43,7 @@ struct Record {
   // Lease, for work in progress and locks: who holds the record and until when (0 = no lease).
   std::string owner;
   int64_t lease_until_ms = 0;
+  RecordKind kind = RecordKind::kUntyped;
 
   bool ExpiredAt(int64_t now_ms) const {
     return expires_at_ms != kNeverExpires && expires_at_ms <= now_ms;
