@@ -38,9 +38,9 @@ TEST(ProtocolCodec, ZeroDurationsStayZero) {
   EXPECT_EQ(std::optional(0ms), op.lease);
   EXPECT_EQ(std::optional(0ms), op.wait);
   EXPECT_EQ(std::optional<Ttl>(0ms), op.ttl);
-  EXPECT_EQ(std::optional<Ttl>(0ms),
-            RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k", .update = {.ttl = 0ms}}))
-                .update.ttl);
+  EXPECT_EQ(
+      std::optional<Ttl>(0ms),
+      RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k", .update = {.ttl = 0ms}})).update.ttl);
 }
 
 TEST(ProtocolCodec, GivenDurationsAndForeverRoundTrip) {
@@ -49,7 +49,8 @@ TEST(ProtocolCodec, GivenDurationsAndForeverRoundTrip) {
   EXPECT_EQ(std::optional(30'000ms), op.lease);
   EXPECT_EQ(std::optional(2'000ms), op.wait);
   EXPECT_EQ(std::optional(Ttl::Forever()), op.ttl);
-  EXPECT_EQ(std::optional<Ttl>(-5ms), RoundTrip(Op::Insert({.ns = "p", .key = "k", .ttl = -5ms})).ttl);
+  EXPECT_EQ(std::optional<Ttl>(-5ms),
+            RoundTrip(Op::Insert({.ns = "p", .key = "k", .ttl = -5ms})).ttl);
 }
 
 }  // namespace
