@@ -7,6 +7,7 @@ idem_add_test(net_accept_backoff_test net/accept_backoff_test.cc LIBS idem_net_i
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
+idem_add_test(net_protocol_codec_test net/protocol_codec_test.cc LIBS idem_net_internal)
 idem_add_test(net_store_conformance_test net/store_conformance_test.cc
               net/store_conformance_lifecycle_test.cc net/store_conformance_race_test.cc
               net/store_conformance_kinds_test.cc LIBS idem_net)

@@ -245,15 +245,18 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
   const LifecyclePolicy& lifecycle = Lookup(lifecycle_, op.ns, options_.default_lifecycle);
   DecisionInputs in;
   in.now_ms = now_ms;
-  std::optional<int64_t> ttl_ms;  // the TTL argument whose expiry the op writes
+  bool writes_expiry = false;  // whether the op writes an expiry, from `ttl` (nullopt: default)
+  std::optional<Ttl> ttl;
   switch (op.type) {
     case OpType::kInsert:
     case OpType::kBegin:
     case OpType::kIssueToken:
-      ttl_ms = TtlMillis(op.ttl);
+      writes_expiry = true;
+      ttl = op.ttl;
       break;
     case OpType::kCompareAndSet:
-      if (op.update.ttl) ttl_ms = TtlMillis(op.update.ttl);
+      writes_expiry = op.update.ttl.has_value();
+      ttl = op.update.ttl;
       break;
     case OpType::kComplete:
     case OpType::kAbort:
@@ -262,7 +265,12 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
                                        " bytes; this namespace's max_response_bytes is " +
                                        std::to_string(lifecycle.max_response_bytes));
       }
-      ttl_ms = TtlMillis(op.ttl) != kDefaultTtl ? TtlMillis(op.ttl) : lifecycle.completed_ttl_ms;
+      // Not given: the namespace's completed TTL, or its retention default where that is 0.
+      writes_expiry = true;
+      ttl = op.ttl;
+      if (!ttl && lifecycle.completed_ttl_ms != 0) {
+        ttl = Ttl(std::chrono::milliseconds(lifecycle.completed_ttl_ms));
+      }
       in.remember_failures = lifecycle.remember_failures;
       break;
     default:
@@ -275,12 +283,12 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
   }
   if (op.type == OpType::kBegin || op.type == OpType::kHeartbeat || op.type == OpType::kLock ||
       op.type == OpType::kRenew) {
-    Result<int64_t> lease = ResolveLease(LeaseMillis(op.lease), lifecycle);
+    Result<int64_t> lease = ResolveLease(op.lease, lifecycle);
     if (!lease.ok()) return lease.status();
     in.lease_ms = *lease;
   }
-  if (ttl_ms) {
-    Result<int64_t> expiry = ResolveExpiry(*ttl_ms, retention, now_ms);
+  if (writes_expiry) {
+    Result<int64_t> expiry = ResolveExpiry(ttl, retention, now_ms);
     if (!expiry.ok()) return expiry.status();
     in.expiry_ms = *expiry;
   }

@@ -144,20 +144,15 @@ Status ValidateOp(const Op& op, const Limits& limits) {
                               std::to_string(static_cast<int>(op.type)));
 }
 
-int64_t TtlMillis(const std::optional<Ttl>& ttl) {
-  return ttl ? ttl->duration().count() : kDefaultTtl;
-}
-
-int64_t LeaseMillis(const std::optional<std::chrono::milliseconds>& lease) {
-  return lease ? lease->count() : 0;
-}
-
-Result<int64_t> ResolveLease(int64_t lease_ms, const LifecyclePolicy& policy) {
-  if (lease_ms == 0) lease_ms = policy.default_lease_ms;
+Result<int64_t> ResolveLease(std::optional<std::chrono::milliseconds> lease,
+                             const LifecyclePolicy& policy) {
+  if (!lease) return policy.default_lease_ms;
+  const int64_t lease_ms = lease->count();
   if (lease_ms <= 0 || lease_ms > policy.max_lease_ms) {
-    return Status::InvalidArgument("lease_ms " + std::to_string(lease_ms) + " is outside 1.." +
-                                   std::to_string(policy.max_lease_ms) +
-                                   " (this namespace's max_lease_ms)");
+    return Status::InvalidArgument(
+        "lease " + std::to_string(lease_ms) + " ms is out of range: 1 ms .. " +
+        std::to_string(policy.max_lease_ms) + " ms (this namespace's max_lease_ms); leave it out " +
+        "for the namespace's default (" + std::to_string(policy.default_lease_ms) + " ms)");
   }
   return lease_ms;
 }
@@ -172,8 +167,9 @@ Status ValidateLifecycle(std::string_view ns, const LifecyclePolicy& p) {
   return Status::Ok();
 }
 
-Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms) {
-  if (ttl_ms == kDefaultTtl) ttl_ms = policy.default_ttl_ms;
+Result<int64_t> ResolveExpiry(std::optional<Ttl> ttl, const RetentionPolicy& policy,
+                              int64_t now_ms) {
+  const int64_t ttl_ms = ttl ? ttl->duration().count() : policy.default_ttl_ms;
   if (ttl_ms == kForever) {
     if (!policy.allow_forever) {
       return Status::InvalidArgument(
@@ -182,14 +178,15 @@ Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int
     }
     return kNeverExpires;
   }
-  if (ttl_ms < 0) {
-    return Status::InvalidArgument("ttl_ms " + std::to_string(ttl_ms) +
-                                   " is negative (use -1 for forever, 0 for the default)");
-  }
-  if (ttl_ms > policy.max_ttl_ms) {
-    return Status::InvalidArgument("ttl_ms " + std::to_string(ttl_ms) +
-                                   " exceeds this namespace's max_ttl_ms " +
-                                   std::to_string(policy.max_ttl_ms));
+  if (ttl_ms <= 0 || ttl_ms > policy.max_ttl_ms) {
+    return Status::InvalidArgument(
+        "ttl " + std::to_string(ttl_ms) + " ms is out of range: 1 ms .. " +
+        std::to_string(policy.max_ttl_ms) + " ms (this namespace's max_ttl_ms)" +
+        (policy.allow_forever ? ", or forever" : "") + "; leave it out for the namespace's " +
+        "default (" +
+        (policy.default_ttl_ms == kForever ? std::string("forever")
+                                           : std::to_string(policy.default_ttl_ms) + " ms") +
+        ")");
   }
   return now_ms + ttl_ms;
 }

@@ -19,16 +19,16 @@ bool IsNameChar(char c);
 Status ValidateNamespace(std::string_view ns, const Limits& limits);
 Status ValidateOp(const Op& op, const Limits& limits);
 
-// The millisecond encodings the checks below take: "not given" is kDefaultTtl (a TTL) or 0 (a
-// lease), as an explicit zero is.
-int64_t TtlMillis(const std::optional<Ttl>& ttl);
-int64_t LeaseMillis(const std::optional<std::chrono::milliseconds>& lease);
+// The absolute expiry (kNeverExpires for "never") for a TTL argument under `policy`. Not given
+// (nullopt) is the policy's default; a given TTL must be 1 ms .. max_ttl_ms, or Forever() where
+// the policy allows it: zero and negative durations are InvalidArgument, never "the default".
+Result<int64_t> ResolveExpiry(std::optional<Ttl> ttl, const RetentionPolicy& policy,
+                              int64_t now_ms);
 
-// The absolute expiry (kNeverExpires for "never") for a TTL argument under `policy`.
-Result<int64_t> ResolveExpiry(int64_t ttl_ms, const RetentionPolicy& policy, int64_t now_ms);
-
-// The lease length for a lease_ms argument (0 = the policy default).
-Result<int64_t> ResolveLease(int64_t lease_ms, const LifecyclePolicy& policy);
+// The lease length for a lease argument. Not given (nullopt) is the policy's default; a given
+// lease must be 1 ms .. max_lease_ms (zero is InvalidArgument, never "the default").
+Result<int64_t> ResolveLease(std::optional<std::chrono::milliseconds> lease,
+                             const LifecyclePolicy& policy);
 Status ValidateLifecycle(std::string_view ns, const LifecyclePolicy& policy);
 
 // Checks that a policy is self-consistent (default within max, ...).

@@ -104,17 +104,24 @@ fb::Offset<wire::Error> MakeError(fb::FlatBufferBuilder& b, const Status& status
                            b.CreateString(status.message()));
 }
 
-// The wire encodes durations in milliseconds, 0 for "not given" (an explicit zero means the
-// same); a TTL's Forever() is -1, which is how Ttl holds it.
-int64_t WireMillis(const std::optional<std::chrono::milliseconds>& d) { return d ? d->count() : 0; }
-int64_t WireTtl(const std::optional<Ttl>& ttl) { return ttl ? ttl->duration().count() : 0; }
-std::optional<std::chrono::milliseconds> MillisFromWire(int64_t ms) {
-  if (ms == 0) return std::nullopt;
-  return std::chrono::milliseconds(ms);
+// The wire encodes durations in milliseconds as optional scalars: absent is "not given", any
+// value present (0 included) is passed on for the engine to check. A TTL's Forever() is -1, which
+// is how Ttl holds it.
+fb::Optional<int64_t> WireMillis(const std::optional<std::chrono::milliseconds>& d) {
+  if (!d) return fb::nullopt;
+  return d->count();
 }
-std::optional<Ttl> TtlFromWire(int64_t ms) {
-  if (ms == 0) return std::nullopt;
-  return Ttl(std::chrono::milliseconds(ms));
+fb::Optional<int64_t> WireTtl(const std::optional<Ttl>& ttl) {
+  if (!ttl) return fb::nullopt;
+  return ttl->duration().count();
+}
+std::optional<std::chrono::milliseconds> MillisFromWire(fb::Optional<int64_t> ms) {
+  if (!ms) return std::nullopt;
+  return std::chrono::milliseconds(*ms);
+}
+std::optional<Ttl> TtlFromWire(fb::Optional<int64_t> ms) {
+  if (!ms) return std::nullopt;
+  return Ttl(std::chrono::milliseconds(*ms));
 }
 
 // Every field is written when set, whatever the op type: which fields a type reads is the
@@ -135,7 +142,7 @@ fb::Offset<wire::Op> MakeOp(fb::FlatBufferBuilder& b, const Op& op) {
   if (op.update.status || op.update.payload || op.update.ttl) {
     auto status = op.update.status ? b.CreateString(*op.update.status) : 0;
     auto payload = op.update.payload ? Bytes(b, *op.update.payload) : 0;
-    wire::OptionalInt64 ttl(WireTtl(op.update.ttl));
+    wire::OptionalInt64 ttl(op.update.ttl ? op.update.ttl->duration().count() : 0);
     update = wire::CreateUpdate(b, status, payload, op.update.ttl ? &ttl : nullptr);
   }
   auto ns = b.CreateString(op.ns);

@@ -24,7 +24,10 @@
 
 namespace idem {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// Version 2: Op.ttl_ms, lease_ms and wait_ms are optional scalars, absent distinct from 0 (in
+// version 1, 0 meant "the namespace's default"; now it is out of range), so a version 1 request
+// could change meaning: the server speaks exactly this version.
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // A whole frame, length prefix included, ready for the socket.
 using FrameBytes = flatbuffers::DetachedBuffer;

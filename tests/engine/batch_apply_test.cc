@@ -41,8 +41,8 @@ class BatchApplyTest : public EngineTest {
     switch (Draw(6)) {
       case 0:
       case 1: {
-        const int64_t ttls[] = {kDefaultTtl, 1000, 3000};
-        const int64_t ttl = ns == "short" ? ttls[1 + Draw(2)] : ttls[Draw(3)];
+        const std::optional<int64_t> ttls[] = {std::nullopt, 1000, 3000};
+        const std::optional<int64_t> ttl = ns == "short" ? ttls[1 + Draw(2)] : ttls[Draw(3)];
         return Op::Insert(
             {.ns = ns, .key = key, .status = status, .payload = "p", .ttl = testing::TtlMs(ttl)});
       }

@@ -1,9 +1,13 @@
 #include "validation.h"
 
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 namespace idem {
 namespace {
+
+using namespace std::chrono_literals;
 
 Limits L() { return Limits(); }
 
@@ -89,15 +93,43 @@ TEST(Validation, TtlResolution) {
   RetentionPolicy p;
   p.default_ttl_ms = 1000;
   p.max_ttl_ms = 5000;
-  EXPECT_EQ(11000, *ResolveExpiry(kDefaultTtl, p, 10000));
-  EXPECT_EQ(15000, *ResolveExpiry(5000, p, 10000));
-  Result<int64_t> over = ResolveExpiry(5001, p, 10000);
+  EXPECT_EQ(11000, *ResolveExpiry(std::nullopt, p, 10000));
+  EXPECT_EQ(15000, *ResolveExpiry(5000ms, p, 10000));
+  Result<int64_t> over = ResolveExpiry(5001ms, p, 10000);
   ASSERT_FALSE(over.ok());
-  EXPECT_NE(std::string::npos, over.status().message().find("max_ttl_ms 5000"));
-  EXPECT_TRUE(ResolveExpiry(kForever, p, 0).status().IsInvalidArgument());
-  EXPECT_TRUE(ResolveExpiry(-7, p, 0).status().IsInvalidArgument());
+  EXPECT_NE(std::string::npos, over.status().message().find("1 ms .. 5000 ms"));
+  EXPECT_TRUE(ResolveExpiry(Ttl::Forever(), p, 0).status().IsInvalidArgument());
+  EXPECT_TRUE(ResolveExpiry(-7ms, p, 0).status().IsInvalidArgument());
   p.allow_forever = true;
-  EXPECT_EQ(kNeverExpires, *ResolveExpiry(kForever, p, 0));
+  EXPECT_EQ(kNeverExpires, *ResolveExpiry(Ttl::Forever(), p, 0));
+}
+
+TEST(Validation, ZeroTtlIsOutOfRangeNotTheDefault) {
+  RetentionPolicy p;
+  p.default_ttl_ms = 1000;
+  p.max_ttl_ms = 5000;
+  Result<int64_t> zero = ResolveExpiry(0ms, p, 10000);
+  ASSERT_TRUE(zero.status().IsInvalidArgument());
+  EXPECT_EQ(
+      "ttl 0 ms is out of range: 1 ms .. 5000 ms (this namespace's max_ttl_ms); leave it "
+      "out for the namespace's default (1000 ms)",
+      zero.status().message());
+}
+
+TEST(Validation, ZeroLeaseIsOutOfRangeNotTheDefault) {
+  LifecyclePolicy p;
+  p.default_lease_ms = 30000;
+  p.max_lease_ms = 86400000;
+  EXPECT_EQ(30000, *ResolveLease(std::nullopt, p));
+  EXPECT_EQ(1, *ResolveLease(1ms, p));
+  Result<int64_t> zero = ResolveLease(0ms, p);
+  ASSERT_TRUE(zero.status().IsInvalidArgument());
+  EXPECT_EQ(
+      "lease 0 ms is out of range: 1 ms .. 86400000 ms (this namespace's max_lease_ms); "
+      "leave it out for the namespace's default (30000 ms)",
+      zero.status().message());
+  EXPECT_TRUE(ResolveLease(-1ms, p).status().IsInvalidArgument());
+  EXPECT_TRUE(ResolveLease(86400001ms, p).status().IsInvalidArgument());
 }
 
 TEST(Validation, PolicyConsistency) {

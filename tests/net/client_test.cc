@@ -234,7 +234,7 @@ TEST(ClientTest, BadAddressIsInvalidArgument) {
 }
 
 TEST(ClientTest, OtherProtocolVersionIsNotSupported) {
-  FakeServer fake(FakeServer::After::kIgnoreRequests, 2);
+  FakeServer fake(FakeServer::After::kIgnoreRequests, kProtocolVersion + 1);
   ClientOptions options;
   options.address = fake.address();
   auto client = Client::Connect(options);

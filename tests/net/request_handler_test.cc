@@ -90,15 +90,27 @@ TEST_F(RequestHandlerTest, TheFirstFrameMustBeHello) {
   EXPECT_TRUE(ReplyError().IsInvalidArgument());
 }
 
-TEST_F(RequestHandlerTest, AnotherProtocolVersionIsRefused) {
+// A Hello from a client speaking protocol `version`.
+std::vector<uint8_t> HelloBody(uint32_t version, std::string_view client_name) {
   fb::FlatBufferBuilder b;
-  auto hello = wire::CreateHello(b, 99, b.CreateString("future"));
+  auto hello = wire::CreateHello(b, version, b.CreateString(client_name));
   b.Finish(wire::CreateFrame(b, 1, wire::Body::Hello, hello.Union()));
-  Status s =
-      HandleBody(std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()));
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+TEST_F(RequestHandlerTest, AnotherProtocolVersionIsRefused) {
+  Status s = HandleBody(HelloBody(99, "future"));
   EXPECT_EQ(Status::Code::kNotSupported, s.code());
   EXPECT_EQ(1u, Reply()->id());  // the Hello's id, not 0 (docs/protocol.md §2)
   EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code());
+}
+
+// Version 1 sent 0 for "the namespace's default" lease, TTL and wait; version 2 refuses a zero
+// lease or TTL. A version 1 client is refused at Hello rather than misread.
+TEST_F(RequestHandlerTest, AVersion1ClientIsRefusedAtHello) {
+  Status s = HandleBody(HelloBody(1, "idemctl 0.1.0"));
+  EXPECT_EQ(Status::Code::kNotSupported, s.code());
+  EXPECT_EQ("protocol version 1 not supported; this server speaks 2", ReplyError().message());
 }
 
 TEST_F(RequestHandlerTest, ApplyRunsTheOpsInOrder) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -90,7 +91,8 @@ class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
   int64_t now() const { return clock_->NowMillis(); }
 
   std::string Insert(std::string_view key, std::string_view status = "PENDING",
-                     std::string_view fingerprint = {}, int64_t ttl_ms = kDefaultTtl) {
+                     std::string_view fingerprint = {},
+                     std::optional<int64_t> ttl_ms = std::nullopt) {
     return Name(store().Insert({.ns = "pay",
                                 .key = key,
                                 .status = status,

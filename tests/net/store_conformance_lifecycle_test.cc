@@ -36,6 +36,38 @@ TEST_P(StoreConformanceTest, BeginCompleteAndReplay) {
             Name(store().Execute(Op::Begin({.ns = "pay", .key = "k", .fingerprint = "hash-b"}))));
 }
 
+// Zero is not "the default": a lease or TTL that is given must be in range, and the answer names
+// the range; a lease left out is the namespace's default.
+TEST_P(StoreConformanceTest, AnExplicitZeroLeaseOrTtlIsRefusedWithTheRange) {
+  const std::string lease_range = "lease 0 ms is out of range: 1 ms .. ";
+  for (Op op : {Op::Begin({.ns = "pay", .key = "k", .lease = 0ms}),
+                Op::Lock({.ns = "locks", .key = "k", .owner = "alice", .lease = 0ms})}) {
+    Result<OpResult> r = store().Execute(op);
+    ASSERT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+    EXPECT_NE(std::string::npos, r.status().message().find(lease_range)) << r.status().message();
+  }
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().Execute(Op::Begin({.ns = "pay", .key = "k", .ttl = 0ms}))));
+  Result<OpResult> started = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
+  ASSERT_OK(started);
+  EXPECT_EQ(now() + 30'000, started->record->lease_until_ms);
+  const uint64_t fence = started->record->fence;
+  Result<OpResult> hb =
+      store().Execute(Op::Heartbeat({.ns = "pay", .key = "k", .fence = fence, .lease = 0ms}));
+  ASSERT_TRUE(hb.status().IsInvalidArgument()) << hb.status().ToString();
+  EXPECT_NE(std::string::npos, hb.status().message().find(lease_range)) << hb.status().message();
+  Result<OpResult> done = store().Execute(
+      Op::Complete({.ns = "pay", .key = "k", .fence = fence, .response = "r", .ttl = 0ms}));
+  ASSERT_TRUE(done.status().IsInvalidArgument()) << done.status().ToString();
+  EXPECT_NE(std::string::npos, done.status().message().find("ttl 0 ms is out of range"))
+      << done.status().message();
+  // A zero wait is an explicit "answer now", the same as leaving the wait out.
+  EXPECT_EQ("IN_PROGRESS",
+            Name(store().Execute(Op::Begin({.ns = "pay", .key = "k", .wait = 0ms}))));
+  EXPECT_EQ("INVALID_ARGUMENT",
+            Name(store().Execute(Op::Begin({.ns = "pay", .key = "k", .wait = -1ms}))));
+}
+
 TEST_P(StoreConformanceTest, AbortReleasesAndHeartbeatExtends) {
   Result<OpResult> first = store().Execute(Op::Begin({.ns = "pay", .key = "k"}));
   ASSERT_OK(first);

@@ -2,8 +2,12 @@
 // Engine and against a Client over a real server (store_conformance.h).
 #include "store_conformance.h"
 
+#include <chrono>
+
 namespace idem::testing {
 namespace {
+
+using namespace std::chrono_literals;
 
 TEST_P(StoreConformanceTest, InsertCreatesTheRecord) {
   Result<OpResult> r = store().Insert({.ns = "pay",
@@ -254,6 +258,19 @@ TEST_P(StoreConformanceTest, RetentionPolicyBoundsTtls) {
   Result<OpResult> defaulted = store().Insert({.ns = "forever", .key = "k2", .status = "PENDING"});
   ASSERT_OK(defaulted);
   EXPECT_EQ(now() + kHour, defaulted->record->expires_at_ms);
+}
+
+// Zero is not "the default": a TTL that is given must be in range, and the answer names the range.
+TEST_P(StoreConformanceTest, AnExplicitZeroTtlIsRefusedWithTheRange) {
+  const std::string range = "ttl 0 ms is out of range: 1 ms .. 172800000 ms";
+  Result<OpResult> insert = store().Insert({.ns = "pay", .key = "k", .status = "S", .ttl = 0ms});
+  ASSERT_TRUE(insert.status().IsInvalidArgument()) << insert.status().ToString();
+  EXPECT_NE(std::string::npos, insert.status().message().find(range)) << insert.status().message();
+  Result<OpResult> cas = store().CompareAndSet({.ns = "pay", .key = "k", .update = {.ttl = 0ms}});
+  ASSERT_TRUE(cas.status().IsInvalidArgument()) << cas.status().ToString();
+  EXPECT_NE(std::string::npos, cas.status().message().find(range)) << cas.status().message();
+  EXPECT_EQ("INVALID_ARGUMENT", Insert("k", "PENDING", "", -2));
+  EXPECT_EQ("NOT_FOUND", Get("k"));
 }
 
 TEST_P(StoreConformanceTest, KeysAndPayloadsAreBinary) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ class EngineTest : public ::testing::Test {
   ServingEngine& engine() { return *engine_; }
   std::string Insert(std::string_view ns, std::string_view key, std::string_view status = "PENDING",
                      std::string_view payload = {}, std::string_view fingerprint = {},
-                     int64_t ttl_ms = kDefaultTtl) {
+                     std::optional<int64_t> ttl_ms = std::nullopt) {
     return Name(engine_->Insert({.ns = ns,
                                  .key = key,
                                  .status = status,

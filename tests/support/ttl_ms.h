@@ -1,5 +1,6 @@
 // Test support: the fixtures' helpers take a TTL in milliseconds, as the wire protocol writes it
-// (kDefaultTtl: not given; kForever), so a test states a TTL in one short argument.
+// (nullopt: not given; kForever: forever; any other value, zero included, an explicit TTL), so a
+// test states a TTL in one short argument.
 #pragma once
 
 #include <chrono>
@@ -10,9 +11,9 @@
 
 namespace idem::testing {
 
-inline std::optional<Ttl> TtlMs(int64_t ms) {
-  if (ms == kDefaultTtl) return std::nullopt;
-  return Ttl(std::chrono::milliseconds(ms));
+inline std::optional<Ttl> TtlMs(std::optional<int64_t> ms) {
+  if (!ms) return std::nullopt;
+  return Ttl(std::chrono::milliseconds(*ms));
 }
 
 }  // namespace idem::testing

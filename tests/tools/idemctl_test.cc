@@ -477,6 +477,31 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   EXPECT_NE(std::string::npos, r.out.find("\"block_cache_capacity_bytes\":")) << r.out;
 }
 
+// A zero lease or TTL is passed to the store, which refuses it naming the namespace's range
+// (exit 3, as every INVALID_ARGUMENT); leaving the flag out is the namespace's default.
+TEST(IdemctlBinary, AZeroLeaseOrTtlIsAnErrorNamingTheRange) {
+  testing::TempDir dir;
+  {
+    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
+    ASSERT_TRUE(engine.ok());
+  }
+  const std::string data = "--data " + dir.Sub("db");
+  Ran r = RunIdemctl(data + " begin pay k --lease 0s");
+  EXPECT_TRUE(IsError(r, 3,
+                      "idemctl: error (INVALID_ARGUMENT): lease 0 ms is out of range: 1 ms .. "
+                      "86400000 ms"))
+      << r.err;
+  r = RunIdemctl(data + " insert pay k --ttl 0s");
+  EXPECT_TRUE(
+      IsError(r, 3, "idemctl: error (INVALID_ARGUMENT): ttl 0 ms is out of range: 1 ms .. "))
+      << r.err;
+  r = RunIdemctl(data + " --json get pay k");  // nothing was written
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"NOT_FOUND\"")) << r.out;
+  r = RunIdemctl(data + " --json begin pay k");
+  EXPECT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"STARTED\"")) << r.out;
+}
+
 // Any bytes go in as base64 and come back out of --json unchanged, and bytes that look like text
 // in Latin-1 are not confused with that text.
 TEST(IdemctlBinary, BinaryPayloadAndFingerprintRoundTrip) {

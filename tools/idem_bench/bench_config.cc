@@ -176,7 +176,8 @@ Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args) {
     } else if (name == "payload") {
       s = ParseInt<size_t>(name, value, 0, 1 << 20, &c.payload_bytes);
     } else if (name == "ttl") {
-      Result<int64_t> ms = ParseDurationMs(value);
+      // Every op sends this TTL, and the store refuses a zero one (it is not "the default").
+      Result<int64_t> ms = ParsePositiveDurationMs(value);
       if (!ms.ok()) return Bad(name, ms.status().message());
       c.ttl_ms = *ms;
     } else if (name == "rate") {

@@ -354,7 +354,8 @@ Result<Op> BuildOp(Invocation& inv) {
   auto str = [&](std::string_view name, std::string_view fallback = {}) {
     return Flag(inv, name).value_or(fallback);
   };
-  Result<int64_t> ttl = DurationFlag(inv, "ttl", kDefaultTtl);
+  // A flag given with 0 is passed on: the store refuses it naming the namespace's range.
+  Result<int64_t> ttl = DurationFlag(inv, "ttl", 0);
   if (!ttl.ok()) return ttl.status();
   Result<int64_t> lease = DurationFlag(inv, "lease", 0);
   if (!lease.ok()) return lease.status();

@@ -8,8 +8,9 @@
 //
 // (with `using namespace std::chrono_literals`). A field left out is "not given" (std::nullopt,
 // an empty string, no fence): the namespace's default applies where there is one. Durations are
-// std::chrono durations, never bare integers; a zero lease or TTL means the same as leaving it
-// out, and a zero wait answers at once.
+// std::chrono durations, never bare integers. A lease or TTL that is given must be in its
+// namespace's range (a zero one is InvalidArgument, naming the range): to get the namespace's
+// default, leave the field out. A zero wait is given and means "answer at once", as no wait does.
 //
 // An Op BORROWS its strings (std::string_view): whatever they point to must stay alive until the
 // call that takes the Op returns. Build an Op in the statement that passes it on, or from strings
@@ -42,8 +43,9 @@ inline constexpr std::string_view kStatusLocked = "LOCKED";
 // policy must allow it). Converts implicitly from any std::chrono duration that converts to
 // milliseconds without loss (`.ttl = 24h`), never from a bare integer.
 //
-// A zero duration means the same as not giving a TTL (the namespace's default); a negative one
-// is invalid, except -1 ms, which is Forever() (the wire protocol's encoding).
+// A TTL that is given must be 1 ms .. the namespace's max_ttl_ms, or Forever(): zero and other
+// negative durations are InvalidArgument (leave the TTL out for the namespace's default). -1 ms
+// is Forever() (the wire protocol's encoding).
 class Ttl {
  public:
   template <class Rep, class Period>
@@ -61,9 +63,8 @@ class Ttl {
   std::chrono::milliseconds duration_;
 };
 
-// The millisecond encodings of a TTL that retention policies (idem/options.h) and the wire
-// protocol use: > 0 explicit, 0 the namespace's default, -1 forever.
-inline constexpr int64_t kDefaultTtl = 0;
+// The millisecond encoding of Forever() that retention policies (idem/options.h) and the wire
+// protocol use.
 inline constexpr int64_t kForever = -1;
 
 // Numbers are part of the wire protocol: append only.
@@ -130,7 +131,7 @@ struct Condition {
 struct Update {
   std::optional<std::string_view> status = {};
   std::optional<std::string_view> payload = {};
-  std::optional<Ttl> ttl = {};  // new expiry = now + ttl (a zero duration: the namespace's default)
+  std::optional<Ttl> ttl = {};  // new expiry = now + ttl (not given: the expiry is kept)
 };
 
 // The arguments of each kind of operation, one struct per kind, in the order designated

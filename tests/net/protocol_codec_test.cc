@@ -1,0 +1,57 @@
+// The wire encoding of ops: what a client writes is what the server decodes, and a duration that
+// is not given stays distinct from a zero one (a zero is refused by the engine, never "the
+// default").
+#include "protocol_codec.h"
+
+#include <chrono>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace idem {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `op` encoded in an ApplyRequest frame and decoded as the server does.
+Op RoundTrip(const Op& op) {
+  FrameBytes bytes = EncodeApplyRequest(1, std::vector<Op>{op});
+  const size_t prefix = 4;  // the frame's length
+  const wire::Frame* frame = VerifyFrame(bytes.data() + prefix, bytes.size() - prefix);
+  EXPECT_NE(nullptr, frame);
+  if (frame == nullptr) return Op{};
+  Result<Op> decoded = DecodeOp(*frame->body_as_ApplyRequest()->ops()->Get(0), Limits());
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return decoded.ok() ? *decoded : Op{};
+}
+
+TEST(ProtocolCodec, DurationsNotGivenStayNotGiven) {
+  Op op = RoundTrip(Op::Begin({.ns = "pay", .key = "k"}));
+  EXPECT_EQ(std::nullopt, op.lease);
+  EXPECT_EQ(std::nullopt, op.wait);
+  EXPECT_EQ(std::nullopt, op.ttl);
+  EXPECT_EQ(std::nullopt, RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k"})).update.ttl);
+}
+
+TEST(ProtocolCodec, ZeroDurationsStayZero) {
+  Op op = RoundTrip(Op::Begin({.ns = "pay", .key = "k", .lease = 0ms, .wait = 0ms, .ttl = 0ms}));
+  EXPECT_EQ(std::optional(0ms), op.lease);
+  EXPECT_EQ(std::optional(0ms), op.wait);
+  EXPECT_EQ(std::optional<Ttl>(0ms), op.ttl);
+  EXPECT_EQ(
+      std::optional<Ttl>(0ms),
+      RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k", .update = {.ttl = 0ms}})).update.ttl);
+}
+
+TEST(ProtocolCodec, GivenDurationsAndForeverRoundTrip) {
+  Op op = RoundTrip(
+      Op::Begin({.ns = "pay", .key = "k", .lease = 30s, .wait = 2s, .ttl = Ttl::Forever()}));
+  EXPECT_EQ(std::optional(30'000ms), op.lease);
+  EXPECT_EQ(std::optional(2'000ms), op.wait);
+  EXPECT_EQ(std::optional(Ttl::Forever()), op.ttl);
+  EXPECT_EQ(std::optional<Ttl>(-5ms),
+            RoundTrip(Op::Insert({.ns = "p", .key = "k", .ttl = -5ms})).ttl);
+}
+
+}  // namespace
+}  // namespace idem
