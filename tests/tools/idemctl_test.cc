@@ -418,16 +418,19 @@ Ran RunIdemctl(const std::string& args) {
          << "\nstderr: " << r.err << "\nexpected stderr to start with: " << stderr_prefix;
 }
 
+// Creates an empty store in `dir`/db the way idemstored would (create_if_missing) and returns
+// the idemctl arguments that name it.
+std::string NewDatabase(const testing::TempDir& dir) {
+  EXPECT_TRUE(Engine::Open(dir.Sub("db"), EngineOptions{}).ok());
+  return "--data " + dir.Sub("db");
+}
+
 TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   testing::TempDir dir;
   const std::string data = "--data " + dir.Sub("db");
   // A missing directory is an error, not a silently created store.
   EXPECT_EQ(4, RunIdemctl(data + " get ns k").code);
-  {
-    // Create the store the way idemstored would (create_if_missing), then use idemctl on it.
-    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
-    ASSERT_TRUE(engine.ok());
-  }
+  ASSERT_EQ(data, NewDatabase(dir));  // now the store exists, as idemstored creates it
   Ran r = RunIdemctl(data + " --json insert pay k1 --payload hello --ttl 1h");
   EXPECT_EQ(0, r.code);
   EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"INSERTED\"")) << r.out;
@@ -481,11 +484,7 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
 // (exit 3, as every INVALID_ARGUMENT); leaving the flag out is the namespace's default.
 TEST(IdemctlBinary, AZeroLeaseOrTtlIsAnErrorNamingTheRange) {
   testing::TempDir dir;
-  {
-    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
-    ASSERT_TRUE(engine.ok());
-  }
-  const std::string data = "--data " + dir.Sub("db");
+  const std::string data = NewDatabase(dir);
   Ran r = RunIdemctl(data + " begin pay k --lease 0s");
   EXPECT_TRUE(IsError(r, 3,
                       "idemctl: error (INVALID_ARGUMENT): lease 0 ms is out of range: 1 ms .. "
@@ -506,11 +505,7 @@ TEST(IdemctlBinary, AZeroLeaseOrTtlIsAnErrorNamingTheRange) {
 // in Latin-1 are not confused with that text.
 TEST(IdemctlBinary, BinaryPayloadAndFingerprintRoundTrip) {
   testing::TempDir dir;
-  {
-    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
-    ASSERT_TRUE(engine.ok());
-  }
-  const std::string data = "--data " + dir.Sub("db");
+  const std::string data = NewDatabase(dir);
   std::string every_byte;
   for (int i = 0; i < 256; ++i) every_byte += static_cast<char>(i);
   const std::string b64 = Base64Encode(every_byte);
@@ -561,11 +556,7 @@ TEST(IdemctlBinary, ErrorsAreErrorObjectsOnStderrNeverOutcomes) {
                       "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"nothing to repair"));
 
   // An argument the store refuses: exit 3.
-  {
-    auto engine = Engine::Open(dir.Sub("db"), EngineOptions{});
-    ASSERT_TRUE(engine.ok());
-  }
-  const std::string data = "--data " + dir.Sub("db");
+  const std::string data = NewDatabase(dir);
   const std::string long_key = std::string(600, 'k');
   EXPECT_TRUE(IsError(RunIdemctl(data + " --json get ns " + long_key), 3,
                       "{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"key is 600"));
