@@ -124,6 +124,9 @@ Status ValidateOp(const Op& op, const Limits& limits) {
     case OpType::kAbort:
       if (Status st = payload("failure response"); !st.ok()) return st;
       return fence();
+    case OpType::kCheckpoint:
+      if (Status st = payload("checkpoint payload"); !st.ok()) return st;
+      return fence();
     case OpType::kHeartbeat:
     case OpType::kRenew:
     case OpType::kUnlock:
