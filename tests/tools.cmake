@@ -16,7 +16,7 @@ target_compile_definitions(examples_test PRIVATE
   IDEMSTORED_PATH="$<TARGET_FILE:idemstored>"
   EXAMPLES_DIR="$<TARGET_FILE_DIR:example_order_handler>")
 add_dependencies(examples_test idemstored example_order_handler example_payment_callback
-                 example_queue_consumer example_form_token)
+                 example_queue_consumer example_form_token example_resumable_job)
 idem_add_test(idemctl_repair_test tools/idemctl_repair_test.cc LIBS idem_engine)
 target_compile_definitions(idemctl_repair_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>")
 add_dependencies(idemctl_repair_test idemctl)

@@ -164,6 +164,19 @@ Decision DecideHeartbeat(const Op& op, const Record* current, const DecisionInpu
   return d;
 }
 
+// A recovery point: the payload says how far the holder got. The status stays IN_PROGRESS, as
+// that is what keeps the attempt resumable: Begin takes over an IN_PROGRESS attempt whose lease
+// ended (its record, checkpoint included, goes to the new holder) and replays any other status as
+// the final response. The lease is not touched: saving progress does not claim more time.
+Decision DecideCheckpoint(const Op& op, const Record* current, const DecisionInputs& in) {
+  if (auto rejected = RejectUnlessHolder(op, current)) return *std::move(rejected);
+  // As for Complete: a finished attempt is never reopened; its final record is the answer.
+  if (current->status != kStatusInProgress) return Answer(Outcome::kAlready, current);
+  Decision d = Change(Outcome::kApplied, *current, in.now_ms);
+  d.result.record->payload.assign(op.payload);
+  return d;
+}
+
 // --- Tokens --------------------------------------------------------------------------------
 
 Decision DecideIssueToken(const Op& op, const Record* current, const DecisionInputs& in) {
@@ -246,6 +259,7 @@ std::optional<RecordKind> KindOf(OpType type, const DecisionInputs& in) {
     case OpType::kComplete:
     case OpType::kAbort:
     case OpType::kHeartbeat:
+    case OpType::kCheckpoint:
       return RecordKind::kAttempt;
     case OpType::kIssueToken:
     case OpType::kConsumeToken:
@@ -302,6 +316,8 @@ Decision DecideByType(const Op& op, const Record* current, const DecisionInputs&
       return DecideUnlock(op, current);
     case OpType::kTransition:
       return DecideTransition(op, current, in);
+    case OpType::kCheckpoint:
+      return DecideCheckpoint(op, current, in);
   }
   return Answer(Outcome::kNotFound, nullptr);  // unreachable: ValidateOp rejects unknown types
 }

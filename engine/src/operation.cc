@@ -98,6 +98,8 @@ std::string_view OpTypeName(OpType type) {
       return "unlock";
     case OpType::kTransition:
       return "transition";
+    case OpType::kCheckpoint:
+      return "checkpoint";
   }
   return "unknown";
 }
@@ -204,6 +206,12 @@ Op Op::Transition(const TransitionArgs& args) {
   op.status = args.to_status;
   op.condition.version = args.expect_version;
   op.update.payload = args.payload;
+  return op;
+}
+
+Op Op::Checkpoint(const CheckpointArgs& args) {
+  Op op = Fenced(OpType::kCheckpoint, args.ns, args.key, args.fence);
+  op.payload = args.payload;
   return op;
 }
 

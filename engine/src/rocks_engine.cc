@@ -66,6 +66,7 @@ class RocksEngine final : public ServingEngine {
         retention_(options_.retention.begin(), options_.retention.end()),
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
         state_graphs_(options_.state_graphs.begin(), options_.state_graphs.end()),
+        key_formats_(options_.key_formats.begin(), options_.key_formats.end()),
         io_(std::move(io)),
         health_(std::move(health)),
         stripe_ticket_(new std::atomic<uint64_t>[KeyLocks::kStripes]) {
@@ -188,6 +189,7 @@ class RocksEngine final : public ServingEngine {
   const std::map<std::string, RetentionPolicy, std::less<>> retention_;
   const std::map<std::string, LifecyclePolicy, std::less<>> lifecycle_;
   const std::map<std::string, StateGraph, std::less<>> state_graphs_;
+  const std::map<std::string, KeyFormat, std::less<>> key_formats_;
   KeyWatchers watchers_;
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
@@ -240,7 +242,12 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys, rocksdb::Pinnabl
 }
 
 Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const {
-  if (Status st = ValidateOp(op, options_.limits); !st.ok()) return st;
+  auto key_format = key_formats_.find(op.ns);
+  if (Status st = ValidateOp(op, options_.limits,
+                             key_format == key_formats_.end() ? nullptr : &key_format->second);
+      !st.ok()) {
+    return st;
+  }
   const RetentionPolicy& retention = Lookup(retention_, op.ns, options_.default_retention);
   const LifecyclePolicy& lifecycle = Lookup(lifecycle_, op.ns, options_.default_lifecycle);
   DecisionInputs in;
@@ -773,6 +780,9 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     if (Status st = graph.Validate(options.limits.max_status_bytes); !st.ok()) {
       return Status::InvalidArgument("namespace '" + ns + "': " + st.message());
     }
+  }
+  for (const auto& [ns, format] : options.key_formats) {
+    if (Status st = ValidateKeyFormat(ns, format, options.limits); !st.ok()) return st;
   }
   if (options.recovery_stuck_after_ms <= 0) {
     return Status::InvalidArgument("recovery_stuck_after_ms must be > 0");

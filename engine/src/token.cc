@@ -19,10 +19,8 @@ Result<std::string> GenerateToken() {
     }
     got += static_cast<size_t>(n);
   }
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string token;
-  token.reserve(22);
+  token.reserve(kTokenBytes);
   uint32_t acc = 0;
   int bits = 0;
   for (uint8_t b : bytes) {
@@ -30,10 +28,10 @@ Result<std::string> GenerateToken() {
     bits += 8;
     while (bits >= 6) {
       bits -= 6;
-      token.push_back(kAlphabet[(acc >> bits) & 0x3f]);
+      token.push_back(kTokenAlphabet[(acc >> bits) & 0x3f]);
     }
   }
-  if (bits > 0) token.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
+  if (bits > 0) token.push_back(kTokenAlphabet[(acc << (6 - bits)) & 0x3f]);
   return token;
 }
 

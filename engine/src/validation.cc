@@ -1,6 +1,10 @@
 #include "validation.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
+
+#include "token.h"
 
 namespace idem {
 namespace {
@@ -30,6 +34,16 @@ Status ValidateCondition(const Condition& c, const Limits& limits) {
   return Status::Ok();
 }
 
+// Whether every token GenerateToken can make (kTokenBytes of kTokenAlphabet) meets `format`.
+bool AdmitsEveryToken(const KeyFormat& format) {
+  char sample[kTokenBytes];
+  for (char c : kTokenAlphabet) {
+    std::fill(std::begin(sample), std::end(sample), c);
+    if (!format.Admits(std::string_view(sample, sizeof sample))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsNameChar(char c) {
@@ -50,12 +64,21 @@ Status ValidateNamespace(std::string_view ns, const Limits& limits) {
   return Status::Ok();
 }
 
-Status ValidateOp(const Op& op, const Limits& limits) {
+Status ValidateOp(const Op& op, const Limits& limits, const KeyFormat* key_format) {
   if (Status st = ValidateNamespace(op.ns, limits); !st.ok()) return st;
   if (op.type == OpType::kIssueToken) {
     if (!op.key.empty()) return Status::InvalidArgument("IssueToken generates the key: pass none");
+    if (key_format != nullptr && !AdmitsEveryToken(*key_format)) {
+      return Status::InvalidArgument("namespace '" + std::string(op.ns) + "' requires keys of " +
+                                     key_format->Describe() + "; its tokens would be " +
+                                     std::to_string(kTokenBytes) +
+                                     " bytes of [A-Za-z0-9_-], so IssueToken is refused there");
+    }
   } else if (Status st = CheckLength("key", op.key, 1, limits.max_key_bytes); !st.ok()) {
     return st;
+  }
+  if (key_format != nullptr && op.type != OpType::kIssueToken) {
+    if (Status st = key_format->Check(op.ns, op.key); !st.ok()) return st;
   }
   const auto status = [&](std::string_view what) {
     return CheckLength(what, op.status, 1, limits.max_status_bytes);
@@ -124,6 +147,9 @@ Status ValidateOp(const Op& op, const Limits& limits) {
     case OpType::kAbort:
       if (Status st = payload("failure response"); !st.ok()) return st;
       return fence();
+    case OpType::kCheckpoint:
+      if (Status st = payload("checkpoint payload"); !st.ok()) return st;
+      return fence();
     case OpType::kHeartbeat:
     case OpType::kRenew:
     case OpType::kUnlock:
@@ -142,6 +168,17 @@ Status ValidateOp(const Op& op, const Limits& limits) {
   }
   return Status::NotSupported("unknown operation type " +
                               std::to_string(static_cast<int>(op.type)));
+}
+
+Status ValidateKeyFormat(std::string_view ns, const KeyFormat& format, const Limits& limits) {
+  if (Status st = ValidateNamespace(ns, limits); !st.ok()) return st;
+  if (format.min_bytes() > limits.max_key_bytes ||
+      (format.max_bytes() && *format.max_bytes() > limits.max_key_bytes)) {
+    return Status::InvalidArgument("key format of '" + std::string(ns) + "' (" + format.Describe() +
+                                   ") exceeds max_key_bytes " +
+                                   std::to_string(limits.max_key_bytes));
+  }
+  return Status::Ok();
 }
 
 Result<int64_t> ResolveLease(std::optional<std::chrono::milliseconds> lease,

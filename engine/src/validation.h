@@ -17,7 +17,12 @@ namespace idem {
 bool IsNameChar(char c);
 
 Status ValidateNamespace(std::string_view ns, const Limits& limits);
-Status ValidateOp(const Op& op, const Limits& limits);
+// `key_format`: the namespace's KeyFormat (null: none), checked after the key's length limit. An
+// IssueToken is refused where the namespace's rule would not admit every token the store makes.
+Status ValidateOp(const Op& op, const Limits& limits, const KeyFormat* key_format = nullptr);
+
+// A namespace's KeyFormat against Limits: a maximum above max_key_bytes could never be reached.
+Status ValidateKeyFormat(std::string_view ns, const KeyFormat& format, const Limits& limits);
 
 // The absolute expiry (kNeverExpires for "never") for a TTL argument under `policy`. Not given
 // (nullopt) is the policy's default; a given TTL must be 1 ms .. max_ttl_ms, or Forever() where

@@ -55,6 +55,9 @@ TEST(IdemstoredTest, HelpAndBadFlags) {
   EXPECT_NE(std::string::npos, out.find("--durability")) << out;
   EXPECT_EQ(2, RunToExit({"--no-such-flag"}, &out));
   EXPECT_NE(std::string::npos, out.find("--no-such-flag")) << out;
+  EXPECT_EQ(2, RunToExit({"--key-format", "payments=min=16,max=8"}, &out));
+  EXPECT_NE(std::string::npos, out.find("--key-format payments: key format: max=8 is below min=16"))
+      << out;
   testing::TempDir dir;
   EXPECT_EQ(1, RunToExit({"--listen", "0.0.0.0:0", "--data", dir.Sub("db")}, &out));
   EXPECT_NE(std::string::npos, out.find("--allow-remote")) << out;

@@ -53,5 +53,19 @@ TEST(ProtocolCodec, GivenDurationsAndForeverRoundTrip) {
             RoundTrip(Op::Insert({.ns = "p", .key = "k", .ttl = -5ms})).ttl);
 }
 
+// Checkpoint is op type 15, appended in protocol version 2: it carries the fence and the payload,
+// and the number after it is still unknown.
+TEST(ProtocolCodec, CheckpointIsOpTypeFifteen) {
+  Op op = RoundTrip(Op::Checkpoint({.ns = "jobs", .key = "k", .fence = 9, .payload = "charged"}));
+  EXPECT_EQ(OpType::kCheckpoint, op.type);
+  EXPECT_EQ(15, static_cast<int>(op.type));
+  EXPECT_EQ(std::optional<uint64_t>(9), op.condition.fence);
+  EXPECT_EQ("charged", op.payload);
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(wire::CreateOp(b, static_cast<wire::OpType>(16), b.CreateString("jobs")));
+  Result<Op> unknown = DecodeOp(*flatbuffers::GetRoot<wire::Op>(b.GetBufferPointer()), Limits());
+  EXPECT_EQ(Status::Code::kNotSupported, unknown.status().code());
+}
+
 }  // namespace
 }  // namespace idem

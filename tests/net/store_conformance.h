@@ -32,6 +32,8 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
       .default_ttl_ms = kHour, .max_ttl_ms = kHour, .allow_forever = true};
   options.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID,WAIT_PAY>CLOSED");
   options.state_graphs["post"] = *StateGraph::Parse("draft>published,*>moderated");
+  options.key_formats["keyed"] = *KeyFormat::Parse("min=16,max=64,chars=[A-Za-z0-9_-]");
+  options.key_formats["uuids"] = *KeyFormat::Parse("uuid");
   return options;
 }
 

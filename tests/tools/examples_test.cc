@@ -49,7 +49,7 @@ TEST(ExamplesUsage, BadArgumentsExitWithUsage) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, ExamplesTest,
                          ::testing::Values("order_handler", "payment_callback", "queue_consumer",
-                                           "form_token"),
+                                           "form_token", "resumable_job"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param);
                          });

@@ -79,6 +79,14 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   EXPECT_EQ(42u, c->condition.fence);
   auto no_fence = Parse({"--data", "d", "abort", "p", "k"});
   EXPECT_FALSE(BuildOp(*no_fence).ok());
+  auto checkpoint =
+      Parse({"--data", "d", "checkpoint", "p", "k", "--fence", "42", "--payload", "charged"});
+  auto cp = BuildOp(*checkpoint);
+  EXPECT_EQ(OpType::kCheckpoint, cp->type);
+  EXPECT_EQ(42u, cp->condition.fence);
+  EXPECT_EQ("charged", cp->payload);
+  auto checkpoint_without_fence = Parse({"--data", "d", "checkpoint", "p", "k", "--payload", "x"});
+  EXPECT_FALSE(BuildOp(*checkpoint_without_fence).ok());
   auto issue = Parse({"--data", "d", "token-issue", "forms", "--ttl", "1h"});
   EXPECT_EQ(OpType::kIssueToken, BuildOp(*issue)->type);
   auto with_payload = Parse({"--data", "d", "token-issue", "forms", "--payload", "refund 42"});
@@ -192,7 +200,7 @@ Result<Invocation> ParseStrings(const std::vector<std::string>& args) {
 // its optional flags is a complete command line.
 TEST(IdemctlHelp, ListsExactlyTheFlagsEachCommandAccepts) {
   const std::vector<HelpEntry> entries = CommandsInHelp(Usage());
-  ASSERT_EQ(16u, entries.size()) << Usage();
+  ASSERT_EQ(17u, entries.size()) << Usage();
   std::set<std::string> every_flag;
   for (const HelpEntry& e : entries) every_flag.insert(e.flags.begin(), e.flags.end());
   for (const HelpEntry& e : entries) {
@@ -478,6 +486,30 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   EXPECT_EQ(0, r.code);
   EXPECT_NE(std::string::npos, r.out.find("\"next_fence\"")) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("\"block_cache_capacity_bytes\":")) << r.out;
+}
+
+// A recovery point from the command line: the holder's checkpoint is APPLIED and shown to the
+// next begin (the attempt stays in progress); a stale fence is a refusal (exit 1).
+TEST(IdemctlBinary, CheckpointStoresTheAttemptsProgress) {
+  testing::TempDir dir;
+  const std::string data = NewDatabase(dir);
+  Ran r = RunIdemctl(data + " --json begin jobs job-7 --lease 1h");
+  ASSERT_EQ(0, r.code) << r.err;
+  const size_t fence_at = r.out.find("\"fence\":") + 8;
+  const std::string fence = r.out.substr(fence_at, r.out.find(',', fence_at) - fence_at);
+  r = RunIdemctl(data + " --json checkpoint jobs job-7 --fence " + fence + " --payload charged");
+  EXPECT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"APPLIED\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"status\":\"IN_PROGRESS\"")) << r.out;
+  r = RunIdemctl(data + " --json checkpoint jobs job-7 --fence 999999 --payload shipped");
+  EXPECT_EQ(1, r.code);
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"FENCE_MISMATCH\"")) << r.out;
+  r = RunIdemctl(data + " --json begin jobs job-7");
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"IN_PROGRESS\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"charged\"")) << r.out;
+  r = RunIdemctl(data + " --json checkpoint jobs job-7 --fence " + fence + " --payload-b64 //4=");
+  EXPECT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"payload_b64\":\"//4=\"")) << r.out;
 }
 
 // A zero lease or TTL is passed to the store, which refuses it naming the namespace's range

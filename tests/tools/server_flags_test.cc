@@ -133,6 +133,28 @@ TEST(ServerFlagsTest, PerNamespaceLifecyclePolicies) {
   }
 }
 
+TEST(ServerFlagsTest, KeyFormats) {
+  Result<ServerFlags> f = Parse(
+      {"--key-format", "payments=min=16,max=64,chars=[A-Za-z0-9,_-]", "--key-format=orders=uuid"});
+  ASSERT_OK(f);
+  EXPECT_EQ("16..64 bytes of [A-Za-z0-9,_-]", f->engine.key_formats.at("payments").Describe());
+  EXPECT_TRUE(f->engine.key_formats.at("orders").uuid());
+  EXPECT_TRUE(f->engine.key_formats.at("payments").Admits("order,2026-12-02"));
+  EXPECT_FALSE(f->engine.key_formats.at("payments").Admits("order 2026-12-02"));
+  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--key-format NS="));
+
+  Result<ServerFlags> bad = Parse({"--key-format", "payments=min=16,max=8"});
+  EXPECT_EQ(
+      "--key-format payments: key format: max=8 is below min=16; expected \"uuid\" or "
+      "min=N,max=N,chars=[SET] (each part optional), e.g. min=16,max=64,chars=[A-Za-z0-9_-]",
+      bad.status().message());
+  bad = Parse({"--key-format", "uuid"});
+  EXPECT_EQ("--key-format: expected NS=uuid or NS=min=N,max=N,chars=[SET]", bad.status().message());
+  bad = Parse({"--key-format", "payments=max=4096"});  // longer than any key may be
+  EXPECT_EQ("--key-format payments: keys are at most 512 bytes (max_key_bytes)",
+            bad.status().message());
+}
+
 TEST(ServerFlagsTest, Ipv6Listen) {
   Result<ServerFlags> f = Parse({"--listen", "[::1]:9000"});
   ASSERT_OK(f);

@@ -63,6 +63,12 @@ const std::vector<CommandSpec>& Commands() {
       {"complete", kLifecycle, {"NS", "KEY"}, {fence, payload, ttl, status}, ""},
       {"abort", kLifecycle, {"NS", "KEY"}, {fence, payload}, ""},
       {"heartbeat", kLifecycle, {"NS", "KEY"}, {fence, lease}, ""},
+      {"checkpoint",
+       kLifecycle,
+       {"NS", "KEY"},
+       {fence, payload},
+       "a recovery point: the payload (the phase reached) replaces the attempt's; it stays in "
+       "progress, and a begin that takes it over gets the payload back"},
       {"token-issue",
        kTokens,
        {"NS"},
@@ -385,12 +391,14 @@ Result<Op> BuildOp(Invocation& inv) {
     op.type = OpType::kBegin;
     op.fingerprint = str("fingerprint");
     op.owner = str("owner");
-  } else if (c == "complete" || c == "abort" || c == "heartbeat" || c == "renew" || c == "unlock") {
-    op.type = c == "complete"    ? OpType::kComplete
-              : c == "abort"     ? OpType::kAbort
-              : c == "heartbeat" ? OpType::kHeartbeat
-              : c == "renew"     ? OpType::kRenew
-                                 : OpType::kUnlock;
+  } else if (c == "complete" || c == "abort" || c == "heartbeat" || c == "checkpoint" ||
+             c == "renew" || c == "unlock") {
+    op.type = c == "complete"     ? OpType::kComplete
+              : c == "abort"      ? OpType::kAbort
+              : c == "heartbeat"  ? OpType::kHeartbeat
+              : c == "checkpoint" ? OpType::kCheckpoint
+              : c == "renew"      ? OpType::kRenew
+                                  : OpType::kUnlock;
     if (Status s = RequireFence(inv, &op); !s.ok()) return s;
     op.payload = str("payload");
     op.status = str("status");

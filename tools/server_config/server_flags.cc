@@ -299,6 +299,18 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          flags.engine.state_graphs[std::string(v.substr(0, eq))] = std::move(*graph);
          return Status::Ok();
        }},
+      {"--key-format",
+       [&](std::string_view v) {
+         size_t eq = v.find('=');
+         if (eq == std::string_view::npos || eq == 0) {
+           return Bad("--key-format", "expected NS=uuid or NS=min=N,max=N,chars=[SET]");
+         }
+         const std::string ns(v.substr(0, eq));
+         Result<KeyFormat> format = KeyFormat::Parse(v.substr(eq + 1));
+         if (!format.ok()) return Bad("--key-format " + ns, format.status().message());
+         flags.engine.key_formats[ns] = std::move(*format);
+         return Status::Ok();
+       }},
   };
 
   for (size_t i = 0; i < args.size(); ++i) {
@@ -346,6 +358,15 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     policy.max_response_bytes = spec.max_response_bytes.value_or(policy.max_response_bytes);
     policy.remember_failures = spec.remember_failures;
     flags.engine.lifecycle[ns] = policy;
+  }
+  // Checked here as well as by Engine::Open, so that a bad flag stops the start with exit 2.
+  for (const auto& [ns, format] : flags.engine.key_formats) {
+    if (std::max(format.min_bytes(), format.max_bytes().value_or(0)) >
+        flags.engine.limits.max_key_bytes) {
+      return Bad("--key-format " + ns, "keys are at most " +
+                                           std::to_string(flags.engine.limits.max_key_bytes) +
+                                           " bytes (max_key_bytes)");
+    }
   }
   flags.server.limits = flags.engine.limits;
   return flags;
@@ -416,6 +437,11 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --state-graph NS=A>B>C[,A>D]
                             the statuses Transition may move a namespace's records
                             between (repeatable; namespaces without one allow any)
+  --key-format NS=min=N,max=N,chars=[SET] | NS=uuid
+                            the keys a namespace accepts (repeatable; parts optional; e.g.
+                            payments=min=16,max=64,chars=[A-Za-z0-9_-]): every operation
+                            naming another key is refused with INVALID_ARGUMENT naming the
+                            rule. uuid: 36 bytes of 8-4-4-4-12 lowercase hex digits
   -h, --help                this text
 
 Durations: a number and a unit: 500ms, 30s, 15m, 24h, 7d.

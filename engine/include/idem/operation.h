@@ -87,6 +87,8 @@ enum class OpType : uint8_t {
   kUnlock = 13,
   // State machines.
   kTransition = 14,
+  // Request lifecycle: a recovery point inside an attempt.
+  kCheckpoint = 15,
 };
 
 // Every outcome an operation can have. Numbers are part of the wire protocol: append only.
@@ -102,7 +104,7 @@ enum class Outcome : uint8_t {
   kInProgress = 9,        // Begin: another attempt holds a live lease (until record.lease_until_ms)
   kCompleted = 10,        // Begin: already done; record.payload is the stored response (a replay)
   kMismatch = 11,         // Begin: same key, different fingerprint
-  kFenceMismatch = 12,    // Complete/Abort/Heartbeat/Renew/Unlock by a holder that lost the key
+  kFenceMismatch = 12,    // Complete/Abort/Heartbeat/Checkpoint/Renew/Unlock: not the holder
   kReleased = 13,         // Abort/Unlock released the key
   kIssued = 14,           // IssueToken: OpResult::token holds the new token
   kConsumed = 15,         // ConsumeToken: first consume
@@ -200,6 +202,19 @@ struct HeartbeatArgs {
   std::optional<std::chrono::milliseconds> lease = {};  // not given: the namespace's default lease
 };
 
+// A recovery point (docs/recipes.md, "Recovery points"): the holder replaces the attempt's payload
+// with how far it got, and the attempt stays IN_PROGRESS. A Begin that takes the attempt over
+// after the lease ends gets this payload in its record and resumes from it. The lease is left as
+// it is: to extend it too, send a Heartbeat in the same Apply (one round trip, one commit).
+// APPLIED (the new record), FENCE_MISMATCH (not the holder: another took the attempt over),
+// ALREADY (the attempt is finished: its final record, unchanged), NOT_FOUND, WRONG_KIND.
+struct CheckpointArgs {
+  std::string_view ns = {};
+  std::string_view key = {};
+  uint64_t fence = 0;             // the fence Begin returned
+  std::string_view payload = {};  // the phase reached and its data; replaces the payload
+};
+
 // One-shot tokens.
 struct IssueTokenArgs {
   std::string_view ns = {};       // the key is generated: OpResult::token
@@ -253,7 +268,7 @@ struct Op {
   std::optional<Ttl> ttl;
   std::optional<std::chrono::milliseconds> lease;
   std::optional<std::chrono::milliseconds> wait;
-  Condition condition;  // Complete, Abort, Heartbeat, Renew, Unlock: condition.fence
+  Condition condition;  // Complete, Abort, Heartbeat, Checkpoint, Renew, Unlock: condition.fence
   Update update;
 
   static Op Insert(const InsertArgs& args);
@@ -270,6 +285,7 @@ struct Op {
   static Op Renew(const RenewArgs& args);
   static Op Unlock(const UnlockArgs& args);
   static Op Transition(const TransitionArgs& args);
+  static Op Checkpoint(const CheckpointArgs& args);
 };
 
 struct OpResult {

@@ -1,11 +1,13 @@
 // Options for the embedded engine: limits, durability, retention policies, RocksDB sizing.
 #pragma once
 
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -79,6 +81,45 @@ struct StateGraph {
   Status Validate(size_t max_state_bytes) const;
 };
 
+// A namespace's rule for the keys its operations name: a length range and a character set, or a
+// UUID. A key too short or too uniform to be unique makes two different requests one (the IETF
+// idempotency-key draft asks servers to validate keys). Every operation that names a key in the
+// namespace (all but IssueToken, whose key the store generates: it is refused instead where its
+// tokens, 22 bytes of [A-Za-z0-9_-], would not meet the rule) is checked before anything else is
+// done with the key; a key that breaks the rule is InvalidArgument naming the key and the rule.
+// This applies to Get and Delete too: a record stored before the rule existed, under a key it
+// forbids, is reachable only until it expires.
+class KeyFormat {
+ public:
+  // "min=N,max=N,chars=[SET]" (each part optional, in any order, at least one) or "uuid".
+  //   min, max  key length in bytes; min >= 1 (default 1), max >= min (default: no maximum
+  //             beyond Limits::max_key_bytes, which Engine::Open requires max not to exceed)
+  //   SET       printable ASCII characters and ranges ("A-Za-z0-9_-"); '-' first or last is
+  //             itself; ']', '\' and '^' are not accepted (default: any byte)
+  //   uuid      36 bytes: 8-4-4-4-12 lowercase hex digits (RFC 9562's form). Lowercase only, so
+  //             that one UUID is one key: "A1..." and "a1..." would be two keys, two executions.
+  // InvalidArgument, naming the rule broken, for anything else.
+  static Result<KeyFormat> Parse(std::string_view spec);
+
+  // OK, or InvalidArgument: "key 'ab' in namespace 'payments' is 2 bytes; the namespace requires
+  // 16..64 bytes of [A-Za-z0-9_-]".
+  Status Check(std::string_view ns, std::string_view key) const;
+  bool Admits(std::string_view key) const;
+  // The rule in words: "16..64 bytes of [A-Za-z0-9_-]", "a UUID (...)".
+  std::string Describe() const;
+
+  size_t min_bytes() const { return min_bytes_; }
+  std::optional<size_t> max_bytes() const { return max_bytes_; }
+  bool uuid() const { return uuid_; }
+
+ private:
+  size_t min_bytes_ = 1;
+  std::optional<size_t> max_bytes_;
+  bool uuid_ = false;
+  std::string chars_;         // the SET as given, with its brackets; empty: any byte
+  std::bitset<256> allowed_;  // by unsigned byte value, when chars_ is set
+};
+
 struct EngineOptions {
   // What "now" is for expiry, leases and the compaction filter. Null (production): the engine's
   // own time, which does not jump while the process lives: anchored to the wall clock at open,
@@ -101,6 +142,7 @@ struct EngineOptions {
   LifecyclePolicy default_lifecycle;
   std::map<std::string, LifecyclePolicy> lifecycle;  // per-namespace lifecycle policies
   std::map<std::string, StateGraph> state_graphs;    // per-namespace state machines
+  std::map<std::string, KeyFormat> key_formats;      // per-namespace key rules (any key: none)
   bool create_if_missing = true;
 
   // Reclaiming expired records: every interval a background thread looks at each SST's expiry
