@@ -14,12 +14,14 @@ idem_add_test(net_store_conformance_test net/store_conformance_test.cc
               net/store_conformance_key_format_test.cc LIBS idem_net)
 idem_add_test(net_server_test net/server_test.cc LIBS idem_net_internal)
 idem_add_test(net_client_test net/client_test.cc LIBS idem_net_internal)
+idem_add_test(net_waiting_lock_test net/waiting_lock_test.cc LIBS idem_net)
 # Condition{.status_in = ...} / Update{.status = ...} leave the other members defaulted on
 # purpose; that is how the API is meant to be called.
-foreach(t net_store_conformance_test net_server_test)
+foreach(t net_store_conformance_test net_server_test net_waiting_lock_test)
   target_compile_options(${t} PRIVATE -Wno-missing-field-initializers)
 endforeach()
-foreach(t net_request_handler_test net_store_conformance_test net_server_test net_client_test)
+foreach(t net_request_handler_test net_store_conformance_test net_server_test net_client_test
+        net_waiting_lock_test)
   target_include_directories(${t} PRIVATE ${IDEM_NET_TEST_DIR})
 endforeach()
 

@@ -1,4 +1,4 @@
-// One-shot change notifications per key, for Begin calls that wait for an attempt in progress.
+// One-shot change notifications per key, for Begin and Lock calls that wait for the key's holder.
 //
 // The engine calls Fire(keys) after committing a batch; each watcher of a written key is removed
 // and its callback run (outside the registry's lock). A waiter registers BEFORE it reads the

@@ -60,6 +60,8 @@ Decision DecideInsert(const Op& op, const Record* current, const DecisionInputs&
     d.result.fingerprint_matches = !FingerprintDiffers(op, *current);
     return d;
   }
+  // A state machine starts in one of its states, or no edge could ever leave it.
+  if (in.graph != nullptr && !in.graph->Names(op.status)) return Answer(Outcome::kIllegal, nullptr);
   Decision d =
       Create(Outcome::kInserted, op.status, in.now_ms, in.expiry_ms.value_or(kNeverExpires));
   d.result.record->payload.assign(op.payload);
@@ -343,6 +345,8 @@ Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
     return Answer(Outcome::kWrongKind, current);
   }
   Decision d = DecideByType(op, current, in);
+  d.admin_override = op.type == OpType::kDelete && d.write == Decision::Write::kDelete &&
+                     current->kind != RecordKind::kPlain && current->kind != RecordKind::kUntyped;
   // A new record gets the op's kind; so does an untyped one (written before kinds) on its first
   // change.
   if (d.write == Decision::Write::kPut && kind && d.result.record->kind == RecordKind::kUntyped) {

@@ -23,6 +23,9 @@ struct Decision {
   // refusal, the removed record): result.record is left empty for the caller to fill, so it can
   // move the record it just decoded instead of copying it (duplicates are the hot path).
   bool returns_current = false;
+  // An administrative override: a Delete removed another scheme's record (an attempt, token,
+  // lock or state machine), bypassing that scheme's rules. Counted in StoreStats::admin_overrides.
+  bool admin_override = false;
 };
 
 struct DecisionInputs {
@@ -33,7 +36,8 @@ struct DecisionInputs {
   std::optional<int64_t> expiry_ms;
   int64_t lease_ms = 0;  // resolved lease (Begin, Heartbeat, Lock, Renew)
   // Insert, CompareAndSet, Transition: the namespace's graph, if it has one. It governs their
-  // status changes, and makes their records state machines (RecordKind::kStateMachine).
+  // status changes, makes their records state machines (RecordKind::kStateMachine), and names
+  // the states an Insert may start a record in (StateGraph::Names; else ILLEGAL, no record).
   const StateGraph* graph = nullptr;
   bool remember_failures = false;  // Abort: keep a FAILED record instead of releasing
 };

@@ -188,7 +188,17 @@ Op Op::Lock(const LockArgs& args) {
   Op op = Keyed(OpType::kLock, args.ns, args.key);
   op.owner = args.owner;
   op.lease = args.lease;
+  op.wait = args.wait;
   return op;
+}
+
+bool WaitsForHolder(const Op& op) {
+  return (op.type == OpType::kBegin || op.type == OpType::kLock) && op.wait && op.wait->count() > 0;
+}
+
+bool StillHeld(OpType type, Outcome outcome) {
+  return (type == OpType::kBegin && outcome == Outcome::kInProgress) ||
+         (type == OpType::kLock && outcome == Outcome::kHeld);
 }
 
 Op Op::Renew(const RenewArgs& args) {

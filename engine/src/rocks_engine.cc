@@ -139,9 +139,10 @@ class RocksEngine final : public ServingEngine {
   }
   // Validates `op` and resolves what Decide needs: expiry, lease, policy.
   Result<DecisionInputs> Prepare(const Op& op, int64_t now_ms) const;
-  // Waits (blocking) for a Begin that found an attempt in progress; returns its final result.
-  Result<OpResult> WaitForAttempt(const Op& op, Result<OpResult> first,
-                                  std::chrono::steady_clock::time_point deadline);
+  // Waits (blocking) for a Begin or Lock whose key another holder has (StillHeld); returns its
+  // final result.
+  Result<OpResult> WaitForHolder(const Op& op, Result<OpResult> first,
+                                 std::chrono::steady_clock::time_point deadline);
   void ReclaimLoop();
   // WriteHealth's recovery step: DB::Resume, then a flush, so every write a failed WAL held is
   // in synced table files; then those writes count as synced.
@@ -193,6 +194,7 @@ class RocksEngine final : public ServingEngine {
   KeyWatchers watchers_;
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
+  std::atomic<uint64_t> admin_overrides_{0};
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<uint64_t> user_bytes_{0};
   const std::shared_ptr<IoAccounting> io_;
@@ -435,6 +437,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // 4. Decide each op against the current record (or what an earlier op of this batch left).
   results->reserve(ops.size());
   rocksdb::WriteBatch batch;
+  uint64_t admin_overrides = 0;                           // counted once the batch is committed
   std::unordered_map<std::string_view, Pending> pending;  // for ops with may_share_key
   std::string value;
   std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
@@ -477,6 +480,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       batch.Put(p.key, value);
     } else if (d.write == Decision::Write::kDelete) {
       batch.Delete(p.key);
+      if (d.admin_override) ++admin_overrides;
     }
     if (d.write != Decision::Write::kNone) {
       if (defer_sync) written_stripes.push_back(p.stripe);
@@ -519,6 +523,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       return FromRocks(s);
     }
     writes_.fetch_add(1, std::memory_order_relaxed);
+    admin_overrides_.fetch_add(admin_overrides, std::memory_order_relaxed);
     if (!defer_sync && write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
   }
@@ -550,17 +555,15 @@ Status RocksEngine::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     Result<OpResult>& r = (*results)[i];
-    const std::chrono::milliseconds wait = op.wait.value_or(std::chrono::milliseconds(0));
-    if (op.type == OpType::kBegin && wait.count() > 0 && r.ok() &&
-        r->outcome == Outcome::kInProgress) {
-      r = WaitForAttempt(op, std::move(r), start + wait);
+    if (WaitsForHolder(op) && r.ok() && StillHeld(op.type, r->outcome)) {
+      r = WaitForHolder(op, std::move(r), start + *op.wait);
     }
   }
   return Status::Ok();
 }
 
-Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last,
-                                             std::chrono::steady_clock::time_point deadline) {
+Result<OpResult> RocksEngine::WaitForHolder(const Op& op, Result<OpResult> last,
+                                            std::chrono::steady_clock::time_point deadline) {
   struct Signal {
     std::mutex mu;
     std::condition_variable cv;
@@ -583,11 +586,12 @@ Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last
       return s;
     }
     last = std::move(again[0]);
-    if (!last.ok() || last->outcome != Outcome::kInProgress) {
+    if (!last.ok() || !StillHeld(op.type, last->outcome)) {
       Unwatch(id);
       return last;
     }
-    // Sleep until the attempt changes, its lease ends (then Begin takes over), or the deadline.
+    // Sleep until the holder changes the key, its lease ends (then the op takes over), or the
+    // deadline.
     const int64_t lease_left_ms =
         std::max<int64_t>(1, last->record->lease_until_ms - clock_->NowMillis());
     auto wake = std::min(
@@ -598,7 +602,7 @@ Result<OpResult> RocksEngine::WaitForAttempt(const Op& op, Result<OpResult> last
     }
     Unwatch(id);
     if (std::chrono::steady_clock::now() >= deadline) {
-      // One last look: the attempt may have finished right at the deadline.
+      // One last look: the holder may have let go right at the deadline.
       s = ApplyNoWait(std::span<const Op>(&once, 1), &again);
       if (!s.ok()) return s;
       return std::move(again[0]);
@@ -621,6 +625,7 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.next_fence = fences_.next();
   stats.ops = ops_.load(std::memory_order_relaxed);
   stats.writes = writes_.load(std::memory_order_relaxed);
+  stats.admin_overrides = admin_overrides_.load(std::memory_order_relaxed);
   stats.wal_syncs = wal_syncs_.load(std::memory_order_relaxed);
   stats.user_bytes_written = user_bytes_.load(std::memory_order_relaxed);
   stats.flush_bytes_written = io_->flush_bytes_written.load(std::memory_order_relaxed);

@@ -42,6 +42,14 @@ bool StateGraph::Allows(std::string_view from, std::string_view to) const {
   return false;
 }
 
+bool StateGraph::Names(std::string_view state) const {
+  if (state != kAnyState && next.find(state) != next.end()) return true;
+  for (const auto& [from, targets] : next) {
+    if (targets.find(state) != targets.end()) return true;
+  }
+  return false;
+}
+
 Status StateGraph::Validate(size_t max_state_bytes) const {
   for (const auto& [from, targets] : next) {
     if (Status st = CheckStateName(from, /*is_source=*/true, max_state_bytes); !st.ok()) return st;

@@ -155,7 +155,8 @@ Status ValidateOp(const Op& op, const Limits& limits, const KeyFormat* key_forma
     case OpType::kUnlock:
       return fence();
     case OpType::kLock:
-      return owner(1);
+      if (Status st = owner(1); !st.ok()) return st;
+      return wait();
     case OpType::kTransition:
       if (Status st = status("target status"); !st.ok()) return st;
       if (op.update.payload) {

@@ -13,9 +13,9 @@
 // whole Apply fails every request of the batch with that Status. Requests in different batches
 // may run concurrently on different engine threads (no order between them is promised).
 //
-// Given a ServingEngine (the server's case), batches are applied with ApplyNoWait: a Begin that
-// would wait for an attempt in progress answers IN_PROGRESS at once instead of parking this
-// thread and its whole batch; the request handler then waits for it with a BeginWaiter. Given a
+// Given a ServingEngine (the server's case), batches are applied with ApplyNoWait: a Begin or Lock
+// that would wait for its key's holder answers IN_PROGRESS or HELD at once instead of parking
+// this thread and its whole batch; the request handler then waits for it with an OpWaiter. Given a
 // plain Store, batches are applied with Store::Apply.
 //
 // Threads: Submit/Run are called from any thread (the server's I/O threads). `done` callbacks

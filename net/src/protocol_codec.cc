@@ -412,6 +412,7 @@ Result<StoreStats> DecodeStats(const wire::StatsResponse& in) {
   s.records_dropped_by_compaction = in.records_dropped_by_compaction();
   s.live_sst_bytes = in.live_sst_bytes();
   s.wal_syncs = in.wal_syncs();
+  s.admin_overrides = in.admin_overrides();
   s.block_cache_bytes = in.block_cache_bytes();
   s.block_cache_capacity_bytes = in.block_cache_capacity_bytes();
   s.table_readers_bytes = in.table_readers_bytes();
@@ -531,7 +532,7 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
       s.writes, b.CreateString(DurabilityName(s.durability)), s.user_bytes_written,
       s.flush_bytes_written, s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
-      s.block_cache_capacity_bytes, s.table_readers_bytes);
+      s.block_cache_capacity_bytes, s.table_readers_bytes, s.admin_overrides);
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 

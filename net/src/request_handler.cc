@@ -7,8 +7,7 @@
 
 namespace idem {
 
-RequestHandler::RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* waiter,
-                               ServerInfo info)
+RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info)
     : store_(store), queue_(queue), waiter_(waiter), info_(std::move(info)) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
@@ -94,43 +93,58 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     reply(EncodeError(id, s));
     return;
   }
-  // Ops this server cannot decode (unknown types) get their error here and are left out of the
-  // engine batch; their places are filled back in below. Both side tables are allocated only
-  // when needed: the common request has neither, and this runs once per request.
-  std::shared_ptr<std::vector<std::optional<Status>>> decode_errors;
+  // Ops left out of the engine batch get a stand-in result here; their places are filled back
+  // in below: ops this server cannot decode (unknown types) their error, and waiting Locks that
+  // queued behind others (their stand-in is replaced by their wait's answer). Both side tables
+  // are allocated only when needed: the common request has neither, and this runs once per
+  // request.
+  std::shared_ptr<std::vector<std::optional<Status>>> left_out;
   std::vector<Op> ops;
   ops.reserve(n);
-  // Begins that may have to wait (request index, op): see begin_waiter.h.
-  std::shared_ptr<std::vector<std::pair<size_t, Op>>> waits;
+  // Ops that wait for their key's holder: see op_waiter.h.
+  struct Waits {
+    size_t index;
+    std::chrono::milliseconds wait;
+    OpWaiter::Ticket ticket;
+  };
+  std::shared_ptr<std::vector<Waits>> waits;
   const auto received = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
     Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits);
     if (!op.ok()) {
-      if (!decode_errors) decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
-      (*decode_errors)[i] = op.status();
+      if (!left_out) left_out = std::make_shared<std::vector<std::optional<Status>>>(n);
+      (*left_out)[i] = op.status();
       continue;
     }
-    if (waiter_ && op->type == OpType::kBegin && op->wait > std::chrono::milliseconds(0)) {
-      if (!waits) waits = std::make_shared<std::vector<std::pair<size_t, Op>>>();
-      waits->emplace_back(i, *op);
+    if (waiter_ && WaitsForHolder(*op)) {
+      if (!waits) waits = std::make_shared<std::vector<Waits>>();
+      waits->push_back({i, *op->wait, waiter_->Arrive(*op)});
+      if (!waits->back().ticket.apply_now()) {
+        if (!left_out) left_out = std::make_shared<std::vector<std::optional<Status>>>(n);
+        (*left_out)[i] = Status::Busy("waiting its turn");
+        continue;
+      }
     }
     ops.push_back(std::move(*op));
   }
   // `frame` rides along in the callbacks: the ops' string_views point into it.
-  queue_->Submit(std::move(ops), [this, id, n, frame, decode_errors, waits, received,
+  queue_->Submit(std::move(ops), [this, id, n, frame, left_out, waits, received,
                                   reply = std::move(reply)](Status status,
                                                             std::vector<Result<OpResult>> results) {
     if (!status.ok()) {
+      if (waits) {
+        for (const Waits& w : *waits) waiter_->Leave(w.ticket);
+      }
       reply(EncodeError(id, status));
       return;
     }
-    if (decode_errors && results.size() != n) {  // ops were left out: merge their errors in
+    if (left_out && results.size() != n) {  // ops were left out: merge their stand-ins in
       std::vector<Result<OpResult>> merged;
       merged.reserve(n);
       size_t next = 0;
       for (size_t i = 0; i < n; ++i) {
-        if ((*decode_errors)[i]) {
-          merged.push_back(*(*decode_errors)[i]);
+        if ((*left_out)[i]) {
+          merged.push_back(*(*left_out)[i]);
         } else {
           merged.push_back(std::move(results[next++]));
         }
@@ -141,17 +155,8 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
       reply(EncodeResponse(id, results));
       return;
     }
-    std::vector<std::pair<size_t, Op>> waiting;
-    for (auto& [i, op] : *waits) {
-      if (results[i].ok() && results[i]->outcome == Outcome::kInProgress) {
-        waiting.emplace_back(i, op);
-      }
-    }
-    if (waiting.empty()) {
-      reply(EncodeResponse(id, results));
-      return;
-    }
-    // Reply once every waiting Begin has its final result.
+    // Reply once every waiting op has its final result (at once for those whose first answer
+    // is final).
     struct Pending {
       std::mutex mu;
       std::vector<Result<OpResult>> results;  // guarded by mu
@@ -159,11 +164,15 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     };
     auto pending = std::make_shared<Pending>();
     pending->results = std::move(results);
-    pending->remaining = waiting.size();
-    for (auto& [i, op] : waiting) {
-      Result<OpResult> last = pending->results[i];
-      waiter_->Wait(op, received + *op.wait, std::move(last),
-                    [this, id, i = i, frame, pending, reply](Result<OpResult> final_result) {
+    pending->remaining = waits->size();
+    for (const Waits& w : *waits) {
+      std::optional<Result<OpResult>> first;
+      if (w.ticket.apply_now()) {
+        std::lock_guard<std::mutex> lock(pending->mu);
+        first = pending->results[w.index];
+      }
+      waiter_->Wait(w.ticket, received + w.wait, std::move(first),
+                    [this, id, i = w.index, frame, pending, reply](Result<OpResult> final_result) {
                       std::unique_lock<std::mutex> lock(pending->mu);
                       pending->results[i] = std::move(final_result);
                       if (--pending->remaining > 0) return;

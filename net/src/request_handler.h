@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "begin_waiter.h"
 #include "commit_queue.h"
 #include "idem/status.h"
 #include "idem/store.h"
+#include "op_waiter.h"
 #include "protocol_codec.h"
 
 namespace idem {
@@ -28,9 +28,10 @@ class RequestHandler {
  public:
   using Reply = std::function<void(FrameBytes frame)>;
 
-  // `store` answers Stats; `queue` applies ops; `waiter` (may be null: waiting Begins then
-  // answer IN_PROGRESS at once) waits for Begins with wait_ms. All must outlive the handler.
-  RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* waiter, ServerInfo info);
+  // `store` answers Stats; `queue` applies ops; `waiter` (may be null: waiting Begins and Locks
+  // then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms. All must outlive the
+  // handler.
+  RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info);
 
   // Handles one frame body (length prefix removed). Calls `reply` exactly once.
   // Returns ok when the connection stays usable. A non-ok Status (malformed frame, no Hello
@@ -49,7 +50,7 @@ class RequestHandler {
 
   Store* const store_;
   CommitQueue* const queue_;
-  BeginWaiter* const waiter_;
+  OpWaiter* const waiter_;
   const ServerInfo info_;
 };
 

@@ -22,9 +22,9 @@
 #include <boost/asio.hpp>
 
 #include "accept_backoff.h"
-#include "begin_waiter.h"
 #include "commit_queue.h"
 #include "connection.h"
+#include "op_waiter.h"
 #include "request_handler.h"
 
 #ifndef IDEM_VERSION
@@ -81,8 +81,8 @@ class ServerImpl final : public Server {
     info.limits = o.limits;
     return info;
   }
-  std::unique_ptr<BeginWaiter> MakeWaiter(ServingEngine* engine) {
-    return std::make_unique<BeginWaiter>(
+  std::unique_ptr<OpWaiter> MakeWaiter(ServingEngine* engine) {
+    return std::make_unique<OpWaiter>(
         engine, queue_.get(), [this](std::chrono::milliseconds delay, std::function<void()> fn) {
           auto timer = std::make_shared<asio::steady_timer>(io_, delay);
           timer->async_wait(
@@ -107,7 +107,7 @@ class ServerImpl final : public Server {
   const ServerOptions options_;
   // Built by Serve(), when there is an engine.
   std::unique_ptr<CommitQueue> queue_;
-  std::unique_ptr<BeginWaiter> waiter_;
+  std::unique_ptr<OpWaiter> waiter_;
   std::unique_ptr<RequestHandler> handler_;
   asio::io_context io_;
   asio::strand<asio::io_context::executor_type> accept_strand_;
@@ -306,7 +306,7 @@ void ServerImpl::Stop() {
     retry_timer_.cancel();
     signals_.cancel();
   });
-  // 2. Waiting Begins answer now (IN_PROGRESS) instead of holding the stop up.
+  // 2. Waiting Begins and Locks answer now (IN_PROGRESS, HELD) instead of holding the stop up.
   if (waiter_) waiter_->Stop();
   // 3. Let every connection answer what it has read, then close.
   std::vector<std::shared_ptr<Connection>> live;

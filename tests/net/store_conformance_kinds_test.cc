@@ -194,6 +194,54 @@ TEST_P(RecordKindsTest, DeleteRemovesAnyKindAndTheOldHoldersFenceStaysDead) {
   EXPECT_EQ("DELETED", Name(store().Delete({.ns = "locks", .key = "report"})));
 }
 
+// A state machine starts in a state its graph names (a source other than '*', or a target): a
+// record inserted in any other status could never move, and would slip past the graph.
+TEST_P(RecordKindsTest, InsertStartsAStateMachineInAStateOfItsGraph) {
+  // order: WAIT_PAY>PAYING>PAID,WAIT_PAY>CLOSED; post: draft>published,*>moderated
+  Result<OpResult> unknown = store().Insert({.ns = "order", .key = "o1", .status = "SHIPPED"});
+  ASSERT_OK(unknown);
+  EXPECT_EQ(Outcome::kIllegal, unknown->outcome);
+  EXPECT_FALSE(unknown->record.has_value());
+  EXPECT_EQ("NOT_FOUND", Get("o1", "order"));
+  EXPECT_EQ("ILLEGAL", Name(store().Insert({.ns = "post", .key = "p1", .status = "*"})));
+  EXPECT_EQ("INSERTED", Name(store().Insert({.ns = "order", .key = "o1", .status = "WAIT_PAY"})));
+  EXPECT_EQ("INSERTED", Name(store().Insert({.ns = "order", .key = "o2", .status = "PAID"})));
+  EXPECT_EQ("INSERTED", Name(store().Insert({.ns = "post", .key = "p1", .status = "moderated"})));
+  // A retry finds the record first: EXISTS wins, whatever status it names.
+  EXPECT_EQ("EXISTS", Name(store().Insert({.ns = "order", .key = "o1", .status = "SHIPPED"})));
+  // Namespaces without a graph take any status.
+  EXPECT_EQ("INSERTED", Name(store().Insert({.ns = "pay", .key = "k", .status = "SHIPPED"})));
+}
+
+// Delete removing another scheme's record is an administrative override, counted in the stats;
+// deleting a plain record, or a Delete that removes nothing, is not.
+TEST_P(RecordKindsTest, DeletesOfAnotherSchemesRecordAreCountedAsOverrides) {
+  Result<StoreStats> before = store().Stats();
+  ASSERT_OK(before);
+  ASSERT_OK(store().Insert({.ns = "pay", .key = "plain", .status = "NEW"}));
+  EXPECT_EQ("DELETED", Name(store().Delete({.ns = "pay", .key = "plain"})));
+  EXPECT_EQ("NOT_FOUND", Name(store().Delete({.ns = "pay", .key = "plain"})));
+  const uint64_t fence = Began("attempt");
+  EXPECT_EQ(
+      "CONDITION_FAILED",
+      Name(store().Delete({.ns = "pay", .key = "attempt", .condition = {.fence = fence + 1}})));
+  Result<StoreStats> after_plain = store().Stats();
+  ASSERT_OK(after_plain);
+  EXPECT_EQ(before->admin_overrides, after_plain->admin_overrides);
+
+  EXPECT_EQ("DELETED", Name(store().Delete({.ns = "pay", .key = "attempt"})));
+  Result<OpResult> token = store().Execute(Op::IssueToken({.ns = "form"}));
+  ASSERT_OK(token);
+  EXPECT_EQ("DELETED", Name(store().Delete({.ns = "form", .key = token->token})));
+  ASSERT_EQ("ACQUIRED", Do(Op::Lock({.ns = "locks", .key = "report", .owner = "alice"})));
+  EXPECT_EQ("DELETED", Name(store().Delete({.ns = "locks", .key = "report"})));
+  ASSERT_OK(store().Insert({.ns = "order", .key = "o1", .status = "WAIT_PAY"}));
+  EXPECT_EQ("DELETED", Name(store().Delete({.ns = "order", .key = "o1"})));
+  Result<StoreStats> after = store().Stats();
+  ASSERT_OK(after);
+  EXPECT_EQ(before->admin_overrides + 4, after->admin_overrides);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, RecordKindsTest, AllModes(), ModeTestName);
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Request lifecycle (Begin/Complete/Abort/Heartbeat, waiting Begin), one-shot tokens, locks and
 // state machines: the same cases against the Engine and against a Client over a real server
 // (store_conformance.h). Over the network a waiting Begin is served without parking a server
-// thread (net/src/begin_waiter.h); the answers must be the same.
+// thread (net/src/op_waiter.h); the answers must be the same.
 #include <chrono>
 #include <future>
 
@@ -295,6 +295,47 @@ TEST_P(StoreConformanceTest, WaitOverTheLimitIsInvalid) {
   Op op = Op::Begin(
       {.ns = "pay", .key = "k", .wait = std::chrono::milliseconds(Limits{}.max_wait_ms + 1)});
   EXPECT_EQ("INVALID_ARGUMENT", Name(store().Execute(op)));
+}
+
+// A waiting Lock, like a waiting Begin: woken by the holder's Unlock (the ManualClock never ends
+// the 30 s lease here), whichever of the two arrives first.
+TEST_P(StoreConformanceTest, WaitingLockAcquiresWhenTheHolderUnlocks) {
+  Result<OpResult> held = store().Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "alice"}));
+  ASSERT_OK(held);
+  auto waiter = std::async(std::launch::async, [&] {
+    return store().Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "bob", .wait = 20s}));
+  });
+  ASSERT_EQ(
+      "RELEASED",
+      Name(store().Execute(Op::Unlock({.ns = "locks", .key = "L", .fence = held->record->fence}))));
+  ASSERT_EQ(std::future_status::ready, waiter.wait_for(15s));  // not the 20 s deadline
+  Result<OpResult> r = waiter.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kAcquired, r->outcome);
+  EXPECT_EQ("bob", r->record->owner);
+  EXPECT_GT(r->record->fence, held->record->fence);
+}
+
+TEST_P(StoreConformanceTest, WaitingLockGivesUpAtItsDeadlineWithTheHolder) {
+  ASSERT_OK(store().Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "alice"})));
+  const auto start = std::chrono::steady_clock::now();
+  Result<OpResult> r =
+      store().Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "bob", .wait = 200ms}));
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kHeld, r->outcome);
+  EXPECT_EQ("alice", r->record->owner);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
+}
+
+TEST_P(StoreConformanceTest, LockWaitOutsideItsRangeIsInvalidAndZeroAnswersNow) {
+  ASSERT_OK(store().Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "alice"})));
+  auto lock = [&](std::chrono::milliseconds wait) {
+    return Name(
+        store().Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "bob", .wait = wait})));
+  };
+  EXPECT_EQ("HELD", lock(0ms));
+  EXPECT_EQ("INVALID_ARGUMENT", lock(-1ms));
+  EXPECT_EQ("INVALID_ARGUMENT", lock(std::chrono::milliseconds(Limits{}.max_wait_ms + 1)));
 }
 
 }  // namespace

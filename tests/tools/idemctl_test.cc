@@ -1,5 +1,6 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -94,6 +95,9 @@ TEST(IdemctlBuild, LifecycleTokenLockTransition) {
   EXPECT_EQ("refund 42", BuildOp(*with_payload)->payload);
   auto lock = Parse({"--data", "d", "lock", "l", "k"});
   EXPECT_FALSE(BuildOp(*lock).ok());  // --owner required
+  auto waiting = Parse({"--data", "d", "lock", "l", "k", "--owner", "o", "--wait", "2s"});
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  EXPECT_EQ(std::chrono::milliseconds(2'000), BuildOp(*waiting)->wait);
   auto tr = Parse({"--data", "d", "transition", "o", "k", "PAID", "--expect-version", "2"});
   auto t = BuildOp(*tr);
   EXPECT_EQ(OpType::kTransition, t->type);
@@ -307,6 +311,9 @@ TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
   stats.durability = Durability::kSync;
   std::string out = FormatStatsHuman(stats);
   EXPECT_NE(std::string::npos, out.find("records_dropped_by_compaction  7")) << out;
+  stats.admin_overrides = 3;
+  out = FormatStatsHuman(stats);
+  EXPECT_NE(std::string::npos, out.find("admin_overrides                3")) << out;
   OpResult r;
   r.outcome = Outcome::kFound;
   Record rec;
@@ -510,6 +517,20 @@ TEST(IdemctlBinary, CheckpointStoresTheAttemptsProgress) {
   r = RunIdemctl(data + " --json checkpoint jobs job-7 --fence " + fence + " --payload-b64 //4=");
   EXPECT_EQ(0, r.code) << r.err;
   EXPECT_NE(std::string::npos, r.out.find("\"payload_b64\":\"//4=\"")) << r.out;
+}
+
+// lock --wait waits for the holder; the lock is held for its 30 s lease, so the wait runs out and
+// the answer is HELD (exit 1), with the holder.
+TEST(IdemctlBinary, LockWaitsForTheHolderUntilItsWaitRunsOut) {
+  testing::TempDir dir;
+  const std::string data = NewDatabase(dir);
+  ASSERT_EQ(0, RunIdemctl(data + " lock locks report --owner alice --lease 30s").code);
+  const auto start = std::chrono::steady_clock::now();
+  Ran r = RunIdemctl(data + " --json lock locks report --owner bob --wait 300ms");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_EQ(1, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"HELD\"")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"owner\":\"alice\"")) << r.out;
 }
 
 // A zero lease or TTL is passed to the store, which refuses it naming the namespace's range

@@ -46,6 +46,7 @@ const std::vector<CommandSpec>& Commands() {
   constexpr FlagSpec status{"status", "S"}, payload{"payload", "TEXT", false, true};
   constexpr FlagSpec fingerprint{"fingerprint", "F", false, true};
   constexpr FlagSpec ttl{"ttl", "D|forever"}, lease{"lease", "D"}, owner{"owner", "O"};
+  constexpr FlagSpec wait{"wait", "D"};
   constexpr FlagSpec fence{"fence", "N", true};
   constexpr FlagSpec expect_status{"expect-status", "S1,S2..."};
   constexpr FlagSpec expect_version{"expect-version", "N"}, expect_fence{"expect-fence", "N"};
@@ -59,7 +60,7 @@ const std::vector<CommandSpec>& Commands() {
        ""},
       {"delete", kRecords, {"NS", "KEY"}, {expect_status, expect_version, expect_fence}, ""},
       {"stats", kRecords, {}, {}, ""},
-      {"begin", kLifecycle, {"NS", "KEY"}, {fingerprint, lease, {"wait", "D"}, owner, ttl}, ""},
+      {"begin", kLifecycle, {"NS", "KEY"}, {fingerprint, lease, wait, owner, ttl}, ""},
       {"complete", kLifecycle, {"NS", "KEY"}, {fence, payload, ttl, status}, ""},
       {"abort", kLifecycle, {"NS", "KEY"}, {fence, payload}, ""},
       {"heartbeat", kLifecycle, {"NS", "KEY"}, {fence, lease}, ""},
@@ -75,7 +76,7 @@ const std::vector<CommandSpec>& Commands() {
        {ttl, payload},
        "prints the token; the payload (what it authorizes) is returned by token-consume"},
       {"token-consume", kTokens, {"NS", "TOKEN"}, {}, "CONSUMED once, then ALREADY_CONSUMED"},
-      {"lock", kLocks, {"NS", "KEY"}, {{"owner", "O", true}, lease}, ""},
+      {"lock", kLocks, {"NS", "KEY"}, {{"owner", "O", true}, lease, wait}, ""},
       {"renew", kLocks, {"NS", "KEY"}, {fence, lease}, ""},
       {"unlock", kLocks, {"NS", "KEY"}, {fence}, ""},
       {"transition", kStateMachines, {"NS", "KEY", "TO_STATUS"}, {expect_version, payload}, ""},

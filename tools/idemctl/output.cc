@@ -142,6 +142,7 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
           {"next_fence", s.next_fence},
           {"ops", s.ops},
           {"writes", s.writes},
+          {"admin_overrides", s.admin_overrides},
           {"wal_syncs", s.wal_syncs},
           {"user_bytes_written", s.user_bytes_written},
           {"flush_bytes_written", s.flush_bytes_written},

@@ -12,6 +12,14 @@
 // namespace's range (a zero one is InvalidArgument, naming the range): to get the namespace's
 // default, leave the field out. A zero wait is given and means "answer at once", as no wait does.
 //
+// Waiting ops (Begin's and Lock's `wait`): the op is answered when the key's holder (an attempt
+// in progress, a lock) lets go — completes, aborts, unlocks, or its lease ends — or when the wait
+// runs out, with the answer it would have had at once then (IN_PROGRESS, HELD). A wait is
+// 0 .. Limits::max_wait_ms (InvalidArgument otherwise). Engine::Apply waits by blocking the
+// calling thread, and waiting Locks of several threads of one process are not ordered: the first
+// retry to commit after the release wins. Over the network the server waits without a thread and
+// grants a key's waiting Locks in the order it received them (docs/protocol.md, docs/recipes.md).
+//
 // An Op BORROWS its strings (std::string_view): whatever they point to must stay alive until the
 // call that takes the Op returns. Build an Op in the statement that passes it on, or from strings
 // that outlive that call; to keep ops longer (a batch built now and applied later, ops passed
@@ -233,6 +241,8 @@ struct LockArgs {
   std::string_view key = {};
   std::string_view owner = {};
   std::optional<std::chrono::milliseconds> lease = {};  // not given: the namespace's default lease
+  std::optional<std::chrono::milliseconds> wait = {};   // wait this long for the holder to let go
+                                                        // (not given: answer at once)
 };
 
 // Renew reads what Heartbeat reads: the holder's fence and the new lease.
@@ -287,6 +297,12 @@ struct Op {
   static Op Transition(const TransitionArgs& args);
   static Op Checkpoint(const CheckpointArgs& args);
 };
+
+// The one rule of which ops wait (see the top of this file): a Begin or Lock with a wait above 0.
+bool WaitsForHolder(const Op& op);
+// Whether `outcome`, the answer to a waiting op of type `type`, says another holder still has
+// the key (Begin: IN_PROGRESS, Lock: HELD): the op keeps waiting.
+bool StillHeld(OpType type, Outcome outcome);
 
 struct OpResult {
   Outcome outcome = Outcome::kNotFound;

@@ -72,6 +72,9 @@ struct StateGraph {
   static constexpr std::string_view kAnyState = "*";
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> next;
   bool Allows(std::string_view from, std::string_view to) const;
+  // Whether `state` is a state of the graph: a source other than '*', or a target. A record of
+  // a namespace with a graph starts in such a state (Insert answers ILLEGAL otherwise).
+  bool Names(std::string_view state) const;
   // Parses "A>B>C,A>D,*>X": chains separated by commas ("A>B>C" allows A->B and B->C; "*>X"
   // allows X from any state). InvalidArgument, naming the rule, for an empty chain or state, a
   // state outside the character set, or "*" anywhere but first in a chain.

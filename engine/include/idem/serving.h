@@ -32,10 +32,10 @@ class ServingEngine : public Engine {
   // Engine::Open, with the serving methods below.
   static Result<std::unique_ptr<ServingEngine>> Open(const std::string& dir, EngineOptions options);
 
-  // Apply (the Store contract) blocks the calling thread for Begin ops with a wait that find
-  // an attempt in progress, until it completes, aborts, its lease ends or the wait runs out.
-  // ApplyNoWait answers such ops at once (IN_PROGRESS): a server waits without a thread per
-  // waiter by combining it with Watch.
+  // Apply (the Store contract) blocks the calling thread for Begin and Lock ops with a wait that
+  // find their key held (an attempt in progress, a lock), until the holder lets go, its lease
+  // ends or the wait runs out. ApplyNoWait answers such ops at once (IN_PROGRESS, HELD): a
+  // server waits without a thread per waiter by combining it with Watch.
   virtual Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
 
   // Group commit with the fsync off the applying thread, under Durability::kSync:

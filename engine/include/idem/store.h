@@ -24,6 +24,9 @@ struct StoreStats {
   uint64_t next_fence = 0;  // every fence handed out so far is below this
   uint64_t ops = 0;         // operations applied since open
   uint64_t writes = 0;      // RocksDB write batches committed since open
+  // Administrative overrides since open: Deletes that removed another scheme's record (an
+  // attempt, token, lock or state machine) past that scheme's rules (docs/recipes.md).
+  uint64_t admin_overrides = 0;
   // Space and write amplification, since open. Write amplification =
   // (flush_bytes_written + compaction_bytes_written) / user_bytes_written.
   uint64_t user_bytes_written = 0;   // bytes of the write batches committed (keys + values)
