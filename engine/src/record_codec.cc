@@ -3,6 +3,18 @@
 #include "coding.h"
 
 namespace idem {
+namespace {
+
+// The kind byte of a record or marker; Corruption for a kind this build does not know.
+Status DecodeKind(uint8_t byte, RecordKind* kind) {
+  if (byte > static_cast<uint8_t>(kLastRecordKind)) {
+    return Status::Corruption("unknown record kind " + std::to_string(byte));
+  }
+  *kind = static_cast<RecordKind>(byte);
+  return Status::Ok();
+}
+
+}  // namespace
 
 void EncodeRecord(const Record& r, std::string* dst) {
   dst->reserve(dst->size() + kRecordHeaderBytes + 40 + r.status.size() + r.fingerprint.size() +
@@ -37,10 +49,7 @@ Status DecodeRecord(std::string_view in, Record* r) {
             reader.GetLengthPrefixed(&owner) && reader.GetLengthPrefixed(&payload);
   if (!ok) return Status::Corruption("truncated or malformed record value");
   if (!reader.empty()) return Status::Corruption("trailing bytes after record value");
-  if (kind > static_cast<uint8_t>(kLastRecordKind)) {
-    return Status::Corruption("unknown record kind " + std::to_string(kind));
-  }
-  r->kind = static_cast<RecordKind>(kind);
+  if (Status st = DecodeKind(kind, &r->kind); !st.ok()) return st;
   r->expires_at_ms = static_cast<int64_t>(expires);
   r->fence = fence;
   r->version = version;
@@ -77,10 +86,7 @@ Status DecodeMarker(std::string_view in, Marker* m) {
             reader.GetLengthPrefixed(&fingerprint);
   if (!ok) return Status::Corruption("truncated or malformed marker value");
   if (!reader.empty()) return Status::Corruption("trailing bytes after marker value");
-  if (kind > static_cast<uint8_t>(kLastRecordKind)) {
-    return Status::Corruption("unknown record kind " + std::to_string(kind));
-  }
-  m->kind = static_cast<RecordKind>(kind);
+  if (Status st = DecodeKind(kind, &m->kind); !st.ok()) return st;
   m->expires_at_ms = static_cast<int64_t>(expires);
   m->record_expired_ms = static_cast<int64_t>(record_expired);
   m->completed_ms = static_cast<int64_t>(completed);

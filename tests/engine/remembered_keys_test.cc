@@ -22,7 +22,7 @@ using testing::EngineTest;
 using testing::Name;
 
 constexpr int64_t kHourMs = 3600 * 1000;
-constexpr int64_t kKeep = kHourMs;         // "pay" and "plain" keep records 1 h...
+constexpr int64_t kKeep = kHourMs;           // "pay" and "plain" keep records 1 h...
 constexpr int64_t kRemember = 10 * kHourMs;  // ...and remember their keys 10 h more
 
 // The stored values of every record key, read from the closed database at `path`.
@@ -131,10 +131,12 @@ TEST_P(RememberedKeysBothStatesTest, FingerprintRulesOnARememberedKey) {
 }
 
 TEST_P(RememberedKeysBothStatesTest, InsertOnARememberedKeyIsExpiredWithTheFingerprintVerdict) {
-  auto first = engine().Insert({.ns = "plain", .key = "msg-1", .status = "DONE", .fingerprint = "h"});
+  auto first =
+      engine().Insert({.ns = "plain", .key = "msg-1", .status = "DONE", .fingerprint = "h"});
   ASSERT_OK(first);
   At(first->record->expires_at_ms);
-  auto same = engine().Insert({.ns = "plain", .key = "msg-1", .status = "DONE", .fingerprint = "h"});
+  auto same =
+      engine().Insert({.ns = "plain", .key = "msg-1", .status = "DONE", .fingerprint = "h"});
   ASSERT_OK(same);
   EXPECT_EQ("EXPIRED", Name(same));
   EXPECT_TRUE(same->fingerprint_matches);
@@ -207,8 +209,8 @@ TEST_P(RememberedKeysBothStatesTest, AFailedAttemptKeptByPolicyIsRememberedTooAR
   // "plain" has no remember_failures: Abort released the key, so nothing is remembered.
   auto other = Do(Op::Begin({.ns = "plain", .key = "released"}));
   ASSERT_OK(other);
-  ASSERT_EQ("RELEASED", Name(Do(Op::Abort(
-                            {.ns = "plain", .key = "released", .fence = other->record->fence}))));
+  ASSERT_EQ("RELEASED",
+            Name(Do(Op::Abort({.ns = "plain", .key = "released", .fence = other->record->fence}))));
   At(clock_->NowMillis() + kKeep);
   EXPECT_EQ("STARTED", Begin("plain", "released"));
 }
@@ -337,11 +339,12 @@ TEST_F(RememberedKeysTest, AMarkerCostsLessThanHalfTheCompletedRecordOnDisk) {
   ASSERT_OK(markers);
   const double full_per_key = static_cast<double>(full->live_sst_bytes) / kKeys;
   const double marker_per_key = static_cast<double>(markers->live_sst_bytes) / kKeys;
-  std::printf("%d keys of %zu bytes, 200-byte responses, 32-byte fingerprints:\n"
-              "  value bytes:                 completed record %zu, marker %zu\n"
-              "  table-file bytes per key:    completed record %.1f, marker %.1f (%.0f %%)\n",
-              kKeys, key(0).size(), record_value.size(), marker_value.size(), full_per_key,
-              marker_per_key, 100 * marker_per_key / full_per_key);
+  std::printf(
+      "%d keys of %zu bytes, 200-byte responses, 32-byte fingerprints:\n"
+      "  value bytes:                 completed record %zu, marker %zu\n"
+      "  table-file bytes per key:    completed record %.1f, marker %.1f (%.0f %%)\n",
+      kKeys, key(0).size(), record_value.size(), marker_value.size(), full_per_key, marker_per_key,
+      100 * marker_per_key / full_per_key);
   EXPECT_EQ("EXPIRED", Begin("pay", key(0), fingerprint(0)));
   EXPECT_LT(marker_per_key, full_per_key / 2);
 }
