@@ -16,10 +16,8 @@ class RememberedKeysTest : public StoreConformanceTest {
         store().Execute(Op::Begin({.ns = "remember", .key = key, .fingerprint = fingerprint}));
     EXPECT_TRUE(started.ok() && started->outcome == Outcome::kStarted) << Name(started);
     if (!started.ok() || !started->record) return {};
-    Result<OpResult> done = store().Execute(Op::Complete({.ns = "remember",
-                                                          .key = key,
-                                                          .fence = started->record->fence,
-                                                          .response = "HTTP 201"}));
+    Result<OpResult> done = store().Execute(Op::Complete(
+        {.ns = "remember", .key = key, .fence = started->record->fence, .response = "HTTP 201"}));
     EXPECT_TRUE(done.ok() && done->record) << Name(done);
     return done.ok() && done->record ? *done->record : Record{};
   }
