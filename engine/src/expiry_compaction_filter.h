@@ -14,6 +14,10 @@
 // (clock_mark.h). A filter reads the clock once, when RocksDB creates it for a compaction: a
 // record that expires during a long compaction is simply left for the next one.
 //
+// In a namespace that remembers keys (RetentionPolicy::remember_ms), an expired finished record
+// is not removed but rewritten into its marker, which is removed in turn once the remember
+// period has ended, with the same grace (remembered_key.h).
+//
 // A record whose value does not decode is kept: reads report it as Corruption, and deleting it
 // here would destroy the evidence. Meta keys (fence reservation, clock mark) are never touched.
 #pragma once
@@ -24,6 +28,7 @@
 
 #include "clock_mark.h"
 #include "idem/clock.h"
+#include "remembered_key.h"
 
 namespace idem {
 
@@ -35,8 +40,11 @@ class ExpiryCompactionFilterFactory final : public rocksdb::CompactionFilterFact
  public:
   // `mark` may be null (a clock supplied by the caller: no high-water mark).
   ExpiryCompactionFilterFactory(std::shared_ptr<Clock> clock, int64_t grace_ms,
-                                std::shared_ptr<const ClockMark> mark)
-      : clock_(std::move(clock)), grace_ms_(grace_ms), mark_(std::move(mark)) {}
+                                std::shared_ptr<const ClockMark> mark, RememberPeriods remember)
+      : clock_(std::move(clock)),
+        grace_ms_(grace_ms),
+        mark_(std::move(mark)),
+        remember_(std::move(remember)) {}
   std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
       const rocksdb::CompactionFilter::Context& context) override;
   const char* Name() const override { return "idem.ExpiryCompactionFilterFactory"; }
@@ -45,6 +53,7 @@ class ExpiryCompactionFilterFactory final : public rocksdb::CompactionFilterFact
   std::shared_ptr<Clock> clock_;
   const int64_t grace_ms_;
   std::shared_ptr<const ClockMark> mark_;
+  const RememberPeriods remember_;
 };
 
 }  // namespace idem

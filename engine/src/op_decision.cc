@@ -324,6 +324,37 @@ Decision DecideByType(const Op& op, const Record* current, const DecisionInputs&
   return Answer(Outcome::kNotFound, nullptr);  // unreachable: ValidateOp rejects unknown types
 }
 
+// --- Remembered keys ----------------------------------------------------------------------
+
+// The marker's answer to `op`, for the ops it answers (see Decide); nullopt for the others.
+std::optional<Decision> DecideRemembered(const Op& op, const Record& marker,
+                                         const DecisionInputs& in) {
+  switch (op.type) {
+    case OpType::kGet:
+      return Answer(Outcome::kExpired, &marker);
+    case OpType::kDelete:
+      // An administrator forgets the key. A condition names a record's status, version or
+      // fence, which a marker does not have.
+      if (!op.condition.Empty()) return Answer(Outcome::kConditionFailed, &marker);
+      return Remove(Outcome::kDeleted, marker);
+    case OpType::kInsert:
+    case OpType::kBegin:
+    case OpType::kLock:
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (!SameFamily(*KindOf(op.type, in), marker.kind)) return Answer(Outcome::kWrongKind, &marker);
+  if (op.type == OpType::kBegin && FingerprintDiffers(op, marker)) {
+    Decision d = Answer(Outcome::kMismatch, &marker);
+    d.result.fingerprint_matches = false;
+    return d;
+  }
+  Decision d = Answer(Outcome::kExpired, &marker);
+  d.result.fingerprint_matches = !FingerprintDiffers(op, marker);
+  return d;
+}
+
 }  // namespace
 
 bool ConditionHolds(const Condition& c, const Record& r) {
@@ -336,7 +367,11 @@ bool ConditionHolds(const Condition& c, const Record& r) {
   return true;
 }
 
-Decision Decide(const Op& op, const Record* current, const DecisionInputs& in) {
+Decision Decide(const Op& op, const Record* current, const DecisionInputs& in,
+                const Record* remembered) {
+  if (current == nullptr && remembered != nullptr) {
+    if (std::optional<Decision> d = DecideRemembered(op, *remembered, in)) return *std::move(d);
+  }
   const std::optional<RecordKind> kind = KindOf(op.type, in);
   // Before every other rule: what the op carries (a fence, a fingerprint, a target status) means
   // nothing for another scheme's record.

@@ -47,6 +47,15 @@ bool ConditionHolds(const Condition& condition, const Record& record);
 // `current`: the live record at the key, or null. A record of another kind than the op works on
 // is answered kWrongKind, before any other rule (docs/recipes.md, "Record kinds"); Get and
 // Delete work on every kind.
-Decision Decide(const Op& op, const Record* current, const DecisionInputs& in);
+//
+// `remembered`: when `current` is null, the key's marker if the namespace remembers it
+// (remembered_key.h: a RememberedRecord), or null. It stands for the record it replaced towards
+// the ops that would start a new life at the key and the ones that look at it: Insert, Begin
+// and Lock (kWrongKind as for the record; Begin: kMismatch for a different fingerprint; else
+// kExpired, nothing written), Get (kExpired) and Delete (removes it: kDeleted; a condition never
+// holds on a marker: kConditionFailed). To every other op the key is absent, as it is without
+// remembered keys.
+Decision Decide(const Op& op, const Record* current, const DecisionInputs& in,
+                const Record* remembered = nullptr);
 
 }  // namespace idem

@@ -46,6 +46,8 @@ std::string_view OutcomeName(Outcome outcome) {
       return "ILLEGAL";
     case Outcome::kWrongKind:
       return "WRONG_KIND";
+    case Outcome::kExpired:
+      return "EXPIRED";
   }
   return "UNKNOWN";
 }

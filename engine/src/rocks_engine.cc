@@ -36,6 +36,7 @@
 #include "operator_log.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
+#include "remembered_key.h"
 #include "rocks_options.h"
 #include "rocks_status.h"
 #include "token.h"
@@ -67,6 +68,7 @@ class RocksEngine final : public ServingEngine {
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
         state_graphs_(options_.state_graphs.begin(), options_.state_graphs.end()),
         key_formats_(options_.key_formats.begin(), options_.key_formats.end()),
+        remember_(options_),
         io_(std::move(io)),
         health_(std::move(health)),
         stripe_ticket_(new std::atomic<uint64_t>[KeyLocks::kStripes]) {
@@ -191,6 +193,7 @@ class RocksEngine final : public ServingEngine {
   const std::map<std::string, LifecyclePolicy, std::less<>> lifecycle_;
   const std::map<std::string, StateGraph, std::less<>> state_graphs_;
   const std::map<std::string, KeyFormat, std::less<>> key_formats_;
+  const RememberPeriods remember_;
   KeyWatchers watchers_;
   std::atomic<uint64_t> ops_{0};
   std::atomic<uint64_t> writes_{0};
@@ -215,18 +218,13 @@ class RocksEngine final : public ServingEngine {
 
 void LogToStderr(std::string_view line) { LogToOperator(nullptr, line); }
 
-// The live record a read returned: nullopt if absent or expired at `now_ms`.
-Result<std::optional<Record>> LiveRecord(const rocksdb::Status& read, const rocksdb::Slice& value,
-                                         int64_t now_ms) {
-  if (read.IsNotFound()) return std::optional<Record>();
+// What a read found at `now_ms`: the live record, or the key's marker if its namespace remembers
+// keys for `remember_ms`, or neither (remembered_key.h).
+Result<StoredKey> ReadKey(const rocksdb::Status& read, const rocksdb::Slice& value, int64_t now_ms,
+                          int64_t remember_ms) {
+  if (read.IsNotFound()) return StoredKey();
   if (!read.ok()) return FromRocks(read);
-  std::string_view bytes(value.data(), value.size());
-  // Expiry is enforced here, on every read: compaction may not have removed the record yet.
-  std::optional<int64_t> expiry = PeekExpiry(bytes);
-  if (expiry && *expiry != kNeverExpires && *expiry <= now_ms) return std::optional<Record>();
-  std::optional<Record> record(std::in_place);
-  if (Status st = DecodeRecord(bytes, &*record); !st.ok()) return st;
-  return record;
+  return ReadStoredValue(std::string_view(value.data(), value.size()), now_ms, remember_ms);
 }
 
 void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys, rocksdb::PinnableSlice* values,
@@ -369,6 +367,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     DecisionInputs inputs;
     std::string key;    // the RocksDB key
     std::string token;  // IssueToken: the generated key
+    int64_t remember_ms = 0;
     size_t stripe = 0;
     size_t read = 0;             // its slot in the batch's MultiGet
     bool may_share_key = false;  // another op of the batch hashes to the same stripe
@@ -384,6 +383,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       continue;
     }
     prepared[i].inputs = *inputs;
+    prepared[i].remember_ms = remember_.For(ops[i].ns);
     std::string_view key = ops[i].key;
     if (ops[i].type == OpType::kIssueToken) {
       Result<std::string> token = GenerateToken();
@@ -448,22 +448,27 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       results->push_back(p.error);
       continue;
     }
-    std::optional<Record> loaded;
+    StoredKey loaded;
     const Record* current = nullptr;
     auto seen = p.may_share_key ? pending.find(p.key) : pending.end();
     if (seen != pending.end()) {
       if (seen->second.present) current = &*(*results)[seen->second.result_index]->record;
     } else {
-      Result<std::optional<Record>> read = LiveRecord(reads[p.read], values[p.read], now_ms);
+      Result<StoredKey> read = ReadKey(reads[p.read], values[p.read], now_ms, p.remember_ms);
       if (!read.ok()) {
         results->push_back(read.status());
         continue;
       }
       loaded = std::move(*read);
-      if (loaded) current = &*loaded;
+      if (loaded.live) current = &*loaded.live;
     }
-    Decision d = Decide(ops[i], current, p.inputs);
-    if (d.returns_current) d.result.record = loaded ? std::move(*loaded) : *current;
+    const Record* remembered = loaded.remembered ? &*loaded.remembered : nullptr;
+    Decision d = Decide(ops[i], current, p.inputs, remembered);
+    if (d.returns_current) {  // the record the decision looked at: a live one, else the marker
+      d.result.record = loaded.live          ? std::move(*loaded.live)
+                        : current != nullptr ? *current
+                                             : std::move(*loaded.remembered);
+    }
     d.result.token = std::move(p.token);
     if (d.write == Decision::Write::kPut) {
       Record& record = *d.result.record;

@@ -66,7 +66,7 @@ rocksdb::Options MakeRocksOptions(const EngineOptions& opts,
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
   o.compaction_filter_factory = std::make_shared<ExpiryCompactionFilterFactory>(
-      opts.clock, opts.expiry_grace_ms, std::move(clock_mark));
+      opts.clock, opts.expiry_grace_ms, std::move(clock_mark), RememberPeriods(opts));
   o.table_properties_collector_factories.push_back(std::make_shared<ExpiryStatsCollectorFactory>());
   return o;
 }

@@ -238,6 +238,11 @@ Status ValidatePolicy(std::string_view ns, const RetentionPolicy& p) {
   if (p.default_ttl_ms != kForever && (p.default_ttl_ms <= 0 || p.default_ttl_ms > p.max_ttl_ms)) {
     return Status::InvalidArgument(where + ": default_ttl_ms must be in 1..max_ttl_ms");
   }
+  if (p.remember_ms < 0 || p.remember_ms > RetentionPolicy::kMaxRememberMs) {
+    return Status::InvalidArgument(where + ": remember_ms is " + std::to_string(p.remember_ms) +
+                                   "; it must be in [0, " +
+                                   std::to_string(RetentionPolicy::kMaxRememberMs) + "] (0: off)");
+  }
   return Status::Ok();
 }
 

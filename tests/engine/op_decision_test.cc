@@ -169,5 +169,45 @@ TEST(OpDecisionKinds, CompareAndSetStatusChangesFollowTheGraph) {
   EXPECT_EQ("ILLEGAL", cas("ELSEWHERE"));
 }
 
+// A remembered key (remembered_key.h) answers the ops that would start a new life at it and the
+// ones that look at it; every other op finds no record.
+TEST(OpDecisionRemembered, AMarkerAnswersStartsAndLooksOnly) {
+  Record marker;
+  marker.kind = RecordKind::kAttempt;
+  marker.fingerprint = "fp";
+  auto on_marker = [&](const Op& op) {
+    Decision d = Decide(op, nullptr, Inputs(), &marker);
+    EXPECT_TRUE(d.write == Decision::Write::kNone || op.type == OpType::kDelete);
+    return std::string(OutcomeName(d.result.outcome));
+  };
+  EXPECT_EQ("EXPIRED", on_marker(Op::Begin({.ns = "ns", .key = "k", .fingerprint = "fp"})));
+  EXPECT_EQ("EXPIRED", on_marker(Op::Begin({.ns = "ns", .key = "k"})));
+  EXPECT_EQ("MISMATCH", on_marker(Op::Begin({.ns = "ns", .key = "k", .fingerprint = "other"})));
+  EXPECT_EQ("EXPIRED", on_marker(Op::Get({.ns = "ns", .key = "k"})));
+  EXPECT_EQ("DELETED", on_marker(Op::Delete({.ns = "ns", .key = "k"})));
+  EXPECT_EQ("CONDITION_FAILED",
+            on_marker(Op::Delete({.ns = "ns", .key = "k", .condition = {.fence = 0}})));
+  EXPECT_EQ("WRONG_KIND", on_marker(Op::Insert({.ns = "ns", .key = "k", .status = "S"})));
+  EXPECT_EQ("WRONG_KIND", on_marker(Op::Lock({.ns = "ns", .key = "k", .owner = "o"})));
+  EXPECT_EQ("NOT_FOUND", on_marker(Op::Complete({.ns = "ns", .key = "k", .fence = kFence})));
+  EXPECT_EQ("NOT_FOUND", on_marker(Op::Heartbeat({.ns = "ns", .key = "k", .fence = kFence})));
+  EXPECT_EQ("NOT_FOUND", on_marker(Op::CompareAndSet({.ns = "ns", .key = "k"})));
+
+  marker.kind = RecordKind::kPlain;
+  Decision insert = Decide(Op::Insert({.ns = "ns", .key = "k", .status = "S", .fingerprint = "x"}),
+                           nullptr, Inputs(), &marker);
+  EXPECT_EQ(Outcome::kExpired, insert.result.outcome);
+  EXPECT_FALSE(insert.result.fingerprint_matches);
+  EXPECT_TRUE(insert.returns_current);
+}
+
+TEST(OpDecisionRemembered, ALiveRecordWinsOverAMarker) {
+  Record marker;
+  marker.kind = RecordKind::kAttempt;
+  const Record live = Of(RecordKind::kAttempt);
+  EXPECT_EQ(Outcome::kInProgress,
+            Decide(Op::Begin({.ns = "ns", .key = "k"}), &live, Inputs(), &marker).result.outcome);
+}
+
 }  // namespace
 }  // namespace idem

@@ -109,6 +109,49 @@ TEST(RecordCodec, UnknownFormatVersionIsCorruption) {
   EXPECT_FALSE(PeekExpiry(bytes).has_value());
 }
 
+Marker SampleMarker() {
+  Marker m;
+  m.kind = RecordKind::kAttempt;
+  m.expires_at_ms = 1'700'122'400'000;
+  m.record_expired_ms = 1'700'086'400'000;
+  m.completed_ms = 1'700'000'000'500;
+  m.fingerprint = std::string("\x00\x01\xff", 3);
+  return m;
+}
+
+TEST(RecordCodec, MarkerRoundTripsAndKeepsTheExpiryWhereRecordsHaveIt) {
+  std::string bytes;
+  EncodeMarker(SampleMarker(), &bytes);
+  ASSERT_TRUE(IsMarker(bytes));
+  Marker decoded;
+  ASSERT_TRUE(DecodeMarker(bytes, &decoded).ok());
+  EXPECT_EQ(SampleMarker().kind, decoded.kind);
+  EXPECT_EQ(SampleMarker().expires_at_ms, decoded.expires_at_ms);
+  EXPECT_EQ(SampleMarker().record_expired_ms, decoded.record_expired_ms);
+  EXPECT_EQ(SampleMarker().completed_ms, decoded.completed_ms);
+  EXPECT_EQ(SampleMarker().fingerprint, decoded.fingerprint);
+  EXPECT_EQ(SampleMarker().expires_at_ms, PeekExpiry(bytes));
+  // A marker is not a record, and a record not a marker.
+  Record r;
+  EXPECT_TRUE(DecodeRecord(bytes, &r).IsCorruption());
+  std::string record;
+  EncodeRecord(Sample(), &record);
+  EXPECT_FALSE(IsMarker(record));
+  EXPECT_TRUE(DecodeMarker(record, &decoded).IsCorruption());
+}
+
+TEST(RecordCodec, TruncatedOrExtendedMarkerIsCorruption) {
+  std::string bytes;
+  EncodeMarker(SampleMarker(), &bytes);
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    Marker m;
+    EXPECT_TRUE(DecodeMarker(std::string_view(bytes).substr(0, len), &m).IsCorruption()) << len;
+  }
+  bytes.push_back('x');
+  Marker m;
+  EXPECT_TRUE(DecodeMarker(bytes, &m).IsCorruption());
+}
+
 TEST(RecordCodec, LengthPointingPastTheEndIsCorruption) {
   std::string bytes;
   EncodeRecord(Sample(), &bytes);

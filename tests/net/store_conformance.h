@@ -30,6 +30,11 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
       .default_ttl_ms = 24 * kHour, .max_ttl_ms = 48 * kHour, .allow_forever = false};
   options.retention["forever"] = {
       .default_ttl_ms = kHour, .max_ttl_ms = kHour, .allow_forever = true};
+  // Keeps records 1 h and remembers their keys 24 h more (store_conformance_remember_test.cc).
+  options.retention["remember"] = {.default_ttl_ms = kHour,
+                                   .max_ttl_ms = 48 * kHour,
+                                   .allow_forever = false,
+                                   .remember_ms = 24 * kHour};
   options.state_graphs["order"] = *StateGraph::Parse("WAIT_PAY>PAYING>PAID,WAIT_PAY>CLOSED");
   options.state_graphs["post"] = *StateGraph::Parse("draft>published,*>moderated");
   options.key_formats["keyed"] = *KeyFormat::Parse("min=16,max=64,chars=[A-Za-z0-9_-]");

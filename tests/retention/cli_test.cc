@@ -33,6 +33,9 @@ TEST(RetentionCommandLineTest, DefaultsAndQuickPreset) {
   EXPECT_EQ(2 * kDay, full->workload.duration_ms);
   EXPECT_EQ((std::vector<int64_t>{kHour, 6 * kHour, kDay, 7 * kDay}), full->ttls_ms);
   EXPECT_EQ(1u, full->ns_ttls.size());
+  ASSERT_EQ(1u, full->remembers.size());  // keep responses 1 d, remember keys 30 d
+  EXPECT_EQ(kDay, full->remembers[0].keep_ms);
+  EXPECT_EQ(30 * kDay, full->remembers[0].remember_ms);
   EXPECT_EQ(2u, full->strategies.size());
   EXPECT_EQ(4u, full->workload.mix.size());
   auto quick = Parse({"--rate", "3", "--quick"});  // explicit flags win over the preset
@@ -99,34 +102,39 @@ TEST(RetentionCommandLineTest, BadInputNamesTheFlag) {
   EXPECT_NE(std::string::npos, ErrorOf({"--quick=1"}).find("takes no value"));
   EXPECT_NE(std::string::npos, ErrorOf({"--trace", "t.csv", "--mix", "a:retry:1"})
                                    .find("does not apply to a replayed --trace"));
-  EXPECT_NE(std::string::npos, ErrorOf({"--ttls", "none", "--ns-ttl", "none"}).find("no policy"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--remember", "1d"}).find("--remember:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--remember", "1d:0s"}).find("--remember:"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--remember", "1d:3651d"}).find("--remember:"));
+  EXPECT_NE(
+      std::string::npos,
+      ErrorOf({"--ttls", "none", "--ns-ttl", "none", "--remember", "none"}).find("no policy"));
+}
+
+TEST(RetentionCommandLineTest, RememberPairsArePoliciesBesideThePlainTtls) {
+  auto c = Parse({"--ttls", "1d", "--ns-ttl", "none", "--remember", "6h:7d,1d:30d", "--strategies",
+                  "reclaim"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const std::vector<Policy> policies =
+      BuildPolicies(c->ttls_ms, c->ns_ttls, c->strategies, c->remembers);
+  ASSERT_EQ(3u, policies.size());
+  EXPECT_EQ("1d/reclaim", policies[0].name);
+  EXPECT_EQ(0, policies[0].remember_ms);
+  EXPECT_EQ("6h+remember7d/reclaim", policies[1].name);
+  EXPECT_EQ(6 * kHour, policies[1].default_ttl_ms);
+  EXPECT_EQ(7 * kDay, policies[1].remember_ms);
+  EXPECT_EQ("1d+remember30d/reclaim", policies[2].name);
 }
 
 TEST(RetentionCommandLineTest, HelpDocumentsEveryFlag) {
   const std::string help = HelpText();
-  for (const char* flag : {"--seed",
-                           "--rate",
-                           "--duration",
-                           "--mix",
-                           "--param",
-                           "--trace",
-                           "--key-order",
-                           "--ttls",
-                           "--ns-ttl",
-                           "--strategies",
-                           "--reclaim-every",
-                           "--sample-every",
-                           "--no-flush",
-                           "--drain",
-                           "--write-buffer",
-                           "--payload-bytes",
-                           "--reclaim-fraction",
-                           "--work-dir",
-                           "--keep-dbs",
-                           "--json",
-                           "--out",
-                           "--quick",
-                           "--quiet",
+  for (const char* flag : {"--seed",         "--rate",          "--duration",
+                           "--mix",          "--param",         "--trace",
+                           "--key-order",    "--ttls",          "--ns-ttl",
+                           "--remember",     "--strategies",    "--reclaim-every",
+                           "--sample-every", "--no-flush",      "--drain",
+                           "--write-buffer", "--payload-bytes", "--reclaim-fraction",
+                           "--work-dir",     "--keep-dbs",      "--json",
+                           "--out",          "--quick",         "--quiet",
                            "--help"}) {
     EXPECT_NE(std::string::npos, help.find(flag)) << flag;
   }

@@ -62,6 +62,31 @@ TEST(RetentionSimulatorTest, ADuplicateBeforeExpiryIsCaughtAndOneAtOrAfterExpiry
   EXPECT_EQ(2u, r->peak_live_records);
 }
 
+// Keep 1 h, remember 2 h more: a duplicate in the remembered window is answered EXPIRED (not
+// executed again), one after it is missed.
+TEST(RetentionSimulatorTest, ARememberedKeyTurnsAMissIntoExpiredUntilThePeriodEnds) {
+  const Workload w = HandBuilt({
+      {0, 1, 0, false},
+      {kHour - 1, 1, 0, true},      // caught
+      {kHour, 1, 0, true},          // the record expired: EXPIRED, not executed again
+      {3 * kHour - 1, 1, 0, true},  // still remembered: EXPIRED
+      {3 * kHour, 1, 0, true},      // forgotten: missed, a new life
+  });
+  TempDir dir;
+  Policy remember = OneTtl(kHour);
+  remember.remember_ms = 2 * kHour;
+  auto r = RunPolicy(w, remember, Options(0), dir.Sub("remember"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(1u, r->duplicates_caught);
+  EXPECT_EQ(2u, r->duplicates_expired);
+  EXPECT_EQ(1u, r->duplicates_missed);
+  EXPECT_EQ(2u, r->per_namespace[0].expired);
+  auto plain = RunPolicy(w, OneTtl(kHour), Options(0), dir.Sub("plain"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(0u, plain->duplicates_expired);
+  EXPECT_EQ(2u, plain->duplicates_missed);  // at 1 h, and at 3 h - 1 ms after the new life
+}
+
 TEST(RetentionSimulatorTest, ALongerTtlCatchesWhatAShorterOneMisses) {
   const Workload w = HandBuilt({{0, 1, 0, false}, {90 * kMinute, 1, 0, true}});
   TempDir dir;

@@ -354,6 +354,34 @@ TEST(IdemctlOutput, ReplayIsMarkedForPeopleAsInJson) {
   EXPECT_EQ(std::string::npos, FormatJson(r).find("replay")) << FormatJson(r);
 }
 
+// A remembered key: the marker's fields only, for people and in JSON, and a refusal's exit
+// status (the work must not run, as for MISMATCH).
+TEST(IdemctlOutput, ExpiredShowsTheRememberedKeyAndIsARefusal) {
+  OpResult r;
+  r.outcome = Outcome::kExpired;
+  Record rec;
+  rec.kind = RecordKind::kAttempt;
+  rec.fingerprint = "fp-1";
+  rec.updated_ms = 1'000'000 - 3'600'000;
+  rec.expires_at_ms = 1'000'000 + 86'400'000;
+  r.record = rec;
+  EXPECT_EQ(
+      "EXPIRED\n"
+      "kind:        attempt\n"
+      "fingerprint: \"fp-1\"\n"
+      "finished:    1969-12-31T23:16:40.000Z (1h00m ago)\n"
+      "forgotten:   1970-01-02T00:16:40.000Z (in 1d00h)",
+      FormatHuman(r, 1'000'000));
+  r.fingerprint_matches = false;
+  EXPECT_EQ("EXPIRED (fingerprint differs)", FormatHuman(r, 0).substr(0, 29));
+  const std::string json = FormatJson(r);
+  EXPECT_NE(std::string::npos,
+            json.find("{\"outcome\":\"EXPIRED\",\"fingerprint_matches\":false,\"record\":"
+                      "{\"kind\":\"attempt\",\"status\":\"\""))
+      << json;
+  EXPECT_EQ(1, ExitCodeFor(Result<OpResult>(r)));
+}
+
 TEST(IdemctlOutput, ExitCodes) {
   OpResult ok;
   ok.outcome = Outcome::kExists;

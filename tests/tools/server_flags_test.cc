@@ -51,7 +51,7 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--max-ttl",
                                  "2d",
                                  "--retention",
-                                 "payments=7d,max=30d",
+                                 "payments=1d,max=30d,remember=30d",
                                  "--retention",
                                  "locks=10s,forever",
                                  "--block-cache-mb",
@@ -82,13 +82,15 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(3'600'000, f->engine.default_retention.default_ttl_ms);
   EXPECT_EQ(2 * 86'400'000, f->engine.default_retention.max_ttl_ms);
   const RetentionPolicy& payments = f->engine.retention.at("payments");
-  EXPECT_EQ(7LL * 86'400'000, payments.default_ttl_ms);
+  EXPECT_EQ(86'400'000, payments.default_ttl_ms);
   EXPECT_EQ(30LL * 86'400'000, payments.max_ttl_ms);
   EXPECT_FALSE(payments.allow_forever);
+  EXPECT_EQ(30LL * 86'400'000, payments.remember_ms);
   const RetentionPolicy& locks = f->engine.retention.at("locks");
   EXPECT_EQ(10'000, locks.default_ttl_ms);
   EXPECT_EQ(2 * 86'400'000, locks.max_ttl_ms);  // --max-ttl, wherever it appears
   EXPECT_TRUE(locks.allow_forever);
+  EXPECT_EQ(0, locks.remember_ms);  // not remembered unless asked
   EXPECT_EQ(32u << 20, f->engine.block_cache_bytes);
   EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
   EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
@@ -190,6 +192,8 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--retention", "nosep"}, "--retention"},
            {{"--retention", "a=1h,sometimes"}, "--retention"},
            {{"--retention", "a=1h,max=x"}, "--retention"},
+           {{"--retention", "a=1h,remember=soon"}, "--retention"},
+           {{"--retention", "a=1h,remember=3651d"}, "--retention"},
            {{"--block-cache-mb", "0"}, "--block-cache-mb"},
            {{"--write-buffer-mb", "lots"}, "--write-buffer-mb"},
            {{"--memtable", "btree"}, "--memtable"},

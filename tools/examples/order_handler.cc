@@ -54,6 +54,8 @@ class OrderEndpoint {
         return {409, "in progress, retry later"};
       case Outcome::kMismatch:
         return {422, "Idempotency-Key reused with a different request"};
+      case Outcome::kExpired:  // only where the namespace remembers keys past their retention
+        return {410, "Idempotency-Key expired: the request was done, its response is gone"};
       default:
         return {500, std::string(OutcomeName(begin->outcome))};
     }

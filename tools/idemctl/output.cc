@@ -25,6 +25,7 @@ bool IsRefusal(Outcome o) {
     case Outcome::kHeld:
     case Outcome::kIllegal:
     case Outcome::kWrongKind:
+    case Outcome::kExpired:
       return true;
     case Outcome::kInserted:
     case Outcome::kExists:
@@ -158,9 +159,17 @@ std::string FormatHuman(const OpResult& r, int64_t now_ms) {
   std::string out(OutcomeName(r.outcome));
   if (IsReplay(r)) out += " (replay)";
   if (!r.token.empty()) out += "\ntoken:       " + r.token;
-  if (r.outcome == Outcome::kExists && !r.fingerprint_matches) out += " (fingerprint differs)";
+  if ((r.outcome == Outcome::kExists || r.outcome == Outcome::kExpired) && !r.fingerprint_matches)
+    out += " (fingerprint differs)";
   if (!r.record) return out;
   const Record& rec = *r.record;
+  if (r.outcome == Outcome::kExpired) {  // a remembered key: the marker has nothing else
+    out += "\nkind:        " + std::string(RecordKindName(rec.kind));
+    if (!rec.fingerprint.empty()) out += HumanBytes("fingerprint", rec.fingerprint);
+    out += "\nfinished:    " + Time(rec.updated_ms) + Relative(rec.updated_ms, now_ms);
+    out += "\nforgotten:   " + Time(rec.expires_at_ms) + Relative(rec.expires_at_ms, now_ms);
+    return out;
+  }
   out += "\nkind:        " + std::string(RecordKindName(rec.kind));
   out += "\nstatus:      " + rec.status;
   out += "\nversion:     " + std::to_string(rec.version);
@@ -181,7 +190,8 @@ std::string FormatJson(const OpResult& r) {
   j.BeginObject();
   j.Key("outcome");
   j.String(OutcomeName(r.outcome));
-  if (r.outcome == Outcome::kExists || r.outcome == Outcome::kMismatch) {
+  if (r.outcome == Outcome::kExists || r.outcome == Outcome::kMismatch ||
+      r.outcome == Outcome::kExpired) {
     j.Key("fingerprint_matches");
     j.Bool(r.fingerprint_matches);
   }

@@ -16,6 +16,8 @@ namespace {
 constexpr const char* kDefaultMix =
     "payments:callbacks:0.4,orders:retry:0.3,jobs:redelivery:0.2,web:human:0.1";
 constexpr const char* kDefaultNsTtl = "payments=26h,orders=6h,jobs=1d,web=7d,*=1d";
+// Keep responses 1 d, remember keys 30 d: against the plain 1 d and 7 d TTLs.
+constexpr const char* kDefaultRemember = "1d:30d";
 
 struct Preset {
   const char* rate;
@@ -83,6 +85,7 @@ const std::set<std::string, std::less<>> kValueFlags = {"--seed",
                                                         "--key-order",
                                                         "--ttls",
                                                         "--ns-ttl",
+                                                        "--remember",
                                                         "--strategies",
                                                         "--reclaim-every",
                                                         "--sample-every",
@@ -207,8 +210,15 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     if (!parsed.ok()) return Bad("--ns-ttl", parsed.status().message());
     c.ns_ttls.push_back(std::move(*parsed));
   }
-  if (c.ttls_ms.empty() && c.ns_ttls.empty()) {
-    return Bad("--ttls", "no policy left to study (--ttls none and --ns-ttl none)");
+  const std::string remember = value_of("--remember", kDefaultRemember);
+  if (remember != "none") {
+    auto parsed = ParseKeepRemember(remember);
+    if (!parsed.ok()) return Bad("--remember", parsed.status().message());
+    c.remembers = std::move(*parsed);
+  }
+  if (c.ttls_ms.empty() && c.ns_ttls.empty() && c.remembers.empty()) {
+    return Bad("--ttls",
+               "no policy left to study (--ttls none, --ns-ttl none and --remember none)");
   }
   const std::string strategies = value_of("--strategies", "reclaim,compaction-only");
   for (std::string_view s : SplitList(strategies)) {
@@ -272,6 +282,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   std::string ns_ttl_text;
   for (const std::string& s : ns_ttls) ns_ttl_text += (ns_ttl_text.empty() ? "" : " ") + s;
   c.settings.emplace_back("ns-ttl", ns_ttl_text);
+  c.settings.emplace_back("remember", remember);
   c.settings.emplace_back("strategies", strategies);
   c.settings.emplace_back("reclaim-every", FormatDurationMs(c.sim.reclaim_every_ms));
   c.settings.emplace_back("sample-every",
@@ -310,7 +321,7 @@ Workload (generated from a seed, or replayed from a trace):
   --trace FILE          replay FILE (CSV time_s,namespace,key) instead of generating; excludes
                         --seed, --rate, --duration, --mix, --param, --key-order
 
-Policies (every TTL and every --ns-ttl, each under every strategy):
+Policies (every TTL, every --ns-ttl and every --remember pair, each under every strategy):
   --ttls LIST           one TTL for all namespaces, e.g. 1h,6h,24h,7d; "none" for no such
                         policy (default )" +
          kFull.ttls + R"()
@@ -318,6 +329,12 @@ Policies (every TTL and every --ns-ttl, each under every strategy):
                         1d), repeatable; "none" for no such policy
                         (default )" +
          kDefaultNsTtl + R"()
+  --remember LIST       KEEP:REMEMBER,... keep records KEEP (one TTL for all namespaces), then
+                        remember their keys REMEMBER more: a duplicate then is answered EXPIRED
+                        (not executed again, its response gone) instead of missed; "none" for
+                        no such policy. The default drain does not wait for the markers to
+                        go (default )" +
+         kDefaultRemember + R"()
   --strategies LIST     reclaim (compaction filter + Engine::ReclaimExpired on a schedule),
                         compaction-only (compaction filter in write-triggered compactions only)
                         (default reclaim,compaction-only)

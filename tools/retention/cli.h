@@ -24,6 +24,7 @@ struct Config {
   std::string trace_path;  // non-empty: replay this trace instead of generating
   std::vector<int64_t> ttls_ms;
   std::vector<NsTtlSpec> ns_ttls;
+  std::vector<KeepRemember> remembers;
   std::vector<Strategy> strategies;
   SimOptions sim;
   std::optional<int64_t> drain_ms;  // unset: the longest TTL studied + 2h

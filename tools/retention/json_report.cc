@@ -22,9 +22,13 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
     j.Double(Seconds(r.policy.TtlFor(ns)));
   }
   j.EndObject();
-  const uint64_t dups = r.duplicates_caught + r.duplicates_missed;
+  j.Key("remember_s");
+  j.Double(Seconds(r.policy.remember_ms));
+  const uint64_t dups = r.duplicates_caught + r.duplicates_expired + r.duplicates_missed;
   j.Key("duplicates_caught");
   j.Uint(r.duplicates_caught);
+  j.Key("duplicates_expired");
+  j.Uint(r.duplicates_expired);
   j.Key("duplicates_missed");
   j.Uint(r.duplicates_missed);
   j.Key("miss_rate");
@@ -40,6 +44,8 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
     j.Uint(r.per_namespace[i].first_requests);
     j.Key("caught");
     j.Uint(r.per_namespace[i].caught);
+    j.Key("expired");
+    j.Uint(r.per_namespace[i].expired);
     j.Key("missed");
     j.Uint(r.per_namespace[i].missed);
     j.EndObject();

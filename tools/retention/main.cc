@@ -104,7 +104,8 @@ int Main(int argc, char** argv) {
   Result<Workload> workload =
       c.trace_path.empty() ? GenerateWorkload(c.workload) : ReadTraceFile(c.trace_path);
   if (!workload.ok()) return Fail(workload.status());
-  const std::vector<Policy> policies = BuildPolicies(c.ttls_ms, c.ns_ttls, c.strategies);
+  const std::vector<Policy> policies =
+      BuildPolicies(c.ttls_ms, c.ns_ttls, c.strategies, c.remembers);
   int64_t longest_ttl = 0;
   for (const Policy& p : policies) longest_ttl = std::max(longest_ttl, p.MaxTtl());
   c.sim.drain_ms = c.drain_ms.value_or(longest_ttl + 2 * kHour);

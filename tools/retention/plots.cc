@@ -37,11 +37,13 @@ ChartAxis TtlAxis(const Study& study) {
   return axis;
 }
 
-// Single-TTL results grouped by strategy, each sorted by TTL.
+// Single-TTL results (keys not remembered) grouped by strategy, each sorted by TTL.
 std::map<Strategy, std::vector<const PolicyResult*>> ByStrategy(const Study& study) {
   std::map<Strategy, std::vector<const PolicyResult*>> groups;
   for (const PolicyResult& r : study.results) {
-    if (r.policy.ns_ttl_ms.empty()) groups[r.policy.strategy].push_back(&r);
+    if (r.policy.ns_ttl_ms.empty() && r.policy.remember_ms == 0) {
+      groups[r.policy.strategy].push_back(&r);
+    }
   }
   for (auto& [strategy, list] : groups) {
     std::sort(list.begin(), list.end(), [](const PolicyResult* a, const PolicyResult* b) {

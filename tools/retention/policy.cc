@@ -35,14 +35,27 @@ std::string Policy::TtlSpec() const {
   return out + "*=" + FormatDurationMs(default_ttl_ms);
 }
 
-Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
-  NsTtlSpec spec;
-  spec.fallback_ms = kDay;
+namespace {
+
+// "a,b,c" -> {"a", "b", "c"}; at least one item, possibly empty.
+std::vector<std::string_view> Items(std::string_view text) {
+  std::vector<std::string_view> items;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
     if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(start, end - start);
+    items.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
+Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
+  NsTtlSpec spec;
+  spec.fallback_ms = kDay;
+  for (const std::string_view item : Items(text)) {
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0) {
       return Status::InvalidArgument("bad --ns-ttl entry '" + std::string(item) +
@@ -56,7 +69,6 @@ Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
     } else if (!spec.ttl_ms.emplace(ns, *ttl).second) {
       return Status::InvalidArgument("--ns-ttl names namespace '" + ns + "' twice");
     }
-    start = end + 1;
   }
   if (spec.ttl_ms.empty()) {
     return Status::InvalidArgument("--ns-ttl '" + std::string(text) + "' names no namespace");
@@ -64,9 +76,33 @@ Result<NsTtlSpec> ParseNsTtl(std::string_view text) {
   return spec;
 }
 
+Result<std::vector<KeepRemember>> ParseKeepRemember(std::string_view text) {
+  std::vector<KeepRemember> pairs;
+  for (const std::string_view item : Items(text)) {
+    const size_t colon = item.find(':');
+    if (colon == std::string_view::npos) {
+      return Status::InvalidArgument("bad --remember entry '" + std::string(item) +
+                                     "': expected KEEP:REMEMBER, e.g. 1d:30d");
+    }
+    auto keep = ParsePositiveDurationMs(item.substr(0, colon));
+    if (!keep.ok()) return Status::InvalidArgument("--remember: " + keep.status().message());
+    auto remember = ParsePositiveDurationMs(item.substr(colon + 1));
+    if (!remember.ok()) {
+      return Status::InvalidArgument("--remember: " + remember.status().message());
+    }
+    if (*remember > RetentionPolicy::kMaxRememberMs) {
+      return Status::InvalidArgument("--remember: " + std::string(item.substr(colon + 1)) +
+                                     " is longer than the engine's limit of 3650d");
+    }
+    pairs.push_back({*keep, *remember});
+  }
+  return pairs;
+}
+
 std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
                                   const std::vector<NsTtlSpec>& ns_ttls,
-                                  const std::vector<Strategy>& strategies) {
+                                  const std::vector<Strategy>& strategies,
+                                  const std::vector<KeepRemember>& remembers) {
   std::vector<Policy> policies;
   for (Strategy strategy : strategies) {
     for (int64_t ttl : ttls_ms) {
@@ -77,6 +113,15 @@ std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
       std::string label = ns_ttls.size() == 1 ? "ns-ttl" : "ns-ttl" + std::to_string(i + 1);
       policies.push_back({label + "/" + std::string(StrategyName(strategy)), strategy,
                           ns_ttls[i].fallback_ms, ns_ttls[i].ttl_ms});
+    }
+    for (const KeepRemember& p : remembers) {
+      policies.push_back({FormatDurationMs(p.keep_ms) + "+remember" +
+                              FormatDurationMs(p.remember_ms) + "/" +
+                              std::string(StrategyName(strategy)),
+                          strategy,
+                          p.keep_ms,
+                          {},
+                          p.remember_ms});
     }
   }
   return policies;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "idem/options.h"
 #include "idem/result.h"
 
 namespace idem::retention {
@@ -29,6 +30,9 @@ struct Policy {
   Strategy strategy = Strategy::kReclaim;
   int64_t default_ttl_ms = 0;                // namespaces without their own TTL
   std::map<std::string, int64_t> ns_ttl_ms;  // per-namespace TTLs (empty: one TTL for all)
+  // Remembered keys (RetentionPolicy::remember_ms): for this long after a record expired, a
+  // duplicate is answered EXPIRED (not executed again, but its response is gone). 0: not.
+  int64_t remember_ms = 0;
 
   int64_t TtlFor(std::string_view ns) const;
   int64_t MaxTtl() const;
@@ -44,10 +48,19 @@ struct NsTtlSpec {
 };
 Result<NsTtlSpec> ParseNsTtl(std::string_view text);
 
-// The cross product studied in one run: every TTL and every per-namespace spec, each under
-// every strategy. Names are "<ttl>/<strategy>" and "ns-ttl[N]/<strategy>".
+// "Keep responses KEEP, remember keys REMEMBER", from --remember: "1d:30d,6h:7d".
+struct KeepRemember {
+  int64_t keep_ms = 0;
+  int64_t remember_ms = 0;
+};
+Result<std::vector<KeepRemember>> ParseKeepRemember(std::string_view text);
+
+// The cross product studied in one run: every TTL, every per-namespace spec and every
+// keep/remember pair, each under every strategy. Names are "<ttl>/<strategy>",
+// "ns-ttl[N]/<strategy>" and "<keep>+remember<remember>/<strategy>".
 std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
                                   const std::vector<NsTtlSpec>& ns_ttls,
-                                  const std::vector<Strategy>& strategies);
+                                  const std::vector<Strategy>& strategies,
+                                  const std::vector<KeepRemember>& remembers = {});
 
 }  // namespace idem::retention

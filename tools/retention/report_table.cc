@@ -21,18 +21,20 @@ std::string Count(uint64_t n) { return std::to_string(n); }
 }  // namespace
 
 std::string FormatTable(const Study& study) {
-  const std::vector<std::string> header = {"policy",    "ttl",         "dups",       "caught",
-                                           "missed",    "miss%",       "peak live",  "final live",
-                                           "rocks est", "expired@end", "disk peak",  "disk final",
-                                           "WA",        "compacted",   "reclaim lag"};
+  const std::vector<std::string> header = {
+      "policy",    "ttl",        "remember",  "dups",       "caught",     "expired",
+      "missed",    "miss%",      "peak live", "final live", "rocks est",  "expired@end",
+      "disk peak", "disk final", "WA",        "compacted",  "reclaim lag"};
   std::vector<std::vector<std::string>> rows;
   for (const PolicyResult& r : study.results) {
-    const uint64_t dups = r.duplicates_caught + r.duplicates_missed;
+    const uint64_t dups = r.duplicates_caught + r.duplicates_expired + r.duplicates_missed;
     rows.push_back({
         r.policy.name,
         r.policy.TtlSpec(),
+        r.policy.remember_ms == 0 ? "-" : FormatDurationMs(r.policy.remember_ms),
         Count(dups),
         Count(r.duplicates_caught),
+        Count(r.duplicates_expired),
         Count(r.duplicates_missed),
         dups == 0 ? "-"
                   : Printf("%.3f", 100.0 * static_cast<double>(r.duplicates_missed) /
@@ -58,7 +60,7 @@ std::string FormatTable(const Study& study) {
     for (size_t c = 0; c < cells.size(); ++c) {
       // Text columns left-aligned, numbers right-aligned.
       const std::string pad(width[c] - cells[c].size(), ' ');
-      out += c < 2 ? cells[c] + pad : pad + cells[c];
+      out += c < 3 ? cells[c] + pad : pad + cells[c];
       out += c + 1 < cells.size() ? "  " : "\n";
     }
     return out;
@@ -77,11 +79,13 @@ std::string FormatTable(const Study& study) {
   out += std::string(total - 2, '-') + "\n";
   for (const auto& row : rows) out += line(row);
   out +=
-      "\nmissed = duplicates that found their first record expired (executed twice). "
-      "live = unexpired records (exact);\n"
+      "\nmissed = duplicates that found their first record expired (executed twice); "
+      "expired = duplicates answered EXPIRED\n"
+      "(remember: the key outlived its record, so not executed again, but the response was "
+      "gone). live = unexpired records (exact);\n"
       "rocks est = RocksDB's estimate-num-keys at the end; expired@end = rocks est - final live "
-      "(expired records still on disk,\n"
-      "plus the engine's fence-reservation key); "
+      "(expired records and remembered\n"
+      "keys' markers still on disk, plus the engine's fence-reservation key); "
       "disk = table files (sst_bytes) sampled every " +
       FormatDurationMs(study.sim.sample_every_ms) +
       (study.sim.flush_at_samples ? " after a memtable flush" : " (no flush)") +

@@ -92,9 +92,11 @@ class Run {
     options.block_cache_bytes = 16u << 20;
     options.background_jobs = 2;
     const int64_t max_ttl = std::max(policy_.MaxTtl(), options.default_retention.max_ttl_ms);
-    options.default_retention = RetentionPolicy{policy_.default_ttl_ms, max_ttl, false};
+    options.default_retention =
+        RetentionPolicy{policy_.default_ttl_ms, max_ttl, false, policy_.remember_ms};
     for (size_t i = 0; i < workload_.namespaces.size(); ++i) {
-      options.retention[workload_.namespaces[i]] = RetentionPolicy{ttl_ms_[i], max_ttl, false};
+      options.retention[workload_.namespaces[i]] =
+          RetentionPolicy{ttl_ms_[i], max_ttl, false, policy_.remember_ms};
     }
     auto engine = Engine::Open(db_dir, options);
     if (!engine.ok()) return engine.status();
@@ -130,6 +132,9 @@ class Run {
     } else if (r->outcome == Outcome::kExists && e.duplicate) {
       ++result_.duplicates_caught;
       ++ns.caught;
+    } else if (r->outcome == Outcome::kExpired && e.duplicate) {
+      ++result_.duplicates_expired;
+      ++ns.expired;
     } else {
       // A first arrival can only find a record if two key ids collided: the study is broken.
       return Status::Corruption("first arrival of key '" + key + "' found " +

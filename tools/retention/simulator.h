@@ -4,7 +4,8 @@
 // applied in time order: the clock is set to the arrival, then Insert(ns, key) under the
 // namespace's TTL (configured as the engine's per-namespace RetentionPolicy, so the engine's
 // own default-TTL path is what is measured). For a duplicate, EXISTS means caught and INSERTED
-// means missed (its first record had expired: a double execution in production).
+// means missed (its first record had expired: a double execution in production); EXPIRED
+// (a policy that remembers keys) means refused: not executed again, its response gone.
 //
 // Between arrivals, ticks happen at fixed simulated instants (multiples of the interval since
 // the workload's start; at equal times reclaim before sample, and ticks before an arrival):
@@ -49,7 +50,7 @@ struct Sample {
 };
 
 struct NamespaceCounts {
-  uint64_t first_requests = 0, caught = 0, missed = 0;
+  uint64_t first_requests = 0, caught = 0, expired = 0, missed = 0;
 };
 
 struct PolicyResult {
@@ -57,6 +58,9 @@ struct PolicyResult {
   uint64_t first_requests = 0;
   uint64_t duplicates_caught = 0;
   uint64_t duplicates_missed = 0;
+  // Policies that remember keys: duplicates answered EXPIRED (not executed again; the response
+  // was gone). Neither caught (replayed) nor missed (executed twice).
+  uint64_t duplicates_expired = 0;
   std::vector<NamespaceCounts> per_namespace;     // indexed like Workload::namespaces
   uint64_t peak_live_records = 0;                 // exact, at any instant
   uint64_t final_live_records = 0;                // exact, at the end of the drain

@@ -75,13 +75,14 @@ struct RetentionSpec {
   int64_t default_ttl_ms = 0;
   std::optional<int64_t> max_ttl_ms;
   bool forever = false;
+  int64_t remember_ms = 0;
 };
 
-// "NS=DEFAULT_TTL[,max=DUR][,forever]".
+// "NS=DEFAULT_TTL[,max=DUR][,forever][,remember=DUR]".
 Status ParseRetention(std::string_view text, std::map<std::string, RetentionSpec>* out) {
   size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    return Bad("--retention", "expected NS=DEFAULT_TTL[,max=DUR][,forever]");
+    return Bad("--retention", "expected NS=DEFAULT_TTL[,max=DUR][,forever][,remember=DUR]");
   }
   std::string ns(text.substr(0, eq));
   std::vector<std::string_view> parts;
@@ -103,6 +104,14 @@ Status ParseRetention(std::string_view text, std::map<std::string, RetentionSpec
       Result<int64_t> max = ParseDuration("--retention " + ns, parts[i].substr(4));
       if (!max.ok()) return max.status();
       spec.max_ttl_ms = *max;
+    } else if (parts[i].starts_with("remember=")) {
+      Result<int64_t> remember = ParseDuration("--retention " + ns, parts[i].substr(9));
+      if (!remember.ok()) return remember.status();
+      if (*remember > RetentionPolicy::kMaxRememberMs) {
+        return Bad("--retention " + ns, "remember=" + std::string(parts[i].substr(9)) +
+                                            " is longer than the limit of 3650d");
+      }
+      spec.remember_ms = *remember;
     } else {
       return Bad("--retention " + ns, "unknown part \"" + std::string(parts[i]) + "\"");
     }
@@ -346,6 +355,7 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     policy.max_ttl_ms = spec.max_ttl_ms.value_or(
         std::max(flags.engine.default_retention.max_ttl_ms, spec.default_ttl_ms));
     policy.allow_forever = spec.forever;
+    policy.remember_ms = spec.remember_ms;
     flags.engine.retention[ns] = policy;
   }
   // Lifecycle policies start from the defaults (including --default-lease), whatever the order.
@@ -406,9 +416,11 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --idle-timeout DUR        close connections idle this long (default 5m)
   --default-ttl DUR         TTL of records in namespaces without a policy (default 24h)
   --max-ttl DUR             longest TTL they accept (default 30d)
-  --retention NS=DUR[,max=DUR][,forever]
+  --retention NS=DUR[,max=DUR][,forever][,remember=DUR]
                             a namespace's policy: default TTL, longest TTL, whether records
-                            may live forever (repeatable)
+                            may live forever, how long a finished record's key is remembered
+                            after it expired: Begin and Insert on it answer EXPIRED instead of
+                            running again (default 0: not remembered) (repeatable)
   --default-lease DUR       lease of Begin/Lock without one (default 30s)
   --lifecycle NS=PART[,PART...]
                             a namespace's request-lifecycle policy (repeatable); parts:

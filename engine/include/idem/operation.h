@@ -122,6 +122,11 @@ enum class Outcome : uint8_t {
   kAlready = 19,          // Transition/Complete: already in the requested state (success)
   kIllegal = 20,          // Transition/CompareAndSet: the namespace's state graph forbids it
   kWrongKind = 21,        // the record belongs to another scheme (record.kind); nothing changed
+  // Begin/Insert/Get: the key's record finished and expired, and the namespace still remembers
+  // the key (RetentionPolicy::remember_ms): the response is gone, the work must not run again.
+  // record: kind, fingerprint, updated_ms (when it finished), expires_at_ms (when the key is
+  // forgotten); nothing else. Nothing changed.
+  kExpired = 22,
 };
 
 // Stable upper-case name ("INSERTED", "CONDITION_FAILED", ...): idemctl's JSON uses it.
@@ -309,8 +314,9 @@ struct OpResult {
   // The record the outcome refers to: the new one (INSERTED, APPLIED), the current one (EXISTS,
   // CONDITION_FAILED, FOUND) or the removed one (DELETED). Absent for NOT_FOUND.
   std::optional<Record> record;
-  // EXISTS only: false when the Insert carried a fingerprint and the stored record's differs
-  // (same key reused with a different request).
+  // EXISTS and EXPIRED (Insert), MISMATCH: false when the op carried a fingerprint and the
+  // stored record's (or the remembered key's) differs (same key reused with a different
+  // request).
   bool fingerprint_matches = true;
   // IssueToken only: the generated token (the key to pass to ConsumeToken).
   std::string token;

@@ -51,6 +51,13 @@ struct RetentionPolicy {
   int64_t default_ttl_ms = 24LL * 3600 * 1000;   // used when an operation leaves its TTL out
   int64_t max_ttl_ms = 30LL * 24 * 3600 * 1000;  // a longer explicit TTL is InvalidArgument
   bool allow_forever = false;                    // whether Ttl::Forever() is accepted
+  // Remembered keys: for this long after a finished record expires (a completed or failed
+  // attempt, a plain or state-machine record), a marker of it stays — its kind, fingerprint and
+  // completion time; no payload, no owner — and Begin and Insert on the key answer
+  // Outcome::kExpired instead of starting again (engine/src/remembered_key.h has the rules).
+  // 0: not remembered, the key is free once the record expires. 0..kMaxRememberMs.
+  static constexpr int64_t kMaxRememberMs = 3650LL * 24 * 3600 * 1000;
+  int64_t remember_ms = 0;
 };
 
 // Request lifecycle, locks: leases and what happens to finished attempts.
