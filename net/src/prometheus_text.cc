@@ -61,18 +61,6 @@ void AppendLine(std::string_view name, std::string_view suffix, const Labels& la
   out->push_back('\n');
 }
 
-std::string_view TypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
-}
-
 }  // namespace
 
 std::string FormatPrometheusValue(double value) {
@@ -96,7 +84,7 @@ void AppendPrometheusText(std::span<const MetricFamily> families, std::string* o
     out->append("\n# TYPE ");
     out->append(f.name);
     out->push_back(' ');
-    out->append(TypeName(f.type));
+    out->append(MetricTypeName(f.type));
     out->push_back('\n');
     for (const MetricSample& s : f.samples) {
       if (f.type != MetricType::kHistogram) {

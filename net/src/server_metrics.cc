@@ -11,16 +11,16 @@ using std::chrono::nanoseconds;
 // Request latency, in nanoseconds: 50 us (a loopback round trip's share of the server) to 10 s
 // (a waiting Begin).
 constexpr std::array<uint64_t, 17> kLatencyBoundsNs = {
-    50'000,      100'000,     250'000,       500'000,       1'000'000,     2'500'000,
-    5'000'000,   10'000'000,  25'000'000,    50'000'000,    100'000'000,   250'000'000,
+    50'000,      100'000,      250'000,      500'000,      1'000'000,    2'500'000,
+    5'000'000,   10'000'000,   25'000'000,   50'000'000,   100'000'000,  250'000'000,
     500'000'000, 1000'000'000, 2500'000'000, 5000'000'000, 10000'000'000};
 // Group-commit batch sizes: powers of two up to the default max_batch_ops.
 constexpr std::array<uint64_t, 11> kBatchSizeBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 // WAL fsync, in nanoseconds: 50 us (a write cache) to 2.5 s (a disk in trouble).
 constexpr std::array<uint64_t, 15> kSyncBoundsNs = {
-    50'000,     100'000,    250'000,     500'000,     1'000'000,   2'500'000,   5'000'000,
-    10'000'000, 25'000'000, 50'000'000,  100'000'000, 250'000'000, 500'000'000, 1000'000'000,
-    2500'000'000};
+    50'000,      100'000,     250'000,     500'000,      1'000'000,
+    2'500'000,   5'000'000,   10'000'000,  25'000'000,   50'000'000,
+    100'000'000, 250'000'000, 500'000'000, 1000'000'000, 2500'000'000};
 
 uint64_t Nanos(nanoseconds d) { return d.count() > 0 ? static_cast<uint64_t>(d.count()) : 0; }
 
@@ -54,6 +54,22 @@ void AddHistogram(MetricFamily* f, std::vector<std::pair<std::string, std::strin
   s.sum = static_cast<double>(counts.sum) / unit;
   s.count = counts.count;
   f->samples.push_back(std::move(s));
+}
+
+// A family of one unlabelled series.
+struct Scalar {
+  const char* name;
+  const char* help;
+  MetricType type;
+  double value;
+};
+
+void AppendScalars(std::span<const Scalar> scalars, std::vector<MetricFamily>* out) {
+  for (const Scalar& s : scalars) {
+    MetricFamily family = Family(s.name, s.help, s.type);
+    AddSample(&family, {}, s.value);
+    out->push_back(std::move(family));
+  }
 }
 
 std::string OpName(size_t slot) { return std::string(OpTypeName(static_cast<OpType>(slot))); }
@@ -157,14 +173,14 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
   }
   out.push_back(std::move(latency));
 
-  MetricFamily batch_requests = Family(
-      "idem_commit_batch_requests", "Requests per group commit (one Store::Apply)",
-      MetricType::kHistogram);
+  MetricFamily batch_requests =
+      Family("idem_commit_batch_requests", "Requests per group commit (one Store::Apply)",
+             MetricType::kHistogram);
   AddHistogram(&batch_requests, {}, batches_.bounds(), batches_.Read(0), 1);
   out.push_back(std::move(batch_requests));
-  MetricFamily batch_ops = Family("idem_commit_batch_ops",
-                                  "Operations per group commit (one Store::Apply)",
-                                  MetricType::kHistogram);
+  MetricFamily batch_ops =
+      Family("idem_commit_batch_ops", "Operations per group commit (one Store::Apply)",
+             MetricType::kHistogram);
   AddHistogram(&batch_ops, {}, batches_.bounds(), batches_.Read(1), 1);
   out.push_back(std::move(batch_ops));
 
@@ -174,21 +190,16 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
                              MetricType::kHistogram);
   AddHistogram(&sync, {}, wal_sync_.bounds(), wal_sync_.Read(0), 1e9);
   out.push_back(std::move(sync));
-  MetricFamily sync_failed = Family("idem_wal_sync_failures_total",
-                                    "WAL fsyncs that failed (their batches answered IO_ERROR)",
-                                    MetricType::kCounter);
+  MetricFamily sync_failed =
+      Family("idem_wal_sync_failures_total",
+             "WAL fsyncs that failed (their batches answered IO_ERROR)", MetricType::kCounter);
   AddSample(&sync_failed, {}, double(wal_sync_failures_.Value(0)));
   out.push_back(std::move(sync_failed));
 
   const uint64_t accepted = conns_.Value(kAccepted);
   const uint64_t refused = conns_.Value(kRefused);
   const uint64_t closed = conns_.Value(kClosed);
-  struct {
-    const char* name;
-    const char* help;
-    MetricType type;
-    double value;
-  } const connections[] = {
+  const Scalar connections[] = {
       {"idem_connections_open", "Connections being served (refused ones not counted)",
        MetricType::kGauge, double(accepted >= refused + closed ? accepted - refused - closed : 0)},
       {"idem_connections_accepted_total", "Connections accepted, refused ones included",
@@ -199,14 +210,10 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
       {"idem_connections_timed_out_total", "Connections closed after idle_timeout_ms",
        MetricType::kCounter, double(conns_.Value(kTimedOut))},
       {"idem_accept_errors_total",
-       "Failed accept() calls (EMFILE and the like; the acceptor backs off)",
-       MetricType::kCounter, double(conns_.Value(kAcceptErrors))},
+       "Failed accept() calls (EMFILE and the like; the acceptor backs off)", MetricType::kCounter,
+       double(conns_.Value(kAcceptErrors))},
   };
-  for (const auto& c : connections) {
-    MetricFamily f = Family(c.name, c.help, c.type);
-    AddSample(&f, {}, c.value);
-    out.push_back(std::move(f));
-  }
+  AppendScalars(connections, &out);
 
   MetricFamily protocol = Family("idem_protocol_errors_total",
                                  "Protocol errors that closed a connection (bad frame length, "
@@ -220,8 +227,8 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
 
   MetricFamily received = Family("idem_received_bytes_total",
                                  "Bytes read from clients, by transport", MetricType::kCounter);
-  MetricFamily sent =
-      Family("idem_sent_bytes_total", "Bytes written to clients, by transport", MetricType::kCounter);
+  MetricFamily sent = Family("idem_sent_bytes_total", "Bytes written to clients, by transport",
+                             MetricType::kCounter);
   for (size_t t = 0; t < kTransports; ++t) {
     const uint64_t in = bytes_.Value(2 * t), out_bytes = bytes_.Value(2 * t + 1);
     if (in == 0 && out_bytes == 0) continue;
@@ -234,12 +241,7 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
 }
 
 std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
-  struct {
-    const char* name;
-    const char* help;
-    MetricType type;
-    double value;
-  } const figures[] = {
+  const Scalar figures[] = {
       {"idem_store_records_estimated",
        "RocksDB's estimate of the records stored (expired ones not yet reclaimed included)",
        MetricType::kGauge, double(s.estimated_live_records)},
@@ -259,8 +261,8 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        MetricType::kGauge, double(s.table_readers_bytes)},
       {"idem_store_pending_compaction_bytes", "RocksDB's estimate of bytes compaction must rewrite",
        MetricType::kGauge, double(s.pending_compaction_bytes)},
-      {"idem_store_ops_total", "Operations the store applied since it opened",
-       MetricType::kCounter, double(s.ops)},
+      {"idem_store_ops_total", "Operations the store applied since it opened", MetricType::kCounter,
+       double(s.ops)},
       {"idem_store_writes_total", "RocksDB write batches committed since the store opened",
        MetricType::kCounter, double(s.writes)},
       {"idem_store_wal_syncs_total", "WAL fsyncs since the store opened (0 under durability async)",
@@ -271,8 +273,8 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        MetricType::kCounter, double(s.flush_bytes_written)},
       {"idem_store_compaction_read_bytes_total", "Bytes compactions read", MetricType::kCounter,
        double(s.compaction_bytes_read)},
-      {"idem_store_compaction_written_bytes_total", "Bytes compactions wrote",
-       MetricType::kCounter, double(s.compaction_bytes_written)},
+      {"idem_store_compaction_written_bytes_total", "Bytes compactions wrote", MetricType::kCounter,
+       double(s.compaction_bytes_written)},
       {"idem_store_compactions_total", "Compactions completed", MetricType::kCounter,
        double(s.compactions)},
       {"idem_store_write_stalls_total", "Times RocksDB started slowing or stopping writes",
@@ -294,12 +296,7 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        double(s.next_fence)},
   };
   std::vector<MetricFamily> out;
-  out.reserve(std::size(figures));
-  for (const auto& f : figures) {
-    MetricFamily family = Family(f.name, f.help, f.type);
-    AddSample(&family, {}, f.value);
-    out.push_back(std::move(family));
-  }
+  AppendScalars(figures, &out);
   return out;
 }
 

@@ -61,7 +61,9 @@ namespace exposition_detail {
 inline bool IsNameStart(char c, bool colon) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
 }
-inline bool IsNameChar(char c, bool colon) { return IsNameStart(c, colon) || (c >= '0' && c <= '9'); }
+inline bool IsNameChar(char c, bool colon) {
+  return IsNameStart(c, colon) || (c >= '0' && c <= '9');
+}
 
 // Reads a metric name (colon allowed) or label name (not) at text[*pos].
 inline std::optional<std::string> ReadName(std::string_view text, size_t* pos, bool colon) {

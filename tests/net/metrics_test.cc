@@ -117,16 +117,16 @@ TEST(PrometheusTextTest, HistogramHasCumulativeBucketsInfSumAndCount) {
 TEST(ExpositionParserTest, RejectsWhatTheFormatForbids) {
   const std::string head = "# HELP m h\n# TYPE m counter\n";
   EXPECT_EQ("", ParseExposition(head + "m{a=\"x\\\\y\\\"z\\n\"} 1\n").error);
-  EXPECT_NE("", ParseExposition(head + "m 1").error);                  // no final newline
-  EXPECT_NE("", ParseExposition(head + "m 1 1700000000\n").error);     // a timestamp
-  EXPECT_NE("", ParseExposition(head + "m{a=\"x\\t\"} 1\n").error);    // bad escape
+  EXPECT_NE("", ParseExposition(head + "m 1").error);                     // no final newline
+  EXPECT_NE("", ParseExposition(head + "m 1 1700000000\n").error);        // a timestamp
+  EXPECT_NE("", ParseExposition(head + "m{a=\"x\\t\"} 1\n").error);       // bad escape
   EXPECT_NE("", ParseExposition(head + "m{a=\"x\",a=\"y\"} 1\n").error);  // label twice
-  EXPECT_NE("", ParseExposition(head + "m 1\nm 2\n").error);           // series twice
-  EXPECT_NE("", ParseExposition(head + "m  1\n").error);               // two spaces
-  EXPECT_NE("", ParseExposition(head + "m -1\n").error);               // negative counter
-  EXPECT_NE("", ParseExposition(head + "m 1x\n").error);               // not a number
-  EXPECT_NE("", ParseExposition(head + "n 1\n").error);                // outside its family
-  EXPECT_NE("", ParseExposition("m 1\n").error);                       // before HELP/TYPE
+  EXPECT_NE("", ParseExposition(head + "m 1\nm 2\n").error);              // series twice
+  EXPECT_NE("", ParseExposition(head + "m  1\n").error);                  // two spaces
+  EXPECT_NE("", ParseExposition(head + "m -1\n").error);                  // negative counter
+  EXPECT_NE("", ParseExposition(head + "m 1x\n").error);                  // not a number
+  EXPECT_NE("", ParseExposition(head + "n 1\n").error);                   // outside its family
+  EXPECT_NE("", ParseExposition("m 1\n").error);                          // before HELP/TYPE
   EXPECT_NE("", ParseExposition(head + "# a comment\n").error);
   const std::string hist = "# HELP h h\n# TYPE h histogram\n";
   EXPECT_EQ("", ParseExposition(hist + "h_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
@@ -169,8 +169,8 @@ TEST(ServerMetricsTest, CountsOpsByOpAndOutcomeAndErrorsByCode) {
   EXPECT_EQ(1, e.ValueOr0("idem_ops_total", {{"op", "begin"}, {"outcome", "COMPLETED"}}));
   EXPECT_EQ(1, e.ValueOr0("idem_op_errors_total", {{"op", "get"}, {"code", "INVALID_ARGUMENT"}}));
   EXPECT_EQ(1, e.ValueOr0("idem_op_errors_total", {{"op", "unknown"}, {"code", "NOT_SUPPORTED"}}));
-  EXPECT_EQ(1, e.ValueOr0("idem_request_errors_total",
-                          {{"transport", "binary"}, {"code", "SHUTDOWN"}}));
+  EXPECT_EQ(
+      1, e.ValueOr0("idem_request_errors_total", {{"transport", "binary"}, {"code", "SHUTDOWN"}}));
   EXPECT_EQ(2, e.ValueOr0("idem_request_duration_seconds_count",
                           {{"transport", "binary"}, {"op", "insert"}}));
   EXPECT_EQ(1, e.ValueOr0("idem_request_duration_seconds_bucket",

@@ -47,12 +47,11 @@ TEST_F(ServerMetricsTest, OperationsMoveTheirOpAndOutcomeCounters) {
   auto started = (*client)->Execute(Op::Begin({.ns = "pay", .key = "b1", .fingerprint = "f"}));
   ASSERT_TRUE(started.ok());
   ASSERT_EQ(Outcome::kStarted, started->outcome);
-  ASSERT_TRUE((*client)
-                  ->Execute(Op::Complete({.ns = "pay",
-                                          .key = "b1",
-                                          .fence = started->record->fence,
-                                          .response = "ok"}))
-                  .ok());
+  ASSERT_TRUE(
+      (*client)
+          ->Execute(Op::Complete(
+              {.ns = "pay", .key = "b1", .fence = started->record->fence, .response = "ok"}))
+          .ok());
   auto replay = (*client)->Execute(Op::Begin({.ns = "pay", .key = "b1", .fingerprint = "f"}));
   ASSERT_TRUE(replay.ok());
   ASSERT_EQ(Outcome::kCompleted, replay->outcome);
@@ -65,7 +64,8 @@ TEST_F(ServerMetricsTest, OperationsMoveTheirOpAndOutcomeCounters) {
   EXPECT_EQ(1, Ops(after, "begin", "STARTED"));    // the first execution...
   EXPECT_EQ(1, Ops(after, "begin", "COMPLETED"));  // ...and its replay
   EXPECT_EQ(1, Ops(after, "complete", "APPLIED"));
-  EXPECT_EQ(1, after.ValueOr0("idem_op_errors_total", {{"op", "get"}, {"code", "INVALID_ARGUMENT"}}));
+  EXPECT_EQ(1,
+            after.ValueOr0("idem_op_errors_total", {{"op", "get"}, {"code", "INVALID_ARGUMENT"}}));
   EXPECT_EQ(3, after.ValueOr0("idem_request_duration_seconds_count",
                               {{"transport", "binary"}, {"op", "insert"}}));
   EXPECT_EQ(3, after.ValueOr0("idem_request_duration_seconds_bucket",

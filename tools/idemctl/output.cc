@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <utility>
@@ -157,18 +158,6 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
           {"clock_steps", s.clock_steps}};
 }
 
-std::string_view MetricTypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "unknown";
-}
-
 // `name{a="x",b="y"}` (values unescaped: for people, not for a parser).
 std::string SeriesName(const MetricFamily& f, const MetricSample& s) {
   std::string out = f.name;
@@ -181,10 +170,22 @@ std::string SeriesName(const MetricFamily& f, const MetricSample& s) {
   return out + '}';
 }
 
+// Counters are integers however large; other values to six significant digits.
+bool IsCount(double v) { return v >= 0 && v < 1e18 && v == std::floor(v); }
+
 std::string Number(double v) {
+  if (IsCount(v)) return std::to_string(static_cast<uint64_t>(v));
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
+}
+
+void JsonNumber(double v, JsonWriter& j) {
+  if (IsCount(v)) {
+    j.Uint(static_cast<uint64_t>(v));
+  } else {
+    j.Double(v);
+  }
 }
 
 // The smallest bucket bound holding fraction q of the observations: an upper bound on the
@@ -335,7 +336,7 @@ std::string FormatStatsJson(const StoreStats& s, std::span<const MetricFamily> m
         j.EndObject();
         if (f.type != MetricType::kHistogram) {
           j.Key("value");
-          j.Double(sample.value);
+          JsonNumber(sample.value, j);
         } else {
           j.Key("count");
           j.Uint(sample.count);

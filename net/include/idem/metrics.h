@@ -5,12 +5,26 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace idem {
 
 enum class MetricType : uint8_t { kCounter = 0, kGauge = 1, kHistogram = 2 };
+
+// "counter", "gauge", "histogram": the Prometheus TYPE names.
+constexpr std::string_view MetricTypeName(MetricType type) {
+  switch (type) {
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
+  }
+  return "untyped";
+}
 
 // One labelled series of a family.
 struct MetricSample {
