@@ -85,6 +85,26 @@ TEST_F(ServerMetricsTest, OperationsMoveTheirOpAndOutcomeCounters) {
   ASSERT_NE(nullptr, after.Family("idem_clock_steps_total"));
 }
 
+TEST(ServerMetricsSyncTest, GroupCommitsAndWalSyncsAreCountedUnderDurabilitySync) {
+  auto clock = std::make_shared<ManualClock>();
+  EngineOptions engine_options = testing::TestEngineOptions(clock);
+  engine_options.durability = Durability::kSync;
+  testing::TestServer server({}, clock, engine_options, /*default_engine_options=*/false);
+  auto client = server.Connect();
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Insert({.ns = "pay", .key = "k1", .status = "PENDING"}).ok());
+  ASSERT_TRUE((*client)->Insert({.ns = "pay", .key = "k2", .status = "PENDING"}).ok());
+  const Exposition e = ParseExposition(server.server().MetricsText());
+  ASSERT_EQ("", e.error);
+  // Each insert was acknowledged after a sync of its own (one client, one request at a time).
+  EXPECT_GE(e.ValueOr0("idem_wal_sync_seconds_count"), 2);
+  EXPECT_EQ(0, e.ValueOr0("idem_wal_sync_failures_total"));
+  EXPECT_GE(e.ValueOr0("idem_store_wal_syncs_total"), 2);
+  EXPECT_GE(e.ValueOr0("idem_commit_batch_ops_count"), 2);
+  EXPECT_EQ(e.ValueOr0("idem_commit_batch_ops_count"),
+            e.ValueOr0("idem_commit_batch_ops_bucket", {{"le", "1"}}));  // one op each
+}
+
 TEST_F(ServerMetricsTest, ConnectionsAndProtocolErrorsAreCounted) {
   {
     testing::RawSocket socket(server_.port());
