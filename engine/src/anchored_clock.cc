@@ -132,6 +132,7 @@ void AnchoredClock::Check(int64_t due_mono) const {
   // Logged after publishing: readers do not wait for the log.
   if (std::llabs(step) > tuning_.step_threshold_ms) {
     diverged_ = true;
+    steps_detected_.fetch_add(1, std::memory_order_relaxed);
     const double slew_percent = static_cast<double>(tuning_.max_slew_ppm) / 1e4;
     char tail[256];
     if (offset > 0) {

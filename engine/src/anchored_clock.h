@@ -68,6 +68,9 @@ class AnchoredClock final : public Clock {
   // engine time continues from the mark, logs so, and converges on the wall clock by slewing.
   void ContinueFrom(int64_t floor_ms);
 
+  // Wall-clock steps detected (and logged) so far.
+  uint64_t steps_detected() const { return steps_detected_.load(std::memory_order_relaxed); }
+
  private:
   // Engine time is piecewise linear in monotonic time: from (mono, engine) on, it advances with
   // the monotonic clock plus `correction` ms spread evenly over the next check interval.
@@ -93,6 +96,7 @@ class AnchoredClock final : public Clock {
   mutable std::atomic<int64_t> seg_engine_{0};
   mutable std::atomic<int64_t> seg_correction_{0};
   mutable std::atomic<int64_t> next_check_mono_{0};
+  mutable std::atomic<uint64_t> steps_detected_{0};
 
   mutable std::mutex write_mu_;          // serializes writers of the segment (Check, ContinueFrom)
   mutable int64_t expected_offset_ = 0;  // guarded by write_mu_: wall - engine expected next check

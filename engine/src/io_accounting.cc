@@ -22,4 +22,11 @@ void IoAccounting::OnCompactionCompleted(rocksdb::DB* /*db*/,
   }
 }
 
+void IoAccounting::OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) {
+  if (info.condition.prev == rocksdb::WriteStallCondition::kNormal &&
+      info.condition.cur != rocksdb::WriteStallCondition::kNormal) {
+    write_stalls.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 }  // namespace idem

@@ -1,5 +1,5 @@
 // Counts what RocksDB writes and compacts in the background (flush bytes, compaction bytes,
-// records dropped), from RocksDB's event callbacks: nothing on the hot path.
+// records dropped, write stalls), from RocksDB's event callbacks: nothing on the hot path.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@ class IoAccounting final : public rocksdb::EventListener {
  public:
   void OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) override;
   void OnCompactionCompleted(rocksdb::DB* db, const rocksdb::CompactionJobInfo& info) override;
+  void OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) override;
   const char* Name() const override { return "idem.IoAccounting"; }
 
   std::atomic<uint64_t> flush_bytes_written{0};
@@ -20,6 +21,7 @@ class IoAccounting final : public rocksdb::EventListener {
   std::atomic<uint64_t> compaction_bytes_written{0};
   std::atomic<uint64_t> compactions{0};
   std::atomic<uint64_t> records_dropped{0};
+  std::atomic<uint64_t> write_stalls{0};  // changes from normal to delayed or stopped
 };
 
 }  // namespace idem

@@ -57,9 +57,10 @@ class RocksEngine final : public ServingEngine {
   RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::Env> env,
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
               std::shared_ptr<IoAccounting> io, std::shared_ptr<WriteHealth> health,
-              std::shared_ptr<ClockMark> clock_mark)
+              std::shared_ptr<ClockMark> clock_mark, std::shared_ptr<AnchoredClock> own_clock)
       : options_(std::move(options)),
         clock_(options_.clock),
+        own_clock_(std::move(own_clock)),
         clock_mark_(std::move(clock_mark)),
         env_(std::move(env)),
         db_(std::move(db)),
@@ -168,13 +169,17 @@ class RocksEngine final : public ServingEngine {
     }
   }
 
+  // Estimated records in table files that the compaction filter would remove now.
+  uint64_t ExpiredUnreclaimed();
+
   // Persists the ClockMark before physical removal: nothing removed can be live after a restart.
   Status WriteClockMark();
 
   const EngineOptions options_;
   const std::shared_ptr<Clock> clock_;
-  const std::shared_ptr<ClockMark> clock_mark_;  // null: a clock the caller supplied (no mark)
-  std::unique_ptr<rocksdb::Env> env_;            // over the engine's file systems; outlives db_
+  const std::shared_ptr<AnchoredClock> own_clock_;  // clock_ when the engine made it, else null
+  const std::shared_ptr<ClockMark> clock_mark_;     // null: a clock the caller supplied (no mark)
+  std::unique_ptr<rocksdb::Env> env_;               // over the engine's file systems; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
   rocksdb::WriteOptions deferred_write_options_;  // sync = false
@@ -642,8 +647,34 @@ Result<StoreStats> RocksEngine::Stats() {
   if (db_->GetIntProperty("rocksdb.block-cache-usage", &v)) stats.block_cache_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-capacity", &v)) stats.block_cache_capacity_bytes = v;
   if (db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &v)) stats.table_readers_bytes = v;
+  if (db_->GetIntProperty("rocksdb.estimate-pending-compaction-bytes", &v)) {
+    stats.pending_compaction_bytes = v;
+  }
+  if (db_->GetIntProperty("rocksdb.background-errors", &v)) stats.background_errors = v;
+  stats.write_stalls = io_->write_stalls.load(std::memory_order_relaxed);
+  uint64_t stopped = 0, delayed_rate = 0;
+  db_->GetIntProperty("rocksdb.is-write-stopped", &stopped);
+  db_->GetIntProperty("rocksdb.actual-delayed-write-rate", &delayed_rate);
+  stats.write_stalled = stopped != 0 || delayed_rate != 0;
+  stats.expired_unreclaimed_records = ExpiredUnreclaimed();
+  if (own_clock_) stats.clock_steps = own_clock_->steps_detected();
   stats.durability = options_.durability;
   return stats;
+}
+
+uint64_t RocksEngine::ExpiredUnreclaimed() {
+  rocksdb::TablePropertiesCollection tables;
+  if (!db_->GetPropertiesOfAllTables(&tables).ok()) return 0;
+  const int64_t removable_until_ms =
+      RemovableUntil(clock_->NowMillis(), options_.expiry_grace_ms, clock_mark_.get());
+  double expired = 0;
+  for (const auto& [name, props] : tables) {
+    auto raw = props->user_collected_properties.find(kExpiryStatsProperty);
+    if (raw == props->user_collected_properties.end()) continue;
+    std::optional<ExpiryStats> stats = ExpiryStats::Decode(raw->second);
+    if (stats) expired += stats->ExpiredFraction(removable_until_ms) * stats->records;
+  }
+  return static_cast<uint64_t>(expired + 0.5);
 }
 
 Status RocksEngine::WriteClockMark() {
@@ -852,9 +883,9 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     if (!mark.ok()) return mark.status();
     if (*mark) own_clock->ContinueFrom(**mark);
   }
-  return std::unique_ptr<ServingEngine>(new RocksEngine(std::move(options), std::move(env),
-                                                        std::move(db), *reserved, std::move(io),
-                                                        std::move(health), std::move(clock_mark)));
+  return std::unique_ptr<ServingEngine>(
+      new RocksEngine(std::move(options), std::move(env), std::move(db), *reserved, std::move(io),
+                      std::move(health), std::move(clock_mark), std::move(own_clock)));
 }
 
 }  // namespace idem

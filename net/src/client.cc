@@ -59,6 +59,7 @@ class ClientImpl final : public Client {
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
   void ApplyAsync(std::span<const Op> ops, Callback done) override;
   Result<StoreStats> Stats() override;
+  Result<ServerStats> GetServerStats() override;
   const ServerInfo& server_info() const override { return info_; }
 
  private:
@@ -403,19 +404,34 @@ Status ClientImpl::Apply(std::span<const Op> ops, std::vector<Result<OpResult>>*
 }
 
 Result<StoreStats> ClientImpl::Stats() {
+  Result<ServerStats> stats = GetServerStats();
+  if (!stats.ok()) return stats.status();
+  return std::move(stats->store);
+}
+
+Result<ServerStats> ClientImpl::GetServerStats() {
   if (OnIoThread()) {
     return Status::InvalidArgument("Client::Stats called from a Client callback");
   }
-  std::promise<Result<StoreStats>> promise;
+  std::promise<Result<ServerStats>> promise;
   const uint64_t id = next_id_++;
   Send(id, EncodeStatsRequest(id), [&](Status status, const wire::Frame* frame, size_t) {
     if (status.ok()) status = DecodeError(frame->error());
+    const wire::StatsResponse* response = status.ok() ? frame->body_as_StatsResponse() : nullptr;
     if (!status.ok()) {
       promise.set_value(status);
-    } else if (const wire::StatsResponse* stats = frame->body_as_StatsResponse()) {
-      promise.set_value(DecodeStats(*stats));
-    } else {
+    } else if (response == nullptr) {
       promise.set_value(Status::Corruption("expected StatsResponse"));
+    } else {
+      Result<StoreStats> store = DecodeStats(*response);
+      Result<std::vector<MetricFamily>> metrics = DecodeMetrics(*response);
+      if (!store.ok()) {
+        promise.set_value(store.status());
+      } else if (!metrics.ok()) {
+        promise.set_value(metrics.status());
+      } else {
+        promise.set_value(ServerStats{std::move(*store), std::move(*metrics)});
+      }
     }
   });
   return promise.get_future().get();

@@ -5,23 +5,24 @@
 namespace idem {
 
 CommitQueue::CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer)
-    : CommitQueue(store, nullptr, max_batch_ops, engine_threads, std::move(defer)) {}
+    : CommitQueue(store, nullptr, max_batch_ops, engine_threads, std::move(defer), nullptr) {}
 
 CommitQueue::CommitQueue(ServingEngine* engine, size_t max_batch_ops, int engine_threads,
-                         Defer defer)
-    : CommitQueue(engine, engine, max_batch_ops, engine_threads, std::move(defer)) {}
+                         Defer defer, ServerMetrics* metrics)
+    : CommitQueue(engine, engine, max_batch_ops, engine_threads, std::move(defer), metrics) {}
 
 CommitQueue::CommitQueue(Store* store, ServingEngine* engine, size_t max_batch_ops,
-                         int engine_threads, Defer defer)
+                         int engine_threads, Defer defer, ServerMetrics* metrics)
     : store_(store),
       engine_(engine),
       max_batch_ops_(max_batch_ops),
+      metrics_(metrics),
       on_loop_(engine_threads == 0),
       defer_(std::move(defer)) {
   for (int i = 0; i < engine_threads; ++i) threads_.emplace_back([this] { EngineLoop(); });
   if (on_loop_ && defer_ && engine_ != nullptr &&
       engine_->options().durability == Durability::kSync) {
-    sync_ = std::make_unique<DeferredSync>(engine_, defer_);
+    sync_ = std::make_unique<DeferredSync>(engine_, defer_, metrics_);
   }
 }
 
@@ -172,6 +173,7 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
   // as if the write might have happened.
   bool needs_sync = false;
   Status status = ApplyBatch(ops, &results, &needs_sync);
+  if (metrics_) metrics_->CountBatch(batch.size(), ops.size());
   if (status.ok() && results.size() != ops.size()) {
     status = Status::Corruption("store returned " + std::to_string(results.size()) +
                                 " results for " + std::to_string(ops.size()) + " operations");

@@ -53,6 +53,7 @@
 #include "idem/result.h"
 #include "idem/serving.h"
 #include "idem/store.h"
+#include "server_metrics.h"
 
 namespace idem {
 
@@ -66,8 +67,9 @@ class CommitQueue {
   // Applies with store->Apply: a waiting Begin blocks the thread that applies its batch.
   CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer = nullptr);
   // Applies with engine->ApplyNoWait (ApplyDeferSync on the loop under Durability::kSync).
+  // `metrics`, unless null, counts each batch's size and each WAL sync; it must outlive the queue.
   CommitQueue(ServingEngine* engine, size_t max_batch_ops, int engine_threads,
-              Defer defer = nullptr);
+              Defer defer = nullptr, ServerMetrics* metrics = nullptr);
   // An Engine is served through ServingEngine::Open: applying it as a plain Store would block
   // on waiting Begins and fsync on the loop without saying so.
   CommitQueue(Engine* engine, size_t max_batch_ops, int engine_threads,
@@ -101,7 +103,7 @@ class CommitQueue {
   };
 
   CommitQueue(Store* store, ServingEngine* engine, size_t max_batch_ops, int engine_threads,
-              Defer defer);
+              Defer defer, ServerMetrics* metrics);
 
   void EngineLoop();
   // engine_threads == 0: applies everything queued, in batches of at most max_batch_ops ops.
@@ -119,6 +121,7 @@ class CommitQueue {
   Store* const store_;
   ServingEngine* const engine_;  // store_ as a ServingEngine, or null for a plain Store
   const size_t max_batch_ops_;
+  ServerMetrics* const metrics_;  // may be null
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

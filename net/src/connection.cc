@@ -86,6 +86,7 @@ void Connection::OnRead(const boost::system::error_code& ec, size_t n) {
     DoRead();
     return;
   }
+  if (options_.metrics) options_.metrics->BytesReceived(Transport::kBinary, n);
   buf_begin_ = 0;
   buf_end_ = n;
   ProcessBuffered();
@@ -103,6 +104,7 @@ void Connection::ProcessBuffered() {
           "frame length " + std::to_string(parser_.bad_length()) + " is outside 1.." +
           std::to_string(parser_.max_frame_bytes()) + " (max_frame_bytes)");
       Log("closing: " + error.ToString());
+      if (options_.metrics) options_.metrics->ProtocolError(error.code());
       Fail(error);
       return;
     }
@@ -121,6 +123,7 @@ void Connection::ProcessBuffered() {
     });
     if (!status.ok()) {  // the handler's reply is the error frame; close once it is written
       Log("closing: " + status.ToString());
+      if (options_.metrics) options_.metrics->ProtocolError(status.code());
       BeginClosing();
     }
   }
@@ -165,8 +168,11 @@ void Connection::DoWrite() {
   }
   writing_active_ = true;
   asio::async_write(socket_, buffers,
-                    [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
                       self->writing_active_ = false;
+                      if (self->options_.metrics) {
+                        self->options_.metrics->BytesSent(Transport::kBinary, n);
+                      }
                       if (self->state_ == State::kClosed) return;
                       if (ec) {
                         self->CloseNow();
@@ -227,6 +233,7 @@ void Connection::OnTimer(const boost::system::error_code& ec) {
       last_activity_ = now;  // waiting on the server, not on the client
     } else {
       Log("idle for " + std::to_string(options_.idle_timeout_ms) + " ms; closing");
+      if (options_.metrics) options_.metrics->ConnectionTimedOut();
       Fail(Status::TimedOut("connection idle for " + std::to_string(options_.idle_timeout_ms) +
                             " ms"));
       return;  // Fail re-armed the timer

@@ -31,6 +31,7 @@
 
 #include "frame_parser.h"
 #include "request_handler.h"
+#include "server_metrics.h"
 
 namespace idem {
 
@@ -42,6 +43,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     size_t max_inflight = 256;
     size_t max_queued_reply_bytes = 8u << 20;
     std::function<void(std::string_view)> log;
+    ServerMetrics* metrics = nullptr;  // bytes, idle timeouts, protocol errors; may be null
   };
   using OnClosed = std::function<void(const std::shared_ptr<Connection>&)>;
 

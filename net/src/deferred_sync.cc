@@ -2,12 +2,13 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <utility>
 
 namespace idem {
 
-DeferredSync::DeferredSync(ServingEngine* engine, Post post)
-    : engine_(engine), post_(std::move(post)) {
+DeferredSync::DeferredSync(ServingEngine* engine, Post post, ServerMetrics* metrics)
+    : engine_(engine), post_(std::move(post)), metrics_(metrics) {
   thread_ = std::thread([this] { SyncLoop(); });
 }
 
@@ -45,7 +46,9 @@ void DeferredSync::SyncLoop() {
     // Every batch held so far wrote to the WAL before this point: the sync covers them.
     const uint64_t covers = held_seq_;
     lock.unlock();
+    const auto began = std::chrono::steady_clock::now();
     Status s = engine_->SyncWal();
+    if (metrics_) metrics_->CountWalSync(std::chrono::steady_clock::now() - began, s.ok());
     lock.lock();
     if (!s.ok()) {  // every batch this sync covers fails; later syncs may succeed again
       sync_error_ = s;

@@ -28,6 +28,7 @@
 #include "idem/serving.h"
 #include "idem/status.h"
 #include "idem/store.h"
+#include "server_metrics.h"
 
 namespace idem {
 
@@ -44,8 +45,9 @@ class DeferredSync {
     std::vector<Result<OpResult>> results;
   };
 
-  // Starts the sync thread. `engine` must outlive this object.
-  DeferredSync(ServingEngine* engine, Post post);
+  // Starts the sync thread. `engine`, and `metrics` unless null (each sync's latency), must
+  // outlive this object.
+  DeferredSync(ServingEngine* engine, Post post, ServerMetrics* metrics = nullptr);
   ~DeferredSync();  // Stop()
   DeferredSync(const DeferredSync&) = delete;
   DeferredSync& operator=(const DeferredSync&) = delete;
@@ -71,6 +73,7 @@ class DeferredSync {
 
   ServingEngine* const engine_;
   const Post post_;
+  ServerMetrics* const metrics_;
 
   std::mutex mu_;
   std::condition_variable cv_;  // a batch was held, or stopping

@@ -417,7 +417,50 @@ Result<StoreStats> DecodeStats(const wire::StatsResponse& in) {
   s.block_cache_bytes = in.block_cache_bytes();
   s.block_cache_capacity_bytes = in.block_cache_capacity_bytes();
   s.table_readers_bytes = in.table_readers_bytes();
+  s.pending_compaction_bytes = in.pending_compaction_bytes();
+  s.write_stalls = in.write_stalls();
+  s.write_stalled = in.write_stalled();
+  s.background_errors = in.background_errors();
+  s.expired_unreclaimed_records = in.expired_unreclaimed_records();
+  s.clock_steps = in.clock_steps();
   return s;
+}
+
+Result<std::vector<MetricFamily>> DecodeMetrics(const wire::StatsResponse& in) {
+  std::vector<MetricFamily> out;
+  if (in.metrics() == nullptr) return out;
+  out.reserve(in.metrics()->size());
+  for (const wire::MetricFamily* f : *in.metrics()) {
+    MetricFamily family;
+    family.name = View(f->name());
+    family.help = View(f->help());
+    if (f->type() > wire::MetricType::MAX) {
+      return Status::Corruption("unknown metric type " +
+                                std::to_string(static_cast<int>(f->type())) + " of " + family.name);
+    }
+    family.type = static_cast<MetricType>(f->type());
+    if (f->samples()) {
+      for (const wire::MetricSample* in_sample : *f->samples()) {
+        MetricSample sample;
+        if (in_sample->labels()) {
+          for (const wire::MetricLabel* l : *in_sample->labels()) {
+            sample.labels.emplace_back(View(l->name()), View(l->value()));
+          }
+        }
+        sample.value = in_sample->value();
+        if (in_sample->buckets()) {
+          for (const wire::MetricBucket* b : *in_sample->buckets()) {
+            sample.buckets.emplace_back(b->le(), b->count());
+          }
+        }
+        sample.sum = in_sample->sum();
+        sample.count = in_sample->count();
+        family.samples.push_back(std::move(sample));
+      }
+    }
+    out.push_back(std::move(family));
+  }
+  return out;
 }
 
 ServerInfo DecodeHelloReply(const wire::HelloReply& in) {
@@ -526,14 +569,39 @@ FrameBytes EncodeStatsRequest(uint64_t id) {
   return Finish(b, id, wire::Body::StatsRequest, wire::CreateStatsRequest(b).Union());
 }
 
-FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s) {
-  fb::FlatBufferBuilder b(128);
+FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s,
+                               std::span<const MetricFamily> metrics) {
+  fb::FlatBufferBuilder b(metrics.empty() ? 128 : 4096);
+  std::vector<fb::Offset<wire::MetricFamily>> families;
+  families.reserve(metrics.size());
+  for (const MetricFamily& f : metrics) {
+    std::vector<fb::Offset<wire::MetricSample>> samples;
+    samples.reserve(f.samples.size());
+    for (const MetricSample& sample : f.samples) {
+      std::vector<fb::Offset<wire::MetricLabel>> labels;
+      labels.reserve(sample.labels.size());
+      for (const auto& [name, value] : sample.labels) {
+        labels.push_back(wire::CreateMetricLabel(b, b.CreateString(name), b.CreateString(value)));
+      }
+      std::vector<wire::MetricBucket> buckets;
+      buckets.reserve(sample.buckets.size());
+      for (const auto& [le, count] : sample.buckets) buckets.emplace_back(le, count);
+      samples.push_back(wire::CreateMetricSample(
+          b, labels.empty() ? 0 : b.CreateVector(labels), sample.value,
+          buckets.empty() ? 0 : b.CreateVectorOfStructs(buckets), sample.sum, sample.count));
+    }
+    families.push_back(wire::CreateMetricFamily(b, b.CreateString(f.name), b.CreateString(f.help),
+                                                static_cast<wire::MetricType>(f.type),
+                                                b.CreateVector(samples)));
+  }
   auto stats = wire::CreateStatsResponse(
       b, s.estimated_live_records, s.sst_bytes, s.memtable_bytes, s.wal_bytes, s.next_fence, s.ops,
       s.writes, b.CreateString(DurabilityName(s.durability)), s.user_bytes_written,
       s.flush_bytes_written, s.compaction_bytes_read, s.compaction_bytes_written, s.compactions,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
-      s.block_cache_capacity_bytes, s.table_readers_bytes, s.admin_overrides);
+      s.block_cache_capacity_bytes, s.table_readers_bytes, s.admin_overrides,
+      s.pending_compaction_bytes, s.write_stalls, s.write_stalled, s.background_errors,
+      s.expired_unreclaimed_records, s.clock_steps, families.empty() ? 0 : b.CreateVector(families));
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 

@@ -15,6 +15,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "idem/metrics.h"
 #include "idem/operation.h"
 #include "idem/options.h"
 #include "idem/result.h"
@@ -68,6 +69,9 @@ Status DecodeApplyResponse(const wire::Frame& frame, size_t frame_bytes, size_t 
                            std::vector<Result<OpResult>>* results);
 // Corruption if the durability is neither "sync" nor "async".
 Result<StoreStats> DecodeStats(const wire::StatsResponse& stats);
+// The server's metric families (empty from a server that sends none); Corruption for an unknown
+// metric type.
+Result<std::vector<MetricFamily>> DecodeMetrics(const wire::StatsResponse& stats);
 ServerInfo DecodeHelloReply(const wire::HelloReply& reply);
 
 // --- encoding: whole frames ----------------------------------------------------------------
@@ -86,7 +90,8 @@ FrameBytes EncodeApplyResponse(uint64_t id, std::span<const Result<OpResult>> re
 // a server checks a response against its limit before building it.
 size_t ApplyResponseBytesBound(std::span<const Result<OpResult>> results);
 FrameBytes EncodeStatsRequest(uint64_t id);
-FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& stats);
+FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& stats,
+                               std::span<const MetricFamily> metrics = {});
 // A whole-request error (id >= 1) or a connection-level one (id 0, the connection then closes).
 FrameBytes EncodeError(uint64_t id, const Status& status);
 

@@ -7,8 +7,9 @@
 
 namespace idem {
 
-RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info)
-    : store_(store), queue_(queue), waiter_(waiter), info_(std::move(info)) {}
+RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter,
+                               ServerInfo info, ServerMetrics* metrics)
+    : store_(store), queue_(queue), waiter_(waiter), info_(std::move(info)), metrics_(metrics) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
@@ -84,13 +85,15 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
   const size_t n = wire_ops ? wire_ops->size() : 0;
   // Checked before decoding anything: the op count alone decides.
   if (n > info_.limits.max_batch_ops) {
-    reply(EncodeError(id, Status::InvalidArgument("request has " + std::to_string(n) +
-                                                  " operations; max_batch_ops is " +
-                                                  std::to_string(info_.limits.max_batch_ops))));
+    AnswerError(id,
+                Status::InvalidArgument("request has " + std::to_string(n) +
+                                        " operations; max_batch_ops is " +
+                                        std::to_string(info_.limits.max_batch_ops)),
+                reply);
     return;
   }
   if (Status s = CheckPayloadsFitFrame(request, frame->size()); !s.ok()) {
-    reply(EncodeError(id, s));
+    AnswerError(id, s, reply);
     return;
   }
   // Ops left out of the engine batch get a stand-in result here; their places are filled back
@@ -128,14 +131,15 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     ops.push_back(std::move(*op));
   }
   // `frame` rides along in the callbacks: the ops' string_views point into it.
-  queue_->Submit(std::move(ops), [this, id, n, frame, left_out, waits, received,
-                                  reply = std::move(reply)](Status status,
-                                                            std::vector<Result<OpResult>> results) {
+  // `request` points into `frame`'s buffer, which the callbacks keep alive.
+  queue_->Submit(std::move(ops), [this, id, n, frame, request = &request, left_out, waits,
+                                  received, reply = std::move(reply)](
+                                     Status status, std::vector<Result<OpResult>> results) {
     if (!status.ok()) {
       if (waits) {
         for (const Waits& w : *waits) waiter_->Leave(w.ticket);
       }
-      reply(EncodeError(id, status));
+      AnswerError(id, status, reply);
       return;
     }
     if (left_out && results.size() != n) {  // ops were left out: merge their stand-ins in
@@ -152,7 +156,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
       results = std::move(merged);
     }
     if (!waits) {
-      reply(EncodeResponse(id, results));
+      Answer(id, *request, results, received, reply);
       return;
     }
     // Reply once every waiting op has its final result (at once for those whose first answer
@@ -172,32 +176,52 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
         first = pending->results[w.index];
       }
       waiter_->Wait(w.ticket, received + w.wait, std::move(first),
-                    [this, id, i = w.index, frame, pending, reply](Result<OpResult> final_result) {
+                    [this, id, i = w.index, frame, request, received, pending,
+                     reply](Result<OpResult> final_result) {
                       std::unique_lock<std::mutex> lock(pending->mu);
                       pending->results[i] = std::move(final_result);
                       if (--pending->remaining > 0) return;
                       std::vector<Result<OpResult>> all = std::move(pending->results);
                       lock.unlock();
-                      reply(EncodeResponse(id, all));
+                      Answer(id, *request, all, received, reply);
                     });
     }
   });
 }
 
-FrameBytes RequestHandler::EncodeResponse(uint64_t id,
-                                          std::span<const Result<OpResult>> results) const {
+void RequestHandler::Answer(uint64_t id, const wire::ApplyRequest& request,
+                            std::span<const Result<OpResult>> results,
+                            std::chrono::steady_clock::time_point received,
+                            const Reply& reply) const {
+  if (metrics_) {
+    // The op types come from the request itself: its ops were decoded into the batch, and one
+    // that did not decode counts under its wire number (an unknown one as "unknown").
+    const auto latency = std::chrono::steady_clock::now() - received;
+    const auto* wire_ops = request.ops();
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto type = wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i))->type();
+      metrics_->CountOp(Transport::kBinary, static_cast<OpType>(type), results[i], latency);
+    }
+  }
   // Checked from the results' sizes, before a byte of the response is built: 1,000 Gets of one
   // 1 MiB record would otherwise make a 1 GiB frame out of a 36 KB request.
   const size_t bound = ApplyResponseBytesBound(results);
   if (info_.max_reply_bytes != 0 && bound > info_.max_reply_bytes) {
-    return EncodeError(
-        id, Status::InvalidArgument(
-                "response of about " + std::to_string(bound) + " bytes exceeds max_reply_bytes " +
-                std::to_string(info_.max_reply_bytes) +
-                "; the operations were applied, their results are not returned (read fewer or "
-                "smaller records per request)"));
+    AnswerError(id,
+                Status::InvalidArgument(
+                    "response of about " + std::to_string(bound) +
+                    " bytes exceeds max_reply_bytes " + std::to_string(info_.max_reply_bytes) +
+                    "; the operations were applied, their results are not returned (read fewer or "
+                    "smaller records per request)"),
+                reply);
+    return;
   }
-  return EncodeApplyResponse(id, results);
+  reply(EncodeApplyResponse(id, results));
+}
+
+void RequestHandler::AnswerError(uint64_t id, const Status& error, const Reply& reply) const {
+  if (metrics_) metrics_->CountRequestError(Transport::kBinary, error.code());
+  reply(EncodeError(id, error));
 }
 
 void RequestHandler::HandleStats(uint64_t id, Reply reply) {
@@ -208,7 +232,12 @@ void RequestHandler::HandleStats(uint64_t id, Reply reply) {
       return;
     }
     Result<StoreStats> stats = store_->Stats();
-    reply(stats.ok() ? EncodeStatsResponse(id, *stats) : EncodeError(id, stats.status()));
+    if (!stats.ok()) {
+      reply(EncodeError(id, stats.status()));
+      return;
+    }
+    reply(metrics_ ? EncodeStatsResponse(id, *stats, metrics_->Families())
+                   : EncodeStatsResponse(id, *stats));
   });
 }
 

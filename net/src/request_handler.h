@@ -15,6 +15,7 @@
 #include "idem/store.h"
 #include "op_waiter.h"
 #include "protocol_codec.h"
+#include "server_metrics.h"
 
 namespace idem {
 
@@ -29,9 +30,10 @@ class RequestHandler {
   using Reply = std::function<void(FrameBytes frame)>;
 
   // `store` answers Stats; `queue` applies ops; `waiter` (may be null: waiting Begins and Locks
-  // then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms. All must outlive the
-  // handler.
-  RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info);
+  // then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms; `metrics` (may be null)
+  // counts every answer and is sent with Stats. All must outlive the handler.
+  RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
+                 ServerMetrics* metrics = nullptr);
 
   // Handles one frame body (length prefix removed). Calls `reply` exactly once.
   // Returns ok when the connection stays usable. A non-ok Status (malformed frame, no Hello
@@ -44,14 +46,20 @@ class RequestHandler {
  private:
   void HandleApply(uint64_t id, const wire::ApplyRequest& request,
                    std::shared_ptr<std::vector<uint8_t>> frame, Reply reply);
-  // The ApplyResponse, or an error frame when it would exceed info_.max_reply_bytes.
-  FrameBytes EncodeResponse(uint64_t id, std::span<const Result<OpResult>> results) const;
+  // Counts the results, then replies with the ApplyResponse, or an error frame when it would
+  // exceed info_.max_reply_bytes.
+  void Answer(uint64_t id, const wire::ApplyRequest& request,
+              std::span<const Result<OpResult>> results,
+              std::chrono::steady_clock::time_point received, const Reply& reply) const;
+  // A whole-request error, counted.
+  void AnswerError(uint64_t id, const Status& error, const Reply& reply) const;
   void HandleStats(uint64_t id, Reply reply);
 
   Store* const store_;
   CommitQueue* const queue_;
   OpWaiter* const waiter_;
   const ServerInfo info_;
+  ServerMetrics* const metrics_;
 };
 
 }  // namespace idem

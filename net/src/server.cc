@@ -25,7 +25,9 @@
 #include "commit_queue.h"
 #include "connection.h"
 #include "op_waiter.h"
+#include "prometheus_text.h"
 #include "request_handler.h"
+#include "server_metrics.h"
 
 #ifndef IDEM_VERSION
 #define IDEM_VERSION "dev"
@@ -69,6 +71,7 @@ class ServerImpl final : public Server {
     stop_cv_.notify_all();
   }
   void Stop() override;
+  std::string MetricsText() override;
 
  private:
   static ServerInfo MakeInfo(const ServerOptions& o) {
@@ -105,6 +108,9 @@ class ServerImpl final : public Server {
   enum class State { kListening, kServing, kStopped };
 
   const ServerOptions options_;
+  ServerMetrics metrics_;
+  // Serve()'s engine, until Stop(): the store MetricsText reads.
+  std::atomic<ServingEngine*> engine_{nullptr};
   // Built by Serve(), when there is an engine.
   std::unique_ptr<CommitQueue> queue_;
   std::unique_ptr<OpWaiter> waiter_;
@@ -164,6 +170,7 @@ Status ServerImpl::Listen() {
   connection_options_.max_inflight = options_.max_inflight_per_connection;
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
+  connection_options_.metrics = &metrics_;
   return Status::Ok();
 }
 
@@ -175,10 +182,11 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   state_ = State::kServing;
   queue_ = std::make_unique<CommitQueue>(
       engine, options_.limits.max_batch_ops, options_.engine_threads,
-      [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); });
+      [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); }, &metrics_);
   waiter_ = MakeWaiter(engine);
-  handler_ =
-      std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(), MakeInfo(options_));
+  handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
+                                              MakeInfo(options_), &metrics_);
+  engine_.store(engine);
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
@@ -215,6 +223,7 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     // spinning on the error, and tell the operator once per episode.
     std::chrono::milliseconds delay =
         backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
+    metrics_.AcceptFailed();
     if (!line.empty()) Log(line);
     retry_timer_.expires_after(delay);
     retry_timer_.async_wait([this](const boost::system::error_code& timer_ec) {
@@ -224,6 +233,7 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
   }
   backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
   if (!line.empty()) Log(line);
+  metrics_.ConnectionAccepted();
   auto connection =
       std::make_shared<Connection>(std::move(socket), handler_.get(), connection_options_,
                                    [this](const std::shared_ptr<Connection>& c) { OnClosed(c); });
@@ -243,6 +253,7 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     pause = accept_paused_ = rejected_.size() >= options_.max_refusing_connections;
   }
   if (reject) {
+    metrics_.ConnectionRefused();
     // Once per episode: a flood would otherwise write a line per refused connection.
     if (first_refusal) {
       Log("refusing connections with BUSY: " + std::to_string(options_.max_connections) +
@@ -266,6 +277,7 @@ void ServerImpl::OnClosed(const std::shared_ptr<Connection>& connection) {
     if (connections_.erase(connection) == 0) return;
     if (rejected_.erase(connection.get()) == 0) {
       --served_;
+      metrics_.ConnectionClosed();
       if (refused_in_episode_ > 0 && served_ < options_.max_connections) {
         refused = refused_in_episode_;
         refused_in_episode_ = 0;
@@ -289,6 +301,7 @@ void ServerImpl::Stop() {
   const State was = state_;
   if (was == State::kStopped) return;
   state_ = State::kStopped;
+  engine_.store(nullptr);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_requested_ = true;
@@ -333,6 +346,22 @@ void ServerImpl::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   connections_.clear();
   rejected_.clear();
+}
+
+std::string ServerImpl::MetricsText() {
+  std::vector<MetricFamily> families = metrics_.Families();
+  // Read at scrape time: RocksDB properties, never counted per operation. A store that cannot
+  // answer (suspended after a write error) leaves its figures out rather than failing the scrape.
+  if (ServingEngine* engine = engine_.load()) {
+    if (Result<StoreStats> stats = engine->Stats(); stats.ok()) {
+      std::vector<MetricFamily> store = StoreStatsFamilies(*stats);
+      families.insert(families.end(), std::make_move_iterator(store.begin()),
+                      std::make_move_iterator(store.end()));
+    }
+  }
+  std::string text;
+  AppendPrometheusText(families, &text);
+  return text;
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ TEST_F(AnchoredClockTest, ForwardStepIsAbsorbedRunningAtMostFivePercentFast) {
   PassReading(198 * kSecond, 100);
   EXPECT_GT(wall_->NowMillis(), clock_.NowMillis());
   EXPECT_EQ(Logged().find("stepped"), Logged().rfind("stepped"));  // one step, one line
+  EXPECT_EQ(1u, clock_.steps_detected());
   PassReading(3 * kSecond, 100);
   EXPECT_EQ(wall_->NowMillis(), clock_.NowMillis());
   EXPECT_NE(std::string::npos, Logged().find("agree again")) << Logged();
@@ -101,6 +102,7 @@ TEST_F(AnchoredClockTest, SmallDifferencesAreAbsorbedWithoutALogLine) {
   PassReading(20 * kSecond, 250);
   EXPECT_EQ(wall_->NowMillis(), clock_.NowMillis());
   EXPECT_EQ("", Logged());
+  EXPECT_EQ(0u, clock_.steps_detected());
 }
 
 TEST_F(AnchoredClockTest, ContinuesFromAHighWaterMarkAheadOfTheWallClock) {

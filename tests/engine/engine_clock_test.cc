@@ -318,6 +318,24 @@ TEST_F(EngineClockTest, WallClockStepsAreLogged) {
   EXPECT_NE(std::string::npos, back.find("-3600")) << back;
 }
 
+TEST_F(EngineClockTest, WallClockStepsAreCountedInStats) {
+  auto stats = engine_->Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(0u, stats->clock_steps);
+  StepWall(+kHour);
+  Pass(1 * kSecond);
+  EXPECT_EQ("NOT_FOUND", Get("k"));  // a read finds the check due
+  stats = engine_->Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(1u, stats->clock_steps);
+  StepWall(-kHour);
+  Pass(1 * kSecond);
+  EXPECT_EQ("NOT_FOUND", Get("k"));
+  stats = engine_->Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(2u, stats->clock_steps);
+}
+
 // The high-water mark is written only by the engine's own time: a clock the caller supplies
 // (ManualClock in tests and simulations) is read as is, even backwards.
 TEST_F(EngineClockTest, SuppliedClockIsReadAsIsAndLeavesNoMark) {

@@ -174,6 +174,24 @@ TEST_F(EngineTest, StatsAccountForFlushesCompactionsAndDroppedRecords) {
   EXPECT_LT(stats->live_sst_bytes, stats->flush_bytes_written / 2);
 }
 
+TEST_F(EngineTest, StatsEstimateExpiredRecordsCompactionHasNotRemovedYet) {
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ("INSERTED", Insert("x", "k" + std::to_string(i), "S", "", "", 1000));
+  }
+  ASSERT_TRUE(engine().Flush().ok());
+  auto stats = engine().Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(0u, stats->expired_unreclaimed_records);  // none expired yet
+  clock_->Advance(1000);
+  stats = engine().Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(100u, stats->expired_unreclaimed_records);  // all expired, still on disk
+  ASSERT_TRUE(engine().CompactAll().ok());
+  stats = engine().Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(0u, stats->expired_unreclaimed_records);  // reclaimed
+}
+
 TEST_F(EngineTest, WaitForBackgroundWorkReturnsOnceRocksDbIsIdle) {
   options_.write_buffer_bytes = 64 << 10;  // tiny memtables: writes trigger flushes and compactions
   Reopen();

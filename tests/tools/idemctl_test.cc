@@ -1,6 +1,7 @@
 // idemctl: parsing, the Op each command builds, output and exit codes, and the real binary
 // end to end on an embedded store.
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "idem/engine.h"
 #include "invocation.h"
 #include "json_writer.h"
+#include "net/test_server.h"
 #include "output.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
@@ -324,6 +326,38 @@ TEST(IdemctlOutput, HumanOutputOfStatsAndTimes) {
       << FormatHuman(r, 1'000'000);
 }
 
+TEST(IdemctlOutput, ServerCountersArePrintedOnePerSeries) {
+  StoreStats stats;
+  MetricFamily ops{"idem_ops_total", "h", MetricType::kCounter, {}};
+  MetricSample inserted;
+  inserted.labels = {{"op", "insert"}, {"outcome", "INSERTED"}};
+  inserted.value = 3;
+  ops.samples.push_back(inserted);
+  MetricFamily latency{"idem_request_duration_seconds", "h", MetricType::kHistogram, {}};
+  MetricSample h;
+  h.labels = {{"transport", "binary"}, {"op", "insert"}};
+  h.buckets = {{0.0001, 1}, {0.001, 99}, {0.01, 100}, {HUGE_VAL, 100}};
+  h.sum = 0.05;
+  h.count = 100;
+  latency.samples.push_back(h);
+  const std::vector<MetricFamily> metrics = {ops, latency};
+  std::string out = FormatStatsHuman(stats, metrics);
+  EXPECT_NE(std::string::npos, out.find("\nidem_ops_total{op=\"insert\",outcome=\"INSERTED\"} 3\n"))
+      << out;
+  EXPECT_NE(std::string::npos,
+            out.find("idem_request_duration_seconds{transport=\"binary\",op=\"insert\"} "
+                     "count=100 mean=0.0005 p50<=0.001 p99<=0.001"))
+      << out;
+  out = FormatStatsJson(stats, metrics);
+  EXPECT_NE(std::string::npos,
+            out.find("{\"name\":\"idem_ops_total\",\"type\":\"counter\",\"help\":\"h\","
+                     "\"samples\":[{\"labels\":{\"op\":\"insert\",\"outcome\":\"INSERTED\"},"
+                     "\"value\":3}]}"))
+      << out;
+  EXPECT_NE(std::string::npos, out.find("\"count\":100,\"sum\":0.05,\"buckets\":[[0.0001,1],"))
+      << out;
+}
+
 TEST(IdemctlOutput, TheRecordsKindIsPrinted) {
   OpResult r;
   r.outcome = Outcome::kWrongKind;
@@ -559,6 +593,31 @@ TEST(IdemctlBinary, LockWaitsForTheHolderUntilItsWaitRunsOut) {
   EXPECT_EQ(1, r.code) << r.err;
   EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"HELD\"")) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("\"owner\":\"alice\"")) << r.out;
+}
+
+// Against a server, stats add the server's counters, read through the binary protocol.
+TEST(IdemctlBinary, StatsFromAServerIncludeItsCounters) {
+  testing::TestServer server;
+  const std::string at = "--server " + server.address();
+  ASSERT_EQ(0, RunIdemctl(at + " insert pay k1").code);
+  ASSERT_EQ(0, RunIdemctl(at + " insert pay k1").code);  // EXISTS
+  Ran r = RunIdemctl(at + " stats");
+  ASSERT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("next_fence")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("idem_ops_total{op=\"insert\",outcome=\"INSERTED\"} 1\n"))
+      << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("idem_ops_total{op=\"insert\",outcome=\"EXISTS\"} 1\n"))
+      << r.out;
+  EXPECT_NE(std::string::npos,
+            r.out.find("idem_request_duration_seconds{transport=\"binary\",op=\"insert\"} count=2"))
+      << r.out;
+  r = RunIdemctl(at + " --json stats");
+  ASSERT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"next_fence\":")) << r.out;
+  EXPECT_NE(std::string::npos,
+            r.out.find("{\"labels\":{\"op\":\"insert\",\"outcome\":\"EXISTS\"},\"value\":1}"))
+      << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("\"name\":\"idem_connections_accepted_total\"")) << r.out;
 }
 
 // A zero lease or TTL is passed to the store, which refuses it naming the namespace's range

@@ -11,11 +11,7 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where) {
         "say where the store is: a server (HOST:PORT) or a data directory");
   }
   if (!where.server.empty()) {
-    ClientOptions options;
-    options.address = where.server;
-    options.connect_timeout_ms = where.timeout_ms;
-    options.request_timeout_ms = where.timeout_ms;
-    Result<std::unique_ptr<Client>> client = Client::Connect(options);
+    Result<std::unique_ptr<Client>> client = ConnectClient(where);
     if (!client.ok()) return client.status();
     return std::unique_ptr<Store>(std::move(*client));
   }
@@ -29,6 +25,15 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where) {
     return s;
   }
   return std::unique_ptr<Store>(std::move(*engine));
+}
+
+Result<std::unique_ptr<Client>> ConnectClient(const StoreLocation& where) {
+  if (where.server.empty()) return Status::InvalidArgument("no server address (HOST:PORT)");
+  ClientOptions options;
+  options.address = where.server;
+  options.connect_timeout_ms = where.timeout_ms;
+  options.request_timeout_ms = where.timeout_ms;
+  return Client::Connect(options);
 }
 
 }  // namespace idem

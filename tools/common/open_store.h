@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "idem/client.h"
 #include "idem/options.h"
 #include "idem/result.h"
 #include "idem/store.h"
@@ -22,5 +23,9 @@ struct StoreLocation {
 // Exactly one of server / data_dir must be set (InvalidArgument otherwise). Embedded: a directory
 // that another process (e.g. idemstored) has open fails with IOError and a hint to use --server.
 Result<std::unique_ptr<Store>> OpenStore(const StoreLocation& where);
+
+// The network Client for where.server (which must be set): for what only a server has, e.g. its
+// counters (Client::GetServerStats).
+Result<std::unique_ptr<Client>> ConnectClient(const StoreLocation& where);
 
 }  // namespace idem

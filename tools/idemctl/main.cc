@@ -15,14 +15,18 @@
 
 namespace {
 
-idem::Result<std::unique_ptr<idem::Store>> OpenStore(const idem::ctl::Invocation& inv) {
+idem::StoreLocation Where(const idem::ctl::Invocation& inv) {
   idem::StoreLocation where;
   where.server = inv.server;
   where.data_dir = inv.data_dir;
   where.timeout_ms = inv.timeout_ms;
   where.engine.create_if_missing = false;  // a typo in --data must not create an empty store
   where.engine.reclaim_interval_ms = 0;
-  return idem::OpenStore(where);
+  return where;
+}
+
+idem::Result<std::unique_ptr<idem::Store>> OpenStore(const idem::ctl::Invocation& inv) {
+  return idem::OpenStore(Where(inv));
 }
 
 // Prints `error` to stderr in the form the caller asked for; returns its exit status.
@@ -41,6 +45,17 @@ int Repair(const idem::ctl::Invocation& inv) {
   auto report = idem::RepairDatabase(inv.data_dir, options);
   if (!report.ok()) return Fail(idem::ctl::StoreError(report.status()), inv.json);
   for (const std::string& line : report->lines) std::printf("repair: %s\n", line.c_str());
+  return idem::ctl::kExitSuccess;
+}
+
+// stats from a server: the store's figures and the server's counters.
+int ServerStats(const idem::ctl::Invocation& inv) {
+  auto client = idem::ConnectClient(Where(inv));
+  if (!client.ok()) return Fail(idem::ctl::StoreError(client.status()), inv.json);
+  auto stats = (*client)->GetServerStats();
+  if (!stats.ok()) return Fail(idem::ctl::StoreError(stats.status()), inv.json);
+  std::puts(inv.json ? idem::ctl::FormatStatsJson(stats->store, stats->metrics).c_str()
+                     : idem::ctl::FormatStatsHuman(stats->store, stats->metrics).c_str());
   return idem::ctl::kExitSuccess;
 }
 
@@ -67,6 +82,7 @@ int main(int argc, char** argv) {
     if (!built.ok()) return Fail(idem::ctl::UsageError(built.status().message()), inv->json);
     op = std::move(*built);
   }
+  if (inv->command == "stats" && !inv->server.empty()) return ServerStats(*inv);
   auto store = OpenStore(*inv);
   if (!store.ok()) return Fail(idem::ctl::StoreError(store.status()), inv->json);
   if (inv->command == "stats") {

@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <utility>
@@ -150,7 +151,53 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
           {"compaction_bytes_read", s.compaction_bytes_read},
           {"compaction_bytes_written", s.compaction_bytes_written},
           {"compactions", s.compactions},
-          {"records_dropped_by_compaction", s.records_dropped_by_compaction}};
+          {"records_dropped_by_compaction", s.records_dropped_by_compaction},
+          {"pending_compaction_bytes", s.pending_compaction_bytes},
+          {"write_stalls", s.write_stalls},
+          {"write_stalled", s.write_stalled ? 1u : 0u},
+          {"background_errors", s.background_errors},
+          {"expired_unreclaimed_records", s.expired_unreclaimed_records},
+          {"clock_steps", s.clock_steps}};
+}
+
+// `name{a="x",b="y"}` (values unescaped: for people, not for a parser).
+std::string SeriesName(const MetricFamily& f, const MetricSample& s) {
+  std::string out = f.name;
+  if (s.labels.empty()) return out;
+  out += '{';
+  for (size_t i = 0; i < s.labels.size(); ++i) {
+    if (i > 0) out += ',';
+    out += s.labels[i].first + "=\"" + s.labels[i].second + "\"";
+  }
+  return out + '}';
+}
+
+// Counters are integers however large; other values to six significant digits.
+bool IsCount(double v) { return v >= 0 && v < 1e18 && v == std::floor(v); }
+
+std::string Number(double v) {
+  if (IsCount(v)) return std::to_string(static_cast<uint64_t>(v));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+void JsonNumber(double v, JsonWriter& j) {
+  if (IsCount(v)) {
+    j.Uint(static_cast<uint64_t>(v));
+  } else {
+    j.Double(v);
+  }
+}
+
+// The smallest bucket bound holding fraction q of the observations: an upper bound on the
+// q-quantile, as precise as the buckets.
+double QuantileBound(const MetricSample& s, double q) {
+  const double want = q * static_cast<double>(s.count);
+  for (const auto& [le, count] : s.buckets) {
+    if (static_cast<double>(count) >= want) return le;
+  }
+  return s.buckets.empty() ? 0 : s.buckets.back().first;
 }
 
 }  // namespace
@@ -235,7 +282,7 @@ std::string FormatErrorJson(const CliError& error) {
   return j.Take();
 }
 
-std::string FormatStatsHuman(const StoreStats& s) {
+std::string FormatStatsHuman(const StoreStats& s, std::span<const MetricFamily> metrics) {
   auto pad = [](std::string name) {
     name.resize(std::max<size_t>(name.size() + 1, 31), ' ');
     return name;
@@ -243,10 +290,26 @@ std::string FormatStatsHuman(const StoreStats& s) {
   std::string out = pad("durability") + std::string(DurabilityName(s.durability));
   for (const auto& [name, value] : StatsCounters(s))
     out += "\n" + pad(name) + std::to_string(value);
+  if (metrics.empty()) return out;
+  out += "\n\nserver counters (GET /metrics names):";
+  for (const MetricFamily& f : metrics) {
+    for (const MetricSample& sample : f.samples) {
+      out += "\n" + SeriesName(f, sample) + " ";
+      if (f.type != MetricType::kHistogram) {
+        out += Number(sample.value);
+        continue;
+      }
+      out += "count=" + std::to_string(sample.count);
+      if (sample.count == 0) continue;
+      out += " mean=" + Number(sample.sum / static_cast<double>(sample.count)) +
+             " p50<=" + Number(QuantileBound(sample, 0.5)) +
+             " p99<=" + Number(QuantileBound(sample, 0.99));
+    }
+  }
   return out;
 }
 
-std::string FormatStatsJson(const StoreStats& s) {
+std::string FormatStatsJson(const StoreStats& s, std::span<const MetricFamily> metrics) {
   JsonWriter j;
   j.BeginObject();
   j.Key("outcome");
@@ -260,6 +323,53 @@ std::string FormatStatsJson(const StoreStats& s) {
     j.Uint(value);
   }
   j.EndObject();
+  if (!metrics.empty()) {
+    j.Key("metrics");
+    j.BeginArray();
+    for (const MetricFamily& f : metrics) {
+      j.BeginObject();
+      j.Key("name");
+      j.String(f.name);
+      j.Key("type");
+      j.String(MetricTypeName(f.type));
+      j.Key("help");
+      j.String(f.help);
+      j.Key("samples");
+      j.BeginArray();
+      for (const MetricSample& sample : f.samples) {
+        j.BeginObject();
+        j.Key("labels");
+        j.BeginObject();
+        for (const auto& [name, value] : sample.labels) {
+          j.Key(name);
+          j.String(value);
+        }
+        j.EndObject();
+        if (f.type != MetricType::kHistogram) {
+          j.Key("value");
+          JsonNumber(sample.value, j);
+        } else {
+          j.Key("count");
+          j.Uint(sample.count);
+          j.Key("sum");
+          j.Double(sample.sum);
+          j.Key("buckets");  // [[le, cumulative count], ...]; +Inf's le is null
+          j.BeginArray();
+          for (const auto& [le, count] : sample.buckets) {
+            j.BeginArray();
+            j.Double(le);
+            j.Uint(count);
+            j.EndArray();
+          }
+          j.EndArray();
+        }
+        j.EndObject();
+      }
+      j.EndArray();
+      j.EndObject();
+    }
+    j.EndArray();
+  }
   j.EndObject();
   return j.Take();
 }

@@ -8,8 +8,10 @@
 // with no "outcome" key, so a script that reads "outcome" never takes an error for an answer.
 #pragma once
 
+#include <span>
 #include <string>
 
+#include "idem/metrics.h"
 #include "idem/operation.h"
 #include "idem/result.h"
 #include "idem/store.h"
@@ -39,8 +41,11 @@ CliError StoreError(const Status& status);  // code CodeName(status), ExitCodeFo
 
 std::string FormatHuman(const OpResult& result, int64_t now_ms);
 std::string FormatJson(const OpResult& result);
-std::string FormatStatsHuman(const StoreStats& stats);
-std::string FormatStatsJson(const StoreStats& stats);
+// The store's figures, then (from a server) its counters: in the human form one line per series
+// as GET /metrics names it, histograms as count, mean and approximate quantiles; in JSON a
+// "metrics" array of {name, type, help, samples}.
+std::string FormatStatsHuman(const StoreStats& stats, std::span<const MetricFamily> metrics = {});
+std::string FormatStatsJson(const StoreStats& stats, std::span<const MetricFamily> metrics = {});
 std::string FormatErrorHuman(const CliError& error);  // "idemctl: error (CODE): message"
 std::string FormatErrorJson(const CliError& error);   // {"error":{"code":..,"message":..}}
 

@@ -46,6 +46,18 @@ struct StoreStats {
                                             // the cache is not strict: pinned blocks may exceed it)
   uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
                                             // with the number of table files
+  // Background health, read when the stats are taken.
+  uint64_t pending_compaction_bytes = 0;  // RocksDB's estimate of bytes compaction must rewrite
+  uint64_t write_stalls = 0;              // times writes were slowed or stopped, since open
+  bool write_stalled = false;             // writes are being slowed or stopped now
+  uint64_t background_errors = 0;         // RocksDB background (flush/compaction) errors since open
+  // Records in table files that have expired past the expiry grace and wait for compaction to
+  // remove them (estimated from each file's expiry sample, expiry_stats.h): how far reclaiming
+  // lags behind expiry.
+  uint64_t expired_unreclaimed_records = 0;
+  // Wall-clock steps the engine's own clock detected and did not follow (0 with a clock the
+  // embedder supplies: EngineOptions::clock).
+  uint64_t clock_steps = 0;
   Durability durability = Durability::kSync;  // the mode the store was opened with
 };
 

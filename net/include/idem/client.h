@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/metrics.h"
 #include "idem/server_info.h"
 #include "idem/store.h"
 
@@ -43,6 +44,12 @@ struct ClientOptions {
   int64_t reconnect_backoff_max_ms = 2'000;
 };
 
+// What a server reports about itself: the store's figures and the server's own counters.
+struct ServerStats {
+  StoreStats store;
+  std::vector<MetricFamily> metrics;  // empty from a server without metrics
+};
+
 class Client : public Store {
  public:
   // Connects and performs the protocol handshake. IOError when the server is unreachable,
@@ -55,10 +62,13 @@ class Client : public Store {
   using Callback = std::function<void(Status status, std::vector<Result<OpResult>> results)>;
   virtual void ApplyAsync(std::span<const Op> ops, Callback done) = 0;
 
+  // The store's figures (what Stats() returns) and the server's counters, in one request.
+  virtual Result<ServerStats> GetServerStats() = 0;
+
   // What the server announced in its HelloReply (limits, version) on the first connection.
   virtual const ServerInfo& server_info() const = 0;
 
-  // Failure contract, for Apply, ApplyAsync and Stats alike:
+  // Failure contract, for Apply, ApplyAsync, Stats and GetServerStats alike:
   //  - TimedOut after request_timeout_ms (a late response is dropped; the request may have
   //    been applied);
   //  - IOError once the connection is lost or the server closes it: every call waiting on it

@@ -95,6 +95,11 @@ class Server {
   // Thread-safe; ends Wait().
   virtual void RequestStop() = 0;
 
+  // The server's metrics and the store's figures (read now) in the Prometheus text format 0.0.4
+  // (docs/operations.md lists them): what GET /metrics serves. Thread-safe, including from the
+  // server's own I/O threads; the store's figures are absent before Serve() and after Stop().
+  virtual std::string MetricsText() = 0;
+
   // Stops accepting, lets requests already read finish (bounded by stop_grace_ms), writes their
   // responses, closes every connection and joins all threads. Idempotent.
   virtual void Stop() = 0;
