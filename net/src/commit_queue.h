@@ -64,14 +64,14 @@ class CommitQueue {
   // Runs `flush` later on the event loop that calls Submit (e.g. asio::post onto it).
   using Defer = std::function<void(std::function<void()> flush)>;
 
-  // Applies with store->Apply: a waiting Begin blocks the thread that applies its batch.
+  // Applies with store->Apply: a waiting Begin or Lock blocks the thread that applies its batch.
   CommitQueue(Store* store, size_t max_batch_ops, int engine_threads, Defer defer = nullptr);
   // Applies with engine->ApplyNoWait (ApplyDeferSync on the loop under Durability::kSync).
   // `metrics`, unless null, counts each batch's size and each WAL sync; it must outlive the queue.
   CommitQueue(ServingEngine* engine, size_t max_batch_ops, int engine_threads,
               Defer defer = nullptr, ServerMetrics* metrics = nullptr);
   // An Engine is served through ServingEngine::Open: applying it as a plain Store would block
-  // on waiting Begins and fsync on the loop without saying so.
+  // on waiting Begins and Locks and fsync on the loop without saying so.
   CommitQueue(Engine* engine, size_t max_batch_ops, int engine_threads,
               Defer defer = nullptr) = delete;
   ~CommitQueue();  // Stop()

@@ -67,8 +67,7 @@ class WaitingLockTest : public ::testing::Test {
     return r.ok() && r->record ? r->record->fence : 0;
   }
   std::string Unlock(uint64_t fence) {
-    return testing::Name(
-        holder_->Execute(Op::Unlock({.ns = "locks", .key = "L", .fence = fence})));
+    return testing::Name(holder_->Execute(Op::Unlock({.ns = "locks", .key = "L", .fence = fence})));
   }
 
   std::unique_ptr<testing::TestServer> server_;
@@ -191,8 +190,8 @@ TEST_P(WaitingLockThreadsTest, AWaitingLockDoesNotStallOtherRequests) {
   for (int i = 0; i < 50; ++i) {
     ASSERT_OK(client->Insert({.ns = "ns", .key = "other-" + std::to_string(i), .status = "NEW"}));
   }
-  EXPECT_EQ("HELD", testing::Name(client->Execute(
-                        Op::Lock({.ns = "locks", .key = "L", .owner = "carol"}))));
+  EXPECT_EQ("HELD", testing::Name(
+                        client->Execute(Op::Lock({.ns = "locks", .key = "L", .owner = "carol"}))));
   EXPECT_FALSE(bob.Answered());
   ASSERT_EQ("RELEASED", Unlock(fence));
   Result<OpResult> r = bob.Get();
