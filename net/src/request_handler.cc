@@ -1,15 +1,12 @@
 #include "request_handler.h"
 
-#include <chrono>
 #include <memory>
-#include <mutex>
-#include <optional>
 
 namespace idem {
 
 RequestHandler::RequestHandler(Store* store, CommitQueue* queue, BeginWaiter* waiter,
                                ServerInfo info)
-    : store_(store), queue_(queue), waiter_(waiter), info_(std::move(info)) {}
+    : store_(store), queue_(queue), apply_(queue, waiter), info_(std::move(info)) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
@@ -94,85 +91,18 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     reply(EncodeError(id, s));
     return;
   }
-  // Ops this server cannot decode (unknown types) get their error here and are left out of the
-  // engine batch; their places are filled back in below. Both side tables are allocated only
-  // when needed: the common request has neither, and this runs once per request.
-  std::shared_ptr<std::vector<std::optional<Status>>> decode_errors;
-  std::vector<Op> ops;
-  ops.reserve(n);
-  // Begins that may have to wait (request index, op): see begin_waiter.h.
-  std::shared_ptr<std::vector<std::pair<size_t, Op>>> waits;
-  const auto received = std::chrono::steady_clock::now();
+  // The ops borrow the frame's bytes: it rides along as their owner.
+  DecodedOps decoded;
+  decoded.ops.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits);
-    if (!op.ok()) {
-      if (!decode_errors) decode_errors = std::make_shared<std::vector<std::optional<Status>>>(n);
-      (*decode_errors)[i] = op.status();
-      continue;
-    }
-    if (waiter_ && op->type == OpType::kBegin && op->wait > std::chrono::milliseconds(0)) {
-      if (!waits) waits = std::make_shared<std::vector<std::pair<size_t, Op>>>();
-      waits->emplace_back(i, *op);
-    }
-    ops.push_back(std::move(*op));
+    decoded.Add(DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits));
   }
-  // `frame` rides along in the callbacks: the ops' string_views point into it.
-  queue_->Submit(std::move(ops), [this, id, n, frame, decode_errors, waits, received,
-                                  reply = std::move(reply)](Status status,
-                                                            std::vector<Result<OpResult>> results) {
-    if (!status.ok()) {
-      reply(EncodeError(id, status));
-      return;
-    }
-    if (decode_errors && results.size() != n) {  // ops were left out: merge their errors in
-      std::vector<Result<OpResult>> merged;
-      merged.reserve(n);
-      size_t next = 0;
-      for (size_t i = 0; i < n; ++i) {
-        if ((*decode_errors)[i]) {
-          merged.push_back(*(*decode_errors)[i]);
-        } else {
-          merged.push_back(std::move(results[next++]));
-        }
-      }
-      results = std::move(merged);
-    }
-    if (!waits) {
-      reply(EncodeResponse(id, results));
-      return;
-    }
-    std::vector<std::pair<size_t, Op>> waiting;
-    for (auto& [i, op] : *waits) {
-      if (results[i].ok() && results[i]->outcome == Outcome::kInProgress) {
-        waiting.emplace_back(i, op);
-      }
-    }
-    if (waiting.empty()) {
-      reply(EncodeResponse(id, results));
-      return;
-    }
-    // Reply once every waiting Begin has its final result.
-    struct Pending {
-      std::mutex mu;
-      std::vector<Result<OpResult>> results;  // guarded by mu
-      size_t remaining;                       // guarded by mu
-    };
-    auto pending = std::make_shared<Pending>();
-    pending->results = std::move(results);
-    pending->remaining = waiting.size();
-    for (auto& [i, op] : waiting) {
-      Result<OpResult> last = pending->results[i];
-      waiter_->Wait(op, received + *op.wait, std::move(last),
-                    [this, id, i = i, frame, pending, reply](Result<OpResult> final_result) {
-                      std::unique_lock<std::mutex> lock(pending->mu);
-                      pending->results[i] = std::move(final_result);
-                      if (--pending->remaining > 0) return;
-                      std::vector<Result<OpResult>> all = std::move(pending->results);
-                      lock.unlock();
-                      reply(EncodeResponse(id, all));
-                    });
-    }
-  });
+  decoded.owner = std::move(frame);
+  apply_.Apply(
+      Transport::kBinary, std::move(decoded),
+      [this, id, reply = std::move(reply)](Status status, std::vector<Result<OpResult>> results) {
+        reply(status.ok() ? EncodeResponse(id, results) : EncodeError(id, status));
+      });
 }
 
 FrameBytes RequestHandler::EncodeResponse(uint64_t id,

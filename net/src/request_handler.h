@@ -1,15 +1,16 @@
 // RequestHandler: one decoded frame in, one encoded response out. No I/O: the connection feeds
 // it frame bodies and writes what it replies; tests drive it directly.
 //
-// Apply requests go to the CommitQueue (group commit on the engine threads); everything else is
-// answered on the calling thread. Every frame gets exactly one reply, which may come before
-// Handle returns or later from an engine thread.
+// Apply requests go through the ApplyPath (the CommitQueue's group commit, the BeginWaiter's
+// waits), as HTTP requests do; everything else is answered on the calling thread. Every frame gets
+// exactly one reply, which may come before Handle returns or later from an engine thread.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "apply_path.h"
 #include "begin_waiter.h"
 #include "commit_queue.h"
 #include "idem/status.h"
@@ -49,7 +50,7 @@ class RequestHandler {
 
   Store* const store_;
   CommitQueue* const queue_;
-  BeginWaiter* const waiter_;
+  ApplyPath apply_;
   const ServerInfo info_;
 };
 

@@ -25,6 +25,8 @@
 #include "begin_waiter.h"
 #include "commit_queue.h"
 #include "connection.h"
+#include "http_handler.h"
+#include "http_server.h"
 #include "request_handler.h"
 
 #ifndef IDEM_VERSION
@@ -52,6 +54,7 @@ class ServerImpl final : public Server {
   Status Serve(ServingEngine* engine) override;
 
   uint16_t port() const override { return port_; }
+  uint16_t http_port() const override { return http_ ? http_->port() : 0; }
   std::string address() const override {
     return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
                                                          : options_.host) +
@@ -69,6 +72,10 @@ class ServerImpl final : public Server {
     stop_cv_.notify_all();
   }
   void Stop() override;
+  bool stop_requested() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_requested_;
+  }
 
  private:
   static ServerInfo MakeInfo(const ServerOptions& o) {
@@ -110,6 +117,10 @@ class ServerImpl final : public Server {
   std::unique_ptr<BeginWaiter> waiter_;
   std::unique_ptr<RequestHandler> handler_;
   asio::io_context io_;
+  // The HTTP listener (options_.http) and what answers it; after io_, so destroyed before it.
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<ApplyPath> http_apply_;
+  std::unique_ptr<HttpHandler> http_handler_;
   asio::strand<asio::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
@@ -164,6 +175,11 @@ Status ServerImpl::Listen() {
   connection_options_.max_inflight = options_.max_inflight_per_connection;
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
+  if (options_.http) {
+    http_ = std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote,
+                                         [this](std::string_view line) { Log(std::string(line)); });
+    if (Status s = http_->Listen(); !s.ok()) return s;
+  }
   return Status::Ok();
 }
 
@@ -179,6 +195,19 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   waiter_ = MakeWaiter(engine);
   handler_ =
       std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(), MakeInfo(options_));
+  if (http_) {
+    http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get());
+    HttpHandler::Options http_options;
+    http_options.limits = options_.limits;
+    http_options.max_reply_bytes = options_.max_reply_bytes;
+    http_options.metrics = options_.http->metrics;
+    http_options.readiness = [this, engine]() -> Status {
+      if (stop_requested()) return Status::Shutdown("the server is stopping");
+      return engine->WriteReadiness();
+    };
+    http_handler_ = std::make_unique<HttpHandler>(http_apply_.get(), std::move(http_options));
+    http_->Serve(http_handler_.get());
+  }
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
@@ -297,6 +326,7 @@ void ServerImpl::Stop() {
   if (was == State::kListening) {  // never served: no threads, no connections
     boost::system::error_code ec;
     acceptor_.close(ec);
+    if (http_) http_->Stop(std::chrono::milliseconds(0));
     return;
   }
   // 1. Stop accepting (on the accept strand, which owns the acceptor).
@@ -315,6 +345,8 @@ void ServerImpl::Stop() {
     live.assign(connections_.begin(), connections_.end());
   }
   for (const auto& c : live) c->Drain();
+  // HTTP connections answer the request they are on, within the same grace period.
+  if (http_) http_->Stop(std::chrono::milliseconds(options_.stop_grace_ms));
   {
     std::unique_lock<std::mutex> lock(mu_);
     stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.stop_grace_ms),
