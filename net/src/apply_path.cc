@@ -22,8 +22,7 @@ bool WaitsForOutcome(const Op& op, Outcome outcome) {
 }
 
 void ApplyPath::OnApplied(Transport /*transport*/, std::span<const OpType> /*op_types*/,
-                          const Status& /*status*/,
-                          std::span<const Result<OpResult>> /*results*/,
+                          const Status& /*status*/, std::span<const Result<OpResult>> /*results*/,
                           std::chrono::steady_clock::duration /*latency*/) {}
 
 void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {

@@ -63,8 +63,8 @@ class ApplyPath {
  private:
   // Every request's ops (their types, in request order), results and latency (receipt to final
   // results) pass here, per transport, just before `done`: the place to count them.
-  static void OnApplied(Transport transport, std::span<const OpType> op_types,
-                        const Status& status, std::span<const Result<OpResult>> results,
+  static void OnApplied(Transport transport, std::span<const OpType> op_types, const Status& status,
+                        std::span<const Result<OpResult>> results,
                         std::chrono::steady_clock::duration latency);
 
   CommitQueue* const queue_;

@@ -75,9 +75,8 @@ Result<std::string> PercentDecode(std::string_view s) {
     const int h = i + 1 < s.size() ? HexDigit(s[i + 1]) : -1;
     const int l = i + 2 < s.size() ? HexDigit(s[i + 2]) : -1;
     if (h < 0 || l < 0) {
-      return Status::InvalidArgument("path segment \"" + std::string(s) +
-                                     "\": '%' at offset " + std::to_string(i) +
-                                     " is not followed by two hex digits");
+      return Status::InvalidArgument("path segment \"" + std::string(s) + "\": '%' at offset " +
+                                     std::to_string(i) + " is not followed by two hex digits");
     }
     out.push_back(static_cast<char>(h * 16 + l));
     i += 2;
@@ -130,8 +129,8 @@ size_t ResultsJsonBound(std::span<const Result<OpResult>> results) {
     bytes += 6 * r->token.size();
     if (r->record) {
       const Record& rec = *r->record;
-      bytes += 6 * (rec.status.size() + rec.fingerprint.size() + rec.payload.size() +
-                    rec.owner.size());
+      bytes +=
+          6 * (rec.status.size() + rec.fingerprint.size() + rec.payload.size() + rec.owner.size());
     }
   }
   return bytes;
@@ -189,12 +188,10 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
   const std::string_view path = target.substr(0, target.find('?'));
   const http::verb method = request.method();
   auto method_not_allowed = [&](std::string_view allow) {
-    HttpResponse r = ProblemResponse(http::status::method_not_allowed,
-                                     Status::Code::kInvalidArgument,
-                                     std::string(request.method_string().data(),
-                                                 request.method_string().size()) +
-                                         " " +
-                                         std::string(path) + ": allowed: " + std::string(allow));
+    HttpResponse r = ProblemResponse(
+        http::status::method_not_allowed, Status::Code::kInvalidArgument,
+        std::string(request.method_string().data(), request.method_string().size()) + " " +
+            std::string(path) + ": allowed: " + std::string(allow));
     r.set(http::field::allow, std::string(allow));
     reply(std::move(r));
   };
@@ -205,7 +202,8 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
   };
 
   if (path == "/healthz") {
-    if (only(http::verb::get, "GET")) reply(Response(http::status::ok, kJson, R"({"status":"ok"})"));
+    if (only(http::verb::get, "GET"))
+      reply(Response(http::status::ok, kJson, R"({"status":"ok"})"));
     return;
   }
   if (path == "/readyz") {

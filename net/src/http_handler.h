@@ -39,7 +39,7 @@ class HttpHandler {
   using Reply = std::function<void(HttpResponse response)>;
 
   struct Options {
-    Limits limits;                 // max_batch_ops: ops per /v1/apply
+    Limits limits;                      // max_batch_ops: ops per /v1/apply
     size_t max_reply_bytes = 4u << 20;  // a larger response is refused (INVALID_ARGUMENT)
     // GET /metrics's body (Prometheus text format). Unset: /metrics is 404.
     std::function<std::string()> metrics;
@@ -48,8 +48,7 @@ class HttpHandler {
   };
 
   // `apply` must outlive the handler.
-  HttpHandler(ApplyPath* apply, Options options)
-      : apply_(apply), options_(std::move(options)) {}
+  HttpHandler(ApplyPath* apply, Options options) : apply_(apply), options_(std::move(options)) {}
 
   // Calls `reply` exactly once, maybe before returning, maybe later from another thread. The
   // response's version and keep-alive are the connection's to set.

@@ -55,12 +55,10 @@ const Field kPayload{"payload", Kind::kBytes, [](Op& op, const Value& v) { op.pa
 const Field kFingerprint{"fingerprint", Kind::kBytes,
                          [](Op& op, const Value& v) { op.fingerprint = v.text; }};
 const Field kOwner{"owner", Kind::kText, [](Op& op, const Value& v) { op.owner = v.text; }};
-const Field kTtl{"ttl_ms", Kind::kMillis, [](Op& op, const Value& v) {
-                   op.ttl = Ttl(std::chrono::milliseconds(v.millis));
-                 }};
-const Field kLease{"lease_ms", Kind::kMillis, [](Op& op, const Value& v) {
-                     op.lease = std::chrono::milliseconds(v.millis);
-                   }};
+const Field kTtl{"ttl_ms", Kind::kMillis,
+                 [](Op& op, const Value& v) { op.ttl = Ttl(std::chrono::milliseconds(v.millis)); }};
+const Field kLease{"lease_ms", Kind::kMillis,
+                   [](Op& op, const Value& v) { op.lease = std::chrono::milliseconds(v.millis); }};
 const Field kWait{"wait_ms", Kind::kMillis,
                   [](Op& op, const Value& v) { op.wait = std::chrono::milliseconds(v.millis); }};
 const Field kFence{"fence", Kind::kUint,
@@ -251,8 +249,8 @@ Result<Op> DecodeOneOp(const std::string& where, const Json& j, OpsOwner& owner)
   }
   const OpSpec* spec = FindSpec(name->get_ref<const std::string&>());
   if (spec == nullptr) {
-    return Bad(where + ".op", "unknown op \"" + name->get<std::string>() + "\": one of " +
-                                  OpNames());
+    return Bad(where + ".op",
+               "unknown op \"" + name->get<std::string>() + "\": one of " + OpNames());
   }
   Op op;
   op.type = spec->type;

@@ -62,28 +62,25 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     parser_->body_limit(server_->options_.max_body_bytes);
     // One deadline for the whole request: a client that trickles bytes is cut off as an idle one.
     stream_.expires_after(idle());
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
     if (closed_) return;
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::eof || ec == asio::error::connection_reset ||
-        ec == asio::error::operation_aborted) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       CloseNow();
       return;
     }
     if (ec) {
       keep_alive_ = false;
       if (ec == http::error::header_limit) {
-        Send(ProblemResponse(http::status::request_header_fields_too_large,
-                             Status::Code::kInvalidArgument,
-                             "request headers exceed " +
-                                 std::to_string(server_->options_.max_header_bytes) +
-                                 " bytes (max_header_bytes)"));
+        Send(ProblemResponse(
+            http::status::request_header_fields_too_large, Status::Code::kInvalidArgument,
+            "request headers exceed " + std::to_string(server_->options_.max_header_bytes) +
+                " bytes (max_header_bytes)"));
       } else if (ec == http::error::body_limit) {
         Send(ProblemResponse(http::status::payload_too_large, Status::Code::kInvalidArgument,
                              "request body exceeds " +
@@ -105,10 +102,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     busy_ = true;
     stream_.expires_never();  // the engine's time is not the client's idleness
     server_->handler_->Handle(request, [self = shared_from_this()](HttpResponse response) {
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response)]() mutable {
-                   self->Send(std::move(response));
-                 });
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Send(std::move(response));
+      });
     });
   }
 
@@ -208,8 +204,8 @@ void HttpServer::DoAccept() {
         if (!acceptor_.is_open()) return;
         if (ec) {
           // EMFILE and the like: try again shortly instead of spinning on the error.
-          auto timer = std::make_shared<asio::steady_timer>(accept_strand_,
-                                                            std::chrono::milliseconds(100));
+          auto timer =
+              std::make_shared<asio::steady_timer>(accept_strand_, std::chrono::milliseconds(100));
           timer->async_wait([this, timer](boost::system::error_code) { DoAccept(); });
           return;
         }

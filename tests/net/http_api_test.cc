@@ -115,9 +115,8 @@ void ExpectProblem(const Reply& r, int status, const std::string& code,
 }
 
 TEST_F(HttpApiTest, ApplyInsertsThenAnswersExistsWithTheRecord) {
-  Json insert = {{"op", "insert"},        {"namespace", "payments"}, {"key", "order-42"},
-                 {"status", "PENDING"},   {"payload", "{\"amount\":10}"},
-                 {"ttl_ms", 86'400'000}};
+  Json insert = {{"op", "insert"},      {"namespace", "payments"},      {"key", "order-42"},
+                 {"status", "PENDING"}, {"payload", "{\"amount\":10}"}, {"ttl_ms", 86'400'000}};
   Json first = ApplyOne(insert);
   EXPECT_EQ("INSERTED", first["outcome"]);
   EXPECT_EQ("PENDING", first["record"]["status"]);
@@ -130,39 +129,44 @@ TEST_F(HttpApiTest, ApplyInsertsThenAnswersExistsWithTheRecord) {
 }
 
 TEST_F(HttpApiTest, OneRequestIsOneBatchAndEachOpSeesTheOnesBefore) {
-  Reply r = Apply(Json::array(
-      {{{"op", "insert"}, {"namespace", "ns"}, {"key", "k"}, {"status", "A"}},
-       {{"op", "cas"}, {"namespace", "ns"}, {"key", "k"}, {"expect_status", {"A"}},
-        {"status", "B"}},
-       {{"op", "get"}, {"namespace", "ns"}, {"key", "k"}},
-       {{"op", "delete"}, {"namespace", "ns"}, {"key", "k"}, {"expect_version", 1}},
-       {{"op", "delete"}, {"namespace", "ns"}, {"key", "k"}, {"expect_version", 2}},
-       {{"op", "get"}, {"namespace", "ns"}, {"key", "k"}}}));
+  Reply r = Apply(
+      Json::array({{{"op", "insert"}, {"namespace", "ns"}, {"key", "k"}, {"status", "A"}},
+                   {{"op", "cas"},
+                    {"namespace", "ns"},
+                    {"key", "k"},
+                    {"expect_status", {"A"}},
+                    {"status", "B"}},
+                   {{"op", "get"}, {"namespace", "ns"}, {"key", "k"}},
+                   {{"op", "delete"}, {"namespace", "ns"}, {"key", "k"}, {"expect_version", 1}},
+                   {{"op", "delete"}, {"namespace", "ns"}, {"key", "k"}, {"expect_version", 2}},
+                   {{"op", "get"}, {"namespace", "ns"}, {"key", "k"}}}));
   ASSERT_EQ(200, r.status) << r.raw;
   std::vector<std::string> outcomes;
   for (const Json& result : r.body["results"]) outcomes.push_back(result["outcome"]);
-  EXPECT_EQ((std::vector<std::string>{"INSERTED", "APPLIED", "FOUND", "CONDITION_FAILED",
-                                      "DELETED", "NOT_FOUND"}),
+  EXPECT_EQ((std::vector<std::string>{"INSERTED", "APPLIED", "FOUND", "CONDITION_FAILED", "DELETED",
+                                      "NOT_FOUND"}),
             outcomes);
 }
 
 TEST_F(HttpApiTest, RecordRoutesInsertGetCasDelete) {
-  Reply put = client_->Send(http::verb::put, "/v1/records/ns/order-1",
-                            R"({"status":"NEW","payload":"p"})");
+  Reply put =
+      client_->Send(http::verb::put, "/v1/records/ns/order-1", R"({"status":"NEW","payload":"p"})");
   EXPECT_EQ(200, put.status) << put.raw;
   EXPECT_EQ("INSERTED", put.body["outcome"]);
-  EXPECT_EQ("EXISTS", client_->Send(http::verb::put, "/v1/records/ns/order-1", R"({"status":"NEW"})")
-                          .body["outcome"]);
+  EXPECT_EQ("EXISTS",
+            client_->Send(http::verb::put, "/v1/records/ns/order-1", R"({"status":"NEW"})")
+                .body["outcome"]);
   Reply get = client_->Send(http::verb::get, "/v1/records/ns/order-1");
   EXPECT_EQ("FOUND", get.body["outcome"]);
   EXPECT_EQ("p", get.body["record"]["payload"]);
-  EXPECT_EQ("APPLIED", Post("/v1/records/ns/order-1:cas",
-                            {{"expect_status", {"NEW"}}, {"status", "PAID"}})
-                           .body["outcome"]);
+  EXPECT_EQ("APPLIED",
+            Post("/v1/records/ns/order-1:cas", {{"expect_status", {"NEW"}}, {"status", "PAID"}})
+                .body["outcome"]);
   EXPECT_EQ("CONDITION_FAILED",
             Post("/v1/records/ns/order-1:cas", {{"expect_status", {"NEW"}}, {"status", "X"}})
                 .body["outcome"]);
-  EXPECT_EQ("DELETED", client_->Send(http::verb::delete_, "/v1/records/ns/order-1").body["outcome"]);
+  EXPECT_EQ("DELETED",
+            client_->Send(http::verb::delete_, "/v1/records/ns/order-1").body["outcome"]);
   Reply gone = client_->Send(http::verb::get, "/v1/records/ns/order-1");
   EXPECT_EQ(200, gone.status);
   EXPECT_EQ("NOT_FOUND", gone.body["outcome"]);
@@ -170,8 +174,9 @@ TEST_F(HttpApiTest, RecordRoutesInsertGetCasDelete) {
 }
 
 TEST_F(HttpApiTest, TransitionRouteMovesTheStatus) {
-  ASSERT_EQ("INSERTED",
-            client_->Send(http::verb::put, "/v1/records/ns/m", R"({"status":"A"})").body["outcome"]);
+  ASSERT_EQ(
+      "INSERTED",
+      client_->Send(http::verb::put, "/v1/records/ns/m", R"({"status":"A"})").body["outcome"]);
   Json moved = Post("/v1/records/ns/m:transition", {{"status", "B"}}).body;
   EXPECT_EQ("APPLIED", moved["outcome"]) << moved.dump();
   EXPECT_EQ("B", moved["record"]["status"]);
@@ -182,13 +187,14 @@ TEST_F(HttpApiTest, BeginCompleteReplayOverTheAttemptRoutes) {
   Json started = Post("/v1/attempts/pay/req-1:begin", {{"fingerprint", "f1"}}).body;
   ASSERT_EQ("STARTED", started["outcome"]) << started.dump();
   const uint64_t fence = started["record"]["fence"];
-  EXPECT_EQ("IN_PROGRESS", Post("/v1/attempts/pay/req-1:begin", {{"fingerprint", "f1"}})
-                               .body["outcome"]);
-  EXPECT_EQ("MISMATCH", Post("/v1/attempts/pay/req-1:begin", {{"fingerprint", "f2"}})
-                            .body["outcome"]);
+  EXPECT_EQ("IN_PROGRESS",
+            Post("/v1/attempts/pay/req-1:begin", {{"fingerprint", "f1"}}).body["outcome"]);
+  EXPECT_EQ("MISMATCH",
+            Post("/v1/attempts/pay/req-1:begin", {{"fingerprint", "f2"}}).body["outcome"]);
   EXPECT_EQ("APPLIED",
             Post("/v1/attempts/pay/req-1:heartbeat", {{"fence", fence}}).body["outcome"]);
-  Json done = Post("/v1/attempts/pay/req-1:complete", {{"fence", fence}, {"payload", "200 OK"}}).body;
+  Json done =
+      Post("/v1/attempts/pay/req-1:complete", {{"fence", fence}, {"payload", "200 OK"}}).body;
   EXPECT_EQ("APPLIED", done["outcome"]) << done.dump();
   Json replay = Post("/v1/attempts/pay/req-1:begin", {{"fingerprint", "f1"}}).body;
   EXPECT_EQ("COMPLETED", replay["outcome"]);
@@ -203,12 +209,12 @@ TEST_F(HttpApiTest, AStaleFenceIsRefusedAfterATakeover) {
   Json second = Post("/v1/attempts/pay/k:begin", {{"lease_ms", 1000}}).body;
   ASSERT_EQ("STARTED", second["outcome"]);
   EXPECT_GT(second["record"]["fence"].get<uint64_t>(), first["record"]["fence"].get<uint64_t>());
-  EXPECT_EQ("FENCE_MISMATCH",
-            Post("/v1/attempts/pay/k:complete", {{"fence", first["record"]["fence"]}})
-                .body["outcome"]);
-  EXPECT_EQ("RELEASED",
-            Post("/v1/attempts/pay/k:abort", {{"fence", second["record"]["fence"]}})
-                .body["outcome"]);
+  EXPECT_EQ(
+      "FENCE_MISMATCH",
+      Post("/v1/attempts/pay/k:complete", {{"fence", first["record"]["fence"]}}).body["outcome"]);
+  EXPECT_EQ(
+      "RELEASED",
+      Post("/v1/attempts/pay/k:abort", {{"fence", second["record"]["fence"]}}).body["outcome"]);
 }
 
 TEST_F(HttpApiTest, AWaitingBeginIsAnsweredWhenTheAttemptCompletes) {
@@ -297,10 +303,11 @@ TEST_F(HttpApiTest, MalformedBodiesAre400AndApplyNothing) {
                 "INVALID_ARGUMENT", "unknown field \"fence\" for op insert");
   ExpectProblem(post(R"({"ops":[{"op":"upsert","namespace":"ns","key":"a"}]})"), 400,
                 "INVALID_ARGUMENT", "unknown op");
-  ExpectProblem(post(R"({"ops":[{"op":"get","namespace":"ns","key":"a","key_b64":"YQ=="}]})"),
-                400, "INVALID_ARGUMENT", "both given");
+  ExpectProblem(post(R"({"ops":[{"op":"get","namespace":"ns","key":"a","key_b64":"YQ=="}]})"), 400,
+                "INVALID_ARGUMENT", "both given");
   ExpectProblem(
-      post(R"({"ops":[{"op":"insert","namespace":"ns","key":"a","payload":"x","payload_b64":"eA=="}]})"),
+      post(
+          R"({"ops":[{"op":"insert","namespace":"ns","key":"a","payload":"x","payload_b64":"eA=="}]})"),
       400, "INVALID_ARGUMENT", "both given");
   ExpectProblem(post(R"({"ops":[{"op":"insert","namespace":"ns","key":"a","payload_b64":"!"}]})"),
                 400, "INVALID_ARGUMENT", "payload_b64");
@@ -367,8 +374,8 @@ TEST_F(HttpApiTest, OversizedHeadersAre431) {
   small.max_header_bytes = 2048;
   Start(small);
   testing::RawSocket raw(port());
-  const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " +
-                           std::string(4096, 'a') + "\r\n\r\n";
+  const std::string head =
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4096, 'a') + "\r\n\r\n";
   ASSERT_TRUE(raw.Send(head.data(), head.size()));
   std::string response = raw.ReadAll(5s);
   EXPECT_NE(std::string::npos, response.find("HTTP/1.1 431")) << response;

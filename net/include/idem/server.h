@@ -41,7 +41,7 @@ struct HttpListenerOptions {
   std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
   uint16_t port = 7879;            // 0: an ephemeral port (see Server::http_port())
   // One more gets 503 (with Retry-After) and is closed. Counted apart from max_connections.
-  size_t max_connections = 1024;
+  size_t max_connections = 256;
   size_t max_header_bytes = 16u << 10;  // request line and headers; more: 431, then close
   size_t max_body_bytes = 8u << 20;     // more: 413, then close (Content-Length checked first)
   // A connection with no complete request for this long after its last response (or whose
