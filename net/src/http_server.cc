@@ -8,6 +8,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "listen_socket.h"
+
 namespace idem {
 
 namespace asio = boost::asio;
@@ -164,31 +166,15 @@ HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool a
 HttpServer::~HttpServer() = default;
 
 Status HttpServer::Listen() {
-  boost::system::error_code ec;
-  asio::ip::address address = asio::ip::make_address(options_.host, ec);
-  if (ec) {
-    return Status::InvalidArgument("HTTP listen host \"" + options_.host +
-                                   "\" is not an IP address");
-  }
-  if (!address.is_loopback() && !allow_remote_) {
-    return Status::InvalidArgument("refusing to listen for HTTP on non-loopback address " +
-                                   options_.host + " without allow_remote (--allow-remote)");
-  }
   if (options_.max_connections < 1 || options_.max_header_bytes < 1024 ||
       options_.max_header_bytes > (64u << 20) || options_.max_body_bytes < 1024 ||
       options_.idle_timeout_ms <= 0) {
     return Status::InvalidArgument("HTTP listener options out of range");
   }
-  tcp::endpoint endpoint(address, options_.port);
-  auto fail = [&](const char* what) {
-    return Status::IOError(std::string("HTTP ") + what + " " + options_.host + ":" +
-                           std::to_string(options_.port) + ": " + ec.message());
-  };
-  if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
-  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("setsockopt");
-  if (acceptor_.bind(endpoint, ec)) return fail("bind");
-  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen");
-  port_ = acceptor_.local_endpoint(ec).port();
+  Result<uint16_t> port =
+      OpenListenSocket(acceptor_, options_.host, options_.port, allow_remote_, "HTTP");
+  if (!port.ok()) return port.status();
+  port_ = *port;
   return Status::Ok();
 }
 

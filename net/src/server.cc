@@ -27,6 +27,7 @@
 #include "connection.h"
 #include "http_handler.h"
 #include "http_server.h"
+#include "listen_socket.h"
 #include "request_handler.h"
 
 #ifndef IDEM_VERSION
@@ -144,14 +145,6 @@ class ServerImpl final : public Server {
 };
 
 Status ServerImpl::Listen() {
-  boost::system::error_code ec;
-  asio::ip::address address = asio::ip::make_address(options_.host, ec);
-  if (ec)
-    return Status::InvalidArgument("listen host \"" + options_.host + "\" is not an IP address");
-  if (!address.is_loopback() && !options_.allow_remote) {
-    return Status::InvalidArgument("refusing to listen on non-loopback address " + options_.host +
-                                   " without allow_remote (--allow-remote)");
-  }
   if (options_.io_threads < 1 || options_.engine_threads < 0 || options_.max_connections < 1 ||
       options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
       options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1 ||
@@ -159,16 +152,10 @@ Status ServerImpl::Listen() {
       options_.max_queued_reply_bytes < 1) {
     return Status::InvalidArgument("server options out of range");
   }
-  tcp::endpoint endpoint(address, options_.port);
-  auto fail = [&](const char* what) {
-    return Status::IOError(std::string(what) + " " + options_.host + ":" +
-                           std::to_string(options_.port) + ": " + ec.message());
-  };
-  if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
-  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("setsockopt");
-  if (acceptor_.bind(endpoint, ec)) return fail("bind");
-  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen");
-  port_ = acceptor_.local_endpoint(ec).port();
+  Result<uint16_t> port =
+      OpenListenSocket(acceptor_, options_.host, options_.port, options_.allow_remote, "");
+  if (!port.ok()) return port.status();
+  port_ = *port;
 
   connection_options_.max_frame_bytes = options_.max_frame_bytes;
   connection_options_.idle_timeout_ms = options_.idle_timeout_ms;

@@ -339,15 +339,7 @@ void Worker::OnFrame(size_t c, const uint8_t* data, uint32_t size) {
   }
   Slot& slot = conn.slots[s];
   const int64_t now = NowNs();
-  last_response_ns_ = now;
-  const uint64_t micros =
-      static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
-  const bool measured = phase_ == Phase::kMeasure;
-  if (measured) {
-    report_.latency.Record(micros);
-    interval_.Record(micros);
-    ++report_.requests;
-  }
+  const bool measured = RecordAnswered(slot, now);
   keys_.clear();
   fences_.clear();
   if (const wire::Error* error = frame->error()) {
@@ -388,19 +380,22 @@ void Worker::OnFrame(size_t c, const uint8_t* data, uint32_t size) {
   if (phase_ == Phase::kPreload || config_.rate <= 0) IssueNext(c, now);
 }
 
+bool Worker::RecordAnswered(const Slot& slot, int64_t now) {
+  last_response_ns_ = now;
+  if (phase_ != Phase::kMeasure) return false;
+  const uint64_t micros =
+      static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
+  report_.latency.Record(micros);
+  interval_.Record(micros);
+  ++report_.requests;
+  return true;
+}
+
 void Worker::OnHttpResponse(size_t c, int status, std::string_view body) {
   Conn& conn = *conns_[c];
   Slot& slot = conn.slots[0];
   const int64_t now = NowNs();
-  last_response_ns_ = now;
-  const uint64_t micros =
-      static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
-  const bool measured = phase_ == Phase::kMeasure;
-  if (measured) {
-    report_.latency.Record(micros);
-    interval_.Record(micros);
-    ++report_.requests;
-  }
+  const bool measured = RecordAnswered(slot, now);
   if (status != 200) {
     const Status::Code code = status == 503   ? Status::Code::kBusy
                               : status >= 500 ? Status::Code::kIOError
