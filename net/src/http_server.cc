@@ -1,6 +1,7 @@
 #include "http_server.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -52,6 +53,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
  private:
   static constexpr size_t kReadChunk = 64 * 1024;
+  static constexpr int64_t kLingerMs = 1'000;
 
   std::chrono::milliseconds idle() const {
     return std::chrono::milliseconds(server_->options_.idle_timeout_ms);
@@ -126,14 +128,35 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void OnWritten(beast::error_code ec) {
     busy_ = false;
     if (closed_) return;
-    if (ec || !keep_alive_ || draining_) {
-      // Shut down our side first so that a client still sending reads the response, not a reset.
-      beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if (ec) {
       CloseNow();
       return;
     }
+    if (!keep_alive_ || draining_) {
+      Linger();
+      return;
+    }
     DoRead();
+  }
+
+  // Closing with unread input would make the kernel answer with a reset, which may destroy the
+  // response before the client reads it (a 413 to a client still sending its body). So: FIN
+  // first, then discard what arrives until the client closes too, for at most kLingerMs.
+  void Linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::milliseconds(kLingerMs));
+    Discard();
+  }
+  void Discard() {
+    stream_.async_read_some(asio::buffer(discard_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) {
+                                self->CloseNow();
+                              } else {
+                                self->Discard();
+                              }
+                            });
   }
 
   void CloseNow() {
@@ -148,6 +171,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   HttpServer* const server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::array<char, 4096> discard_;
   bool keep_alive_ = true;
   bool busy_ = false;      // a request is being answered or its response written
   bool draining_ = false;  // server stop: no request after the one being answered

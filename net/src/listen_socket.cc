@@ -2,20 +2,19 @@
 
 namespace idem {
 
-Result<uint16_t> OpenListenSocket(boost::asio::ip::tcp::acceptor& acceptor,
-                                  const std::string& host, uint16_t port, bool allow_remote,
-                                  std::string_view listener) {
+Result<uint16_t> OpenListenSocket(boost::asio::ip::tcp::acceptor& acceptor, const std::string& host,
+                                  uint16_t port, bool allow_remote, std::string_view listener) {
   namespace asio = boost::asio;
   using tcp = asio::ip::tcp;
   const std::string prefix = listener.empty() ? "" : std::string(listener) + " ";
   boost::system::error_code ec;
   asio::ip::address address = asio::ip::make_address(host, ec);
-  if (ec) return Status::InvalidArgument(prefix + "listen host \"" + host + "\" is not an IP address");
+  if (ec)
+    return Status::InvalidArgument(prefix + "listen host \"" + host + "\" is not an IP address");
   if (!address.is_loopback() && !allow_remote) {
-    return Status::InvalidArgument("refusing to listen " +
-                                   (listener.empty() ? "" : "for " + std::string(listener) + " ") +
-                                   "on non-loopback address " + host +
-                                   " without allow_remote (--allow-remote)");
+    return Status::InvalidArgument(
+        "refusing to listen " + (listener.empty() ? "" : "for " + std::string(listener) + " ") +
+        "on non-loopback address " + host + " without allow_remote (--allow-remote)");
   }
   tcp::endpoint endpoint(address, port);
   auto fail = [&](const char* what) {

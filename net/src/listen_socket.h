@@ -18,8 +18,7 @@ namespace idem {
 // port 0). InvalidArgument for a host that is not an IP address or a non-loopback one without
 // `allow_remote`; IOError when binding fails. `listener` names the listener in messages ("" for
 // the binary protocol's, "HTTP").
-Result<uint16_t> OpenListenSocket(boost::asio::ip::tcp::acceptor& acceptor,
-                                  const std::string& host, uint16_t port, bool allow_remote,
-                                  std::string_view listener);
+Result<uint16_t> OpenListenSocket(boost::asio::ip::tcp::acceptor& acceptor, const std::string& host,
+                                  uint16_t port, bool allow_remote, std::string_view listener);
 
 }  // namespace idem

@@ -367,6 +367,14 @@ TEST_F(HttpApiTest, OversizedBodyIs413BeforeItIsRead) {
   EXPECT_NE(std::string::npos, response.find("HTTP/1.1 413")) << response;
   EXPECT_NE(std::string::npos, response.find("max_body_bytes")) << response;
   EXPECT_NE(std::string::npos, response.find("Connection: close")) << response;
+
+  // A client already sending the body still reads the 413 (no reset from unread input).
+  testing::RawSocket sending(port());
+  const std::string whole = "POST /v1/apply HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" +
+                            std::string(200000, ' ');
+  ASSERT_TRUE(sending.Send(whole.data(), whole.size()));
+  response = sending.ReadAll(5s);
+  EXPECT_NE(std::string::npos, response.find("HTTP/1.1 413")) << response;
 }
 
 TEST_F(HttpApiTest, OversizedHeadersAre431) {
