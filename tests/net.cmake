@@ -49,3 +49,13 @@ if(TARGET idemstored)
   target_include_directories(net_idemstored_fd_limit_test PRIVATE ${IDEM_NET_TEST_DIR})
   add_dependencies(net_idemstored_fd_limit_test idemstored)
 endif()
+
+# The HTTP/JSON API over a real server, with a real HTTP client (Boost.Beast).
+find_package(nlohmann_json 3.11 REQUIRED CONFIG)
+idem_add_test(net_http_api_test net/http_api_test.cc LIBS idem_net_internal
+              nlohmann_json::nlohmann_json)
+target_include_directories(net_http_api_test PRIVATE ${IDEM_NET_TEST_DIR})
+# docs/openapi.yaml: OpenAPI 3.0 that parses, references that resolve, and every served route.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME net_openapi_check
+         COMMAND Python3::Interpreter ${IDEM_NET_TEST_DIR}/openapi_check.py ${PROJECT_SOURCE_DIR})

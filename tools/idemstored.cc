@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   budget_request.max_connections = flags->server.max_connections;
   budget_request.max_connections_explicit = flags->max_connections_set;
   budget_request.max_refusing_connections = flags->server.max_refusing_connections;
+  if (flags->server.http) budget_request.http_connections = flags->server.http->max_connections + 1;
   idem::Result<idem::FdBudget> budget = idem::PlanFdBudget(budget_request);
   if (!budget.ok()) {
     std::fprintf(stderr, "idemstored: %s\n", budget.status().ToString().c_str());
@@ -93,13 +94,20 @@ int main(int argc, char** argv) {
   const char* background =
       flags->engine.background_priority == idem::EngineOptions::BackgroundPriority::kLow ? "low"
                                                                                          : "normal";
-  // Tests read the real port from this line: keep "listening on HOST:PORT" stable.
+  // Tests read the real ports from this line: keep "listening on HOST:PORT" and
+  // "http=HOST:PORT" stable.
+  std::string http = "off";
+  if (server_options.http) {
+    const std::string& host = server_options.http->host;
+    http = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+           std::to_string((*server)->http_port());
+  }
   std::fprintf(
       stderr,
-      "idemstored %s: listening on %s data=%s durability=%s io_threads=%d "
+      "idemstored %s: listening on %s http=%s data=%s durability=%s io_threads=%d "
       "engine_threads=%d max_connections=%zu idle_timeout=%s background=%s malloc=%s "
       "open_files=%llu rocksdb_max_open_files=%d\n",
-      IDEM_VERSION, (*server)->address().c_str(), flags->data_dir.c_str(), durability,
+      IDEM_VERSION, (*server)->address().c_str(), http.c_str(), flags->data_dir.c_str(), durability,
       server_options.io_threads, server_options.engine_threads, server_options.max_connections,
       idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), background, IDEM_ALLOCATOR,
       static_cast<unsigned long long>(limit->soft), engine_options.max_open_files);

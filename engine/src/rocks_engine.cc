@@ -120,6 +120,9 @@ class RocksEngine final : public ServingEngine {
     return watchers_.Add(RecordKey(ns, key), std::move(on_change));
   }
   void Unwatch(WatchId id) override { watchers_.Remove(id); }
+  Status WriteReadiness() const override {
+    return health_->suspended() ? health_->Refusal() : Status::Ok();
+  }
   Result<StoreStats> Stats() override;
   Status CompactAll() override;
   Result<ReclaimReport> ReclaimExpired() override;

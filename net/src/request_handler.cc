@@ -1,15 +1,16 @@
 #include "request_handler.h"
 
-#include <chrono>
 #include <memory>
-#include <mutex>
-#include <optional>
 
 namespace idem {
 
 RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter,
                                ServerInfo info, ServerMetrics* metrics)
-    : store_(store), queue_(queue), waiter_(waiter), info_(std::move(info)), metrics_(metrics) {}
+    : store_(store),
+      queue_(queue),
+      apply_(queue, waiter, metrics),
+      info_(std::move(info)),
+      metrics_(metrics) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
@@ -96,127 +97,35 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     AnswerError(id, s, reply);
     return;
   }
-  // Ops left out of the engine batch get a stand-in result here; their places are filled back
-  // in below: ops this server cannot decode (unknown types) their error, and waiting Locks that
-  // queued behind others (their stand-in is replaced by their wait's answer). Both side tables
-  // are allocated only when needed: the common request has neither, and this runs once per
-  // request.
-  std::shared_ptr<std::vector<std::optional<Status>>> left_out;
-  std::vector<Op> ops;
-  ops.reserve(n);
-  // Ops that wait for their key's holder: see op_waiter.h.
-  struct Waits {
-    size_t index;
-    std::chrono::milliseconds wait;
-    OpWaiter::Ticket ticket;
-  };
-  std::shared_ptr<std::vector<Waits>> waits;
-  const auto received = std::chrono::steady_clock::now();
+  // The ops borrow the frame's bytes: it rides along as their owner.
+  DecodedOps decoded;
+  decoded.ops.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    Result<Op> op = DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits);
-    if (!op.ok()) {
-      if (!left_out) left_out = std::make_shared<std::vector<std::optional<Status>>>(n);
-      (*left_out)[i] = op.status();
-      continue;
-    }
-    if (waiter_ && WaitsForHolder(*op)) {
-      if (!waits) waits = std::make_shared<std::vector<Waits>>();
-      waits->push_back({i, *op->wait, waiter_->Arrive(*op)});
-      if (!waits->back().ticket.apply_now()) {
-        if (!left_out) left_out = std::make_shared<std::vector<std::optional<Status>>>(n);
-        (*left_out)[i] = Status::Busy("waiting its turn");
-        continue;
-      }
-    }
-    ops.push_back(std::move(*op));
+    decoded.Add(DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits));
   }
-  // `frame` rides along in the callbacks: the ops' string_views point into it.
-  // `request` points into `frame`'s buffer, which the callbacks keep alive.
-  queue_->Submit(std::move(ops), [this, id, n, frame, request = &request, left_out, waits,
-                                  received, reply = std::move(reply)](
-                                     Status status, std::vector<Result<OpResult>> results) {
-    if (!status.ok()) {
-      if (waits) {
-        for (const Waits& w : *waits) waiter_->Leave(w.ticket);
-      }
-      AnswerError(id, status, reply);
-      return;
-    }
-    if (left_out && results.size() != n) {  // ops were left out: merge their stand-ins in
-      std::vector<Result<OpResult>> merged;
-      merged.reserve(n);
-      size_t next = 0;
-      for (size_t i = 0; i < n; ++i) {
-        if ((*left_out)[i]) {
-          merged.push_back(*(*left_out)[i]);
-        } else {
-          merged.push_back(std::move(results[next++]));
-        }
-      }
-      results = std::move(merged);
-    }
-    if (!waits) {
-      Answer(id, *request, results, received, reply);
-      return;
-    }
-    // Reply once every waiting op has its final result (at once for those whose first answer
-    // is final).
-    struct Pending {
-      std::mutex mu;
-      std::vector<Result<OpResult>> results;  // guarded by mu
-      size_t remaining;                       // guarded by mu
-    };
-    auto pending = std::make_shared<Pending>();
-    pending->results = std::move(results);
-    pending->remaining = waits->size();
-    for (const Waits& w : *waits) {
-      std::optional<Result<OpResult>> first;
-      if (w.ticket.apply_now()) {
-        std::lock_guard<std::mutex> lock(pending->mu);
-        first = pending->results[w.index];
-      }
-      waiter_->Wait(w.ticket, received + w.wait, std::move(first),
-                    [this, id, i = w.index, frame, request, received, pending,
-                     reply](Result<OpResult> final_result) {
-                      std::unique_lock<std::mutex> lock(pending->mu);
-                      pending->results[i] = std::move(final_result);
-                      if (--pending->remaining > 0) return;
-                      std::vector<Result<OpResult>> all = std::move(pending->results);
-                      lock.unlock();
-                      Answer(id, *request, all, received, reply);
-                    });
-    }
-  });
+  decoded.owner = std::move(frame);
+  apply_.Apply(
+      Transport::kBinary, std::move(decoded),
+      [this, id, reply = std::move(reply)](Status status, std::vector<Result<OpResult>> results) {
+        reply(status.ok() ? EncodeResponse(id, results) : EncodeError(id, status));
+      });
 }
 
-void RequestHandler::Answer(uint64_t id, const wire::ApplyRequest& request,
-                            std::span<const Result<OpResult>> results,
-                            std::chrono::steady_clock::time_point received,
-                            const Reply& reply) const {
-  if (metrics_) {
-    // The op types come from the request itself: its ops were decoded into the batch, and one
-    // that did not decode counts under its wire number (an unknown one as "unknown").
-    const auto latency = std::chrono::steady_clock::now() - received;
-    const auto* wire_ops = request.ops();
-    for (size_t i = 0; i < results.size(); ++i) {
-      const auto type = wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i))->type();
-      metrics_->CountOp(Transport::kBinary, static_cast<OpType>(type), results[i], latency);
-    }
-  }
+FrameBytes RequestHandler::EncodeResponse(uint64_t id,
+                                          std::span<const Result<OpResult>> results) const {
   // Checked from the results' sizes, before a byte of the response is built: 1,000 Gets of one
   // 1 MiB record would otherwise make a 1 GiB frame out of a 36 KB request.
   const size_t bound = ApplyResponseBytesBound(results);
   if (info_.max_reply_bytes != 0 && bound > info_.max_reply_bytes) {
-    AnswerError(id,
-                Status::InvalidArgument(
-                    "response of about " + std::to_string(bound) +
-                    " bytes exceeds max_reply_bytes " + std::to_string(info_.max_reply_bytes) +
-                    "; the operations were applied, their results are not returned (read fewer or "
-                    "smaller records per request)"),
-                reply);
-    return;
+    if (metrics_) metrics_->CountRequestError(Transport::kBinary, Status::Code::kInvalidArgument);
+    return EncodeError(
+        id, Status::InvalidArgument(
+                "response of about " + std::to_string(bound) + " bytes exceeds max_reply_bytes " +
+                std::to_string(info_.max_reply_bytes) +
+                "; the operations were applied, their results are not returned (read fewer or "
+                "smaller records per request)"));
   }
-  reply(EncodeApplyResponse(id, results));
+  return EncodeApplyResponse(id, results);
 }
 
 void RequestHandler::AnswerError(uint64_t id, const Status& error, const Reply& reply) const {

@@ -1,15 +1,16 @@
 // RequestHandler: one decoded frame in, one encoded response out. No I/O: the connection feeds
 // it frame bodies and writes what it replies; tests drive it directly.
 //
-// Apply requests go to the CommitQueue (group commit on the engine threads); everything else is
-// answered on the calling thread. Every frame gets exactly one reply, which may come before
-// Handle returns or later from an engine thread.
+// Apply requests go through the ApplyPath (the CommitQueue's group commit, the OpWaiter's
+// waits), as HTTP requests do; everything else is answered on the calling thread. Every frame gets
+// exactly one reply, which may come before Handle returns or later from an engine thread.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "apply_path.h"
 #include "commit_queue.h"
 #include "idem/status.h"
 #include "idem/store.h"
@@ -46,18 +47,15 @@ class RequestHandler {
  private:
   void HandleApply(uint64_t id, const wire::ApplyRequest& request,
                    std::shared_ptr<std::vector<uint8_t>> frame, Reply reply);
-  // Counts the results, then replies with the ApplyResponse, or an error frame when it would
-  // exceed info_.max_reply_bytes.
-  void Answer(uint64_t id, const wire::ApplyRequest& request,
-              std::span<const Result<OpResult>> results,
-              std::chrono::steady_clock::time_point received, const Reply& reply) const;
+  // The ApplyResponse, or an error frame when it would exceed info_.max_reply_bytes.
+  FrameBytes EncodeResponse(uint64_t id, std::span<const Result<OpResult>> results) const;
   // A whole-request error, counted.
   void AnswerError(uint64_t id, const Status& error, const Reply& reply) const;
   void HandleStats(uint64_t id, Reply reply);
 
   Store* const store_;
   CommitQueue* const queue_;
-  OpWaiter* const waiter_;
+  ApplyPath apply_;
   const ServerInfo info_;
   ServerMetrics* const metrics_;
 };

@@ -24,6 +24,9 @@
 #include "accept_backoff.h"
 #include "commit_queue.h"
 #include "connection.h"
+#include "http_handler.h"
+#include "http_server.h"
+#include "listen_socket.h"
 #include "op_waiter.h"
 #include "prometheus_text.h"
 #include "request_handler.h"
@@ -54,6 +57,7 @@ class ServerImpl final : public Server {
   Status Serve(ServingEngine* engine) override;
 
   uint16_t port() const override { return port_; }
+  uint16_t http_port() const override { return http_ ? http_->port() : 0; }
   std::string address() const override {
     return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
                                                          : options_.host) +
@@ -72,6 +76,10 @@ class ServerImpl final : public Server {
   }
   void Stop() override;
   std::string MetricsText() override;
+  bool stop_requested() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_requested_;
+  }
 
  private:
   static ServerInfo MakeInfo(const ServerOptions& o) {
@@ -116,6 +124,10 @@ class ServerImpl final : public Server {
   std::unique_ptr<OpWaiter> waiter_;
   std::unique_ptr<RequestHandler> handler_;
   asio::io_context io_;
+  // The HTTP listener (options_.http) and what answers it; after io_, so destroyed before it.
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<ApplyPath> http_apply_;
+  std::unique_ptr<HttpHandler> http_handler_;
   asio::strand<asio::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
@@ -139,14 +151,6 @@ class ServerImpl final : public Server {
 };
 
 Status ServerImpl::Listen() {
-  boost::system::error_code ec;
-  asio::ip::address address = asio::ip::make_address(options_.host, ec);
-  if (ec)
-    return Status::InvalidArgument("listen host \"" + options_.host + "\" is not an IP address");
-  if (!address.is_loopback() && !options_.allow_remote) {
-    return Status::InvalidArgument("refusing to listen on non-loopback address " + options_.host +
-                                   " without allow_remote (--allow-remote)");
-  }
   if (options_.io_threads < 1 || options_.engine_threads < 0 || options_.max_connections < 1 ||
       options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
       options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1 ||
@@ -154,16 +158,10 @@ Status ServerImpl::Listen() {
       options_.max_queued_reply_bytes < 1) {
     return Status::InvalidArgument("server options out of range");
   }
-  tcp::endpoint endpoint(address, options_.port);
-  auto fail = [&](const char* what) {
-    return Status::IOError(std::string(what) + " " + options_.host + ":" +
-                           std::to_string(options_.port) + ": " + ec.message());
-  };
-  if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
-  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("setsockopt");
-  if (acceptor_.bind(endpoint, ec)) return fail("bind");
-  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen");
-  port_ = acceptor_.local_endpoint(ec).port();
+  Result<uint16_t> port =
+      OpenListenSocket(acceptor_, options_.host, options_.port, options_.allow_remote, "");
+  if (!port.ok()) return port.status();
+  port_ = *port;
 
   connection_options_.max_frame_bytes = options_.max_frame_bytes;
   connection_options_.idle_timeout_ms = options_.idle_timeout_ms;
@@ -171,6 +169,11 @@ Status ServerImpl::Listen() {
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
   connection_options_.metrics = &metrics_;
+  if (options_.http) {
+    http_ = std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote,
+                                         [this](std::string_view line) { Log(std::string(line)); });
+    if (Status s = http_->Listen(); !s.ok()) return s;
+  }
   return Status::Ok();
 }
 
@@ -187,6 +190,19 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
                                               MakeInfo(options_), &metrics_);
   engine_.store(engine);
+  if (http_) {
+    http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
+    HttpHandler::Options http_options;
+    http_options.limits = options_.limits;
+    http_options.max_reply_bytes = options_.max_reply_bytes;
+    http_options.metrics = [this] { return MetricsText(); };
+    http_options.readiness = [this, engine]() -> Status {
+      if (stop_requested()) return Status::Shutdown("the server is stopping");
+      return engine->WriteReadiness();
+    };
+    http_handler_ = std::make_unique<HttpHandler>(http_apply_.get(), std::move(http_options));
+    http_->Serve(http_handler_.get());
+  }
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
@@ -310,6 +326,7 @@ void ServerImpl::Stop() {
   if (was == State::kListening) {  // never served: no threads, no connections
     boost::system::error_code ec;
     acceptor_.close(ec);
+    if (http_) http_->Stop(std::chrono::milliseconds(0));
     return;
   }
   // 1. Stop accepting (on the accept strand, which owns the acceptor).
@@ -328,6 +345,8 @@ void ServerImpl::Stop() {
     live.assign(connections_.begin(), connections_.end());
   }
   for (const auto& c : live) c->Drain();
+  // HTTP connections answer the request they are on, within the same grace period.
+  if (http_) http_->Stop(std::chrono::milliseconds(options_.stop_grace_ms));
   {
     std::unique_lock<std::mutex> lock(mu_);
     stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.stop_grace_ms),

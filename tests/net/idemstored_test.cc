@@ -126,6 +126,68 @@ TEST(IdemstoredTest, SigtermStopsCleanlyAndDataSurvives) {
   EXPECT_EQ(Outcome::kFound, r->outcome);
 }
 
+// One HTTP/1.1 exchange with Connection: close; the whole response as text ("" on failure).
+std::string HttpExchange(uint16_t port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, n);
+  }
+  ::close(fd);
+  return response;
+}
+
+TEST(IdemstoredTest, HttpListenServesTheJsonApiBesideTheBinaryProtocol) {
+  testing::TempDir dir;
+  ServerProcess server(IDEMSTORED_PATH);
+  ASSERT_TRUE(server.Start(
+      {"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data", dir.Sub("db")}))
+      << server.output();
+  const std::string output = server.output();
+  const size_t at = output.find(" http=127.0.0.1:");
+  ASSERT_NE(std::string::npos, at) << output;
+  const auto http_port = static_cast<uint16_t>(std::stoi(output.substr(at + 16)));
+
+  const std::string body = R"({"status":"PENDING","payload":"p"})";
+  std::string response =
+      HttpExchange(http_port,
+                   "PUT /v1/records/ns/via-http HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   "Content-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(0u, response.find("HTTP/1.1 200 OK")) << response;
+  EXPECT_NE(std::string::npos, response.find(R"("outcome":"INSERTED")")) << response;
+  response =
+      HttpExchange(http_port, "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(0u, response.find("HTTP/1.1 200 OK")) << response;
+
+  auto client = ConnectTo(server);  // the binary protocol sees what HTTP wrote
+  ASSERT_TRUE(client);
+  Result<OpResult> r = client->Get({.ns = "ns", .key = "via-http"});
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kFound, r->outcome);
+  server.Signal(SIGTERM);
+  EXPECT_EQ(std::optional<int>(0), server.WaitExit(15s));
+}
+
+TEST(IdemstoredTest, HttpListenIsLoopbackOnlyWithoutAllowRemote) {
+  testing::TempDir dir;
+  std::string out;
+  EXPECT_EQ(1, RunToExit({"--listen", "127.0.0.1:0", "--http-listen", "0.0.0.0:0", "--data",
+                          dir.Sub("db")},
+                         &out));
+  EXPECT_NE(std::string::npos, out.find("HTTP on non-loopback address 0.0.0.0")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("db")));
+}
+
 // Several writers insert distinct keys and remember every acknowledged one; the server is
 // SIGKILLed mid-stream, restarted on the same directory, and every acknowledged key must be
 // there.

@@ -94,6 +94,15 @@ class RawSocket {
     return false;
   }
 
+  // Every byte the peer sends until it closes, or until `timeout` (for text protocols: HTTP).
+  std::string ReadAll(std::chrono::milliseconds timeout) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    uint8_t byte;
+    while (ReadExactly(&byte, 1, deadline) == ReadResult::kFrame) out.push_back(char(byte));
+    return out;
+  }
+
  private:
   ReadResult ReadExactly(uint8_t* out, size_t size,
                          std::chrono::steady_clock::time_point deadline) {

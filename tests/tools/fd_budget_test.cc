@@ -39,6 +39,22 @@ TEST(FdBudgetTest, AGenerousLimitServesEveryConnectionAndGivesRocksDbTheRest) {
   EXPECT_EQ("", b->warning);
 }
 
+TEST(FdBudgetTest, HttpConnectionsAreReservedBesideTheBinaryOnes) {
+  FdBudgetRequest request = Request(20'000, 20'000, 1024, false);
+  request.http_connections = 257;
+  Result<FdBudget> b = PlanFdBudget(request);
+  ASSERT_OK(b);
+  EXPECT_EQ(1024u, b->max_connections);
+  EXPECT_EQ(20'000 - 1024 - 257 - kRefusing - kServerOwnFds,
+            static_cast<size_t>(b->rocksdb_max_open_files));
+  request = Request(1024, 1024, 1024, true);
+  request.http_connections = 257;
+  Result<FdBudget> refused = PlanFdBudget(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "257 for HTTP connections"))
+      << refused.status().message();
+}
+
 TEST(FdBudgetTest, TheDefaultIsLoweredToFit1024WithAWarningNamingTheNumbers) {
   Result<FdBudget> b = PlanFdBudget(Request(1024, 1024, 1024, false));
   ASSERT_OK(b);

@@ -157,6 +157,33 @@ TEST(ServerFlagsTest, KeyFormats) {
             bad.status().message());
 }
 
+TEST(ServerFlagsTest, HttpListenerIsOffUnlessGiven) {
+  Result<ServerFlags> off = Parse({});
+  ASSERT_OK(off);
+  EXPECT_FALSE(off->server.http.has_value());
+
+  Result<ServerFlags> f = Parse({"--http-max-body-bytes", "65536", "--http-listen",
+                                 "127.0.0.1:8080", "--http-max-connections=9",
+                                 "--http-max-header-bytes", "4096", "--http-idle-timeout", "5s"});
+  ASSERT_OK(f);
+  ASSERT_TRUE(f->server.http.has_value());
+  EXPECT_EQ("127.0.0.1", f->server.http->host);
+  EXPECT_EQ(8080, f->server.http->port);
+  EXPECT_EQ(9u, f->server.http->max_connections);
+  EXPECT_EQ(4096u, f->server.http->max_header_bytes);
+  EXPECT_EQ(65536u, f->server.http->max_body_bytes);
+  EXPECT_EQ(5000, f->server.http->idle_timeout_ms);
+}
+
+TEST(ServerFlagsTest, HttpLimitsWithoutTheListenerAreRefused) {
+  Result<ServerFlags> f = Parse({"--http-max-body-bytes", "65536"});
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(std::string::npos, f.status().message().find("needs --http-listen"))
+      << f.status().ToString();
+  EXPECT_FALSE(Parse({"--http-listen", "localhost"}).ok());
+  EXPECT_FALSE(Parse({"--http-listen", "127.0.0.1:8080", "--http-idle-timeout", "0s"}).ok());
+}
+
 TEST(ServerFlagsTest, Ipv6Listen) {
   Result<ServerFlags> f = Parse({"--listen", "[::1]:9000"});
   ASSERT_OK(f);

@@ -136,6 +136,14 @@ Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args) {
       if (colon == std::string_view::npos || colon == 0) return Bad(name, "expected HOST:PORT");
       c.host = std::string(value.substr(0, colon));
       s = ParseInt<uint16_t>(name, value.substr(colon + 1), 1, 65535, &c.port);
+    } else if (name == "protocol") {
+      if (value == "binary") {
+        c.http = false;
+      } else if (value == "http") {
+        c.http = true;
+      } else {
+        return Bad(name, "must be binary or http");
+      }
     } else if (name == "connections" || name == "c") {
       s = ParseInt(name, value, 1, 10'000, &c.connections);
     } else if (name == "pipeline" || name == "P") {
@@ -215,6 +223,9 @@ Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args) {
     return Bad("dup-ratio", "only with --workload insert");
   }
   if (c.threads > c.connections) return Bad("threads", "more threads than connections");
+  if (c.http && (c.pipeline != 1 || c.workload != "insert" || c.preload)) {
+    return Bad("protocol", "http runs --workload insert with --pipeline 1 and no --preload");
+  }
   return c;
 }
 
@@ -222,6 +233,9 @@ std::string BenchUsage() {
   return R"(idem-bench: load generator for idemstored (speaks the wire protocol directly).
 
   --server HOST:PORT      server address (127.0.0.1:7878)
+  --protocol binary|http  binary (default): the wire protocol; http: POST /v1/apply over
+                          keep-alive HTTP/1.1 at --server (idemstored --http-listen), for
+                          --workload insert without pipelining
   --connections N, -c N   TCP connections (16)
   --pipeline N, -P N      requests in flight per connection (1)
   --batch N               ops per request (1)

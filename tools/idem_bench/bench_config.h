@@ -34,6 +34,10 @@ struct BenchConfig {
   bool help = false;
   std::string host = "127.0.0.1";
   uint16_t port = 7878;
+  // binary: the wire protocol (docs/protocol.md); http: POST /v1/apply with keep-alive
+  // (docs/http-api.md; --server names the HTTP port then). HTTP answers in order, so it runs
+  // without pipelining, the insert workload only.
+  bool http = false;
   int connections = 16;
   int pipeline = 1;  // requests in flight per connection
   int batch = 1;     // ops per request

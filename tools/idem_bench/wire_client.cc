@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "idem/status.h"
+#include "json_writer.h"
 #include "protocol_codec.h"
 #include "protocol_generated.h"
 
@@ -78,6 +80,10 @@ Result<int> Connect(const BenchConfig& config) {
     ::close(fd);
     return s;
   }
+  if (config.http) {  // nothing to exchange first
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+  }
   const std::string hello = RequestEncoder::Hello();
   std::vector<uint64_t> body;
   uint32_t size = 0;
@@ -115,6 +121,52 @@ void RequestEncoder::Append(std::string* out, uint64_t id, OpKind kind,
     ops_.push_back(MakeOp(kind, keys_[i], payloads_[i], i < fences.size() ? fences[i] : 0));
   }
   AppendApplyRequest(b_, id, ops_, out);
+}
+
+void RequestEncoder::AppendHttp(std::string* out, OpKind kind, std::span<const uint64_t> keys) {
+  std::string body = "{\"ops\":[";
+  std::string key, payload;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    WriteKey(keys[i], &key);
+    WritePayload(keys[i], &payload);
+    if (i > 0) body += ',';
+    body += "{\"op\":\"" +
+            std::string(OpTypeName(kind == OpKind::kInsert ? OpType::kInsert : OpType::kGet)) +
+            "\",\"namespace\":" + JsonQuote(config_.ns) + ",\"key\":" + JsonQuote(key);
+    if (kind == OpKind::kInsert) {
+      body += ",\"status\":\"PROCESSING\",\"payload\":" + JsonQuote(payload) +
+              ",\"ttl_ms\":" + std::to_string(config_.ttl_ms);
+    }
+    body += '}';
+  }
+  body += "]}";
+  *out +=
+      "POST /v1/apply HTTP/1.1\r\nHost: idem-bench\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* body) {
+  const size_t end = in.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    *status = in.size() > 65536 ? -1 : 0;
+    return 0;
+  }
+  if (!in.starts_with("HTTP/1.1 ") || in.size() < 12) {
+    *status = -1;
+    return 0;
+  }
+  *status = std::atoi(std::string(in.substr(9, 3)).c_str());
+  size_t length = 0;
+  const std::string_view head = in.substr(0, end);
+  for (std::string_view name : {"Content-Length: ", "content-length: "}) {
+    if (size_t at = head.find(name); at != std::string_view::npos) {
+      length = std::strtoull(head.data() + at + name.size(), nullptr, 10);
+    }
+  }
+  if (in.size() < end + 4 + length) return 0;
+  *body = in.substr(end + 4, length);
+  return end + 4 + length;
 }
 
 std::string RequestEncoder::Hello() {

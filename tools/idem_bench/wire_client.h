@@ -21,12 +21,17 @@ namespace idem::bench {
 // A response frame longer than this is treated as a broken connection.
 constexpr uint32_t kMaxResponseBytes = 16u << 20;
 
+// One HTTP/1.1 response at the front of `in`: its status and body, and how many bytes of `in`
+// it takes (0: incomplete). -1 in *status for bytes that are not an HTTP response.
+size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* body);
+
 // The little-endian length prefix of a frame (the 4 bytes at p).
 uint32_t DecodeFrameLength(const uint8_t* p);
 
-// Opens a blocking TCP connection to config.host:config.port, exchanges Hello/HelloReply, then
-// makes the socket non-blocking and returns it (the caller closes it). InvalidArgument when the
-// host is not an IPv4 address; IOError when the server is unreachable or the handshake fails.
+// Opens a blocking TCP connection to config.host:config.port, exchanges Hello/HelloReply (not
+// for config.http), then makes the socket non-blocking and returns it (the caller closes it).
+// InvalidArgument when the host is not an IPv4 address; IOError when the server is unreachable or
+// the handshake fails.
 Result<int> Connect(const BenchConfig& config);
 
 // Builds request frames into a connection's output buffer. One per worker; never shrinks. The
@@ -42,6 +47,9 @@ class RequestEncoder {
   // Complete's fence is fences[i] (0 past the end of fences).
   void Append(std::string* out, uint64_t id, OpKind kind, std::span<const uint64_t> keys,
               std::span<const uint64_t> fences);
+
+  // The same request as POST /v1/apply (config.http): the ops as JSON (docs/http-api.md).
+  void AppendHttp(std::string* out, OpKind kind, std::span<const uint64_t> keys);
 
   // The Hello frame that opens every connection.
   static std::string Hello();

@@ -202,7 +202,11 @@ void Worker::Send(size_t c, OpKind kind, int64_t intended_ns, std::span<const ui
   slot.intended_ns = intended_ns;
   slot.keys.assign(keys_.begin(), keys_.end());
   const uint64_t id = (static_cast<uint64_t>(slot.gen) << 16) | s;
-  encoder_.Append(&conn.out, id, kind, slot.keys, fences);
+  if (config_.http) {
+    encoder_.AppendHttp(&conn.out, kind, slot.keys);
+  } else {
+    encoder_.Append(&conn.out, id, kind, slot.keys, fences);
+  }
   ++outstanding_;
   ++report_.requests_by_kind[static_cast<size_t>(kind)];
   if (!conn.dirty) {
@@ -277,7 +281,22 @@ void Worker::ReadAll(size_t c) {
     }
     conn.in_len += static_cast<size_t>(n);
     size_t pos = 0;
-    while (conn.in_len - pos >= 4) {
+    while (config_.http) {  // responses in order: each answers the connection's one slot
+      int status = 0;
+      std::string_view body;
+      const size_t used = ParseHttpResponse(
+          std::string_view(reinterpret_cast<const char*>(conn.in.data()) + pos, conn.in_len - pos),
+          &status, &body);
+      if (status < 0 || (used > 0 && !conn.slots[0].busy)) {
+        Kill(c);
+        return;
+      }
+      if (used == 0) break;
+      pos += used;
+      OnHttpResponse(c, status, body);
+      if (conn.dead) return;
+    }
+    while (!config_.http && conn.in_len - pos >= 4) {
       const uint8_t* p = conn.in.data() + pos;
       const uint32_t size = DecodeFrameLength(p);
       if (size == 0 || size > kMaxResponseBytes) {
@@ -320,15 +339,7 @@ void Worker::OnFrame(size_t c, const uint8_t* data, uint32_t size) {
   }
   Slot& slot = conn.slots[s];
   const int64_t now = NowNs();
-  last_response_ns_ = now;
-  const uint64_t micros =
-      static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
-  const bool measured = phase_ == Phase::kMeasure;
-  if (measured) {
-    report_.latency.Record(micros);
-    interval_.Record(micros);
-    ++report_.requests;
-  }
+  const bool measured = RecordAnswered(slot, now);
   keys_.clear();
   fences_.clear();
   if (const wire::Error* error = frame->error()) {
@@ -366,6 +377,55 @@ void Worker::OnFrame(size_t c, const uint8_t* data, uint32_t size) {
     Send(c, OpKind::kComplete, now, fences);
     return;
   }
+  if (phase_ == Phase::kPreload || config_.rate <= 0) IssueNext(c, now);
+}
+
+bool Worker::RecordAnswered(const Slot& slot, int64_t now) {
+  last_response_ns_ = now;
+  if (phase_ != Phase::kMeasure) return false;
+  const uint64_t micros =
+      static_cast<uint64_t>(std::max<int64_t>(0, now - slot.intended_ns)) / 1000;
+  report_.latency.Record(micros);
+  interval_.Record(micros);
+  ++report_.requests;
+  return true;
+}
+
+void Worker::OnHttpResponse(size_t c, int status, std::string_view body) {
+  Conn& conn = *conns_[c];
+  Slot& slot = conn.slots[0];
+  const int64_t now = NowNs();
+  const bool measured = RecordAnswered(slot, now);
+  if (status != 200) {
+    const Status::Code code = status == 503   ? Status::Code::kBusy
+                              : status >= 500 ? Status::Code::kIOError
+                                              : Status::Code::kInvalidArgument;
+    report_.errors[static_cast<size_t>(code)] += 1;
+    ++interval_errors_;
+  } else {
+    // {"results":[{"outcome":"INSERTED",...},{"error":{...}},...]}: one outcome or error each.
+    constexpr std::string_view kOutcome = "\"outcome\":\"";
+    for (size_t at = body.find(kOutcome); at != std::string_view::npos;
+         at = body.find(kOutcome, at + 1)) {
+      const std::string_view rest = body.substr(at + kOutcome.size());
+      const std::string_view name = rest.substr(0, rest.find('"'));
+      for (size_t o = 1; o < 32; ++o) {
+        if (OutcomeName(static_cast<Outcome>(o)) == name) report_.outcomes[o] += 1;
+      }
+      if (measured) {
+        ++report_.ops;
+        ++interval_ops_;
+      }
+    }
+    for (size_t at = body.find("\"error\":{"); at != std::string_view::npos;
+         at = body.find("\"error\":{", at + 1)) {
+      report_.errors[static_cast<size_t>(Status::Code::kInvalidArgument)] += 1;
+      ++interval_errors_;
+    }
+  }
+  slot.busy = false;
+  --outstanding_;
+  conn.free.push_back(0);
   if (phase_ == Phase::kPreload || config_.rate <= 0) IssueNext(c, now);
 }
 

@@ -92,6 +92,10 @@ class Worker {
   // The connection failed: its requests in flight count as IO_ERROR.
   void Kill(size_t c);
   void ReadAll(size_t c);
+  // A response to `slot` arrived at `now`: its latency, when measuring (returns whether).
+  bool RecordAnswered(const Slot& slot, int64_t now);
+  // config_.http: one HTTP response (status, body) for the connection's one slot.
+  void OnHttpResponse(size_t c, int status, std::string_view body);
   void OnFrame(size_t c, const uint8_t* data, uint32_t size);
   void Publish();
 

@@ -9,6 +9,7 @@
 
 #include "base64.h"
 #include "json_writer.h"
+#include "record_json.h"
 
 namespace idem::ctl {
 namespace {
@@ -44,9 +45,6 @@ bool IsRefusal(Outcome o) {
   }
   return false;
 }
-
-// Begin found the work already done: the record holds the stored result, not a new attempt.
-bool IsReplay(const OpResult& r) { return r.outcome == Outcome::kCompleted; }
 
 std::string Time(int64_t ms) {
   if (ms == 0) return "never";
@@ -86,49 +84,12 @@ std::string Relative(int64_t at_ms, int64_t now_ms) {
   return d >= 0 ? " (in " + Approximate(d) + ")" : " (" + Approximate(-d) + " ago)";
 }
 
-// A byte field, by the HTTP API's rule: "NAME": text when `bytes` is valid UTF-8, otherwise
-// "NAME_b64": base64. Exactly one of the two, so nothing is lost and nothing is ambiguous.
-void WriteBytes(std::string_view name, std::string_view bytes, JsonWriter& j) {
-  if (IsValidUtf8(bytes)) {
-    j.Key(name);
-    j.String(bytes);
-  } else {
-    j.Key(std::string(name) + "_b64");
-    j.String(Base64Encode(bytes));
-  }
-}
-
 // The same rule for people: "\npayload:     \"text\"" or "\npayload_b64: //4=".
 std::string HumanBytes(std::string_view name, std::string_view bytes) {
   const bool text = IsValidUtf8(bytes);
   std::string label = std::string(name) + (text ? ":" : "_b64:");
   label.resize(std::max<size_t>(label.size() + 1, 13), ' ');
   return "\n" + label + (text ? JsonQuote(bytes) : Base64Encode(bytes));
-}
-
-void WriteRecord(const Record& r, JsonWriter& j) {
-  j.BeginObject();
-  j.Key("kind");
-  j.String(RecordKindName(r.kind));
-  j.Key("status");
-  j.String(r.status);
-  j.Key("version");
-  j.Uint(r.version);
-  j.Key("fence");
-  j.Uint(r.fence);
-  WriteBytes("fingerprint", r.fingerprint, j);
-  WriteBytes("payload", r.payload, j);
-  j.Key("owner");
-  j.String(r.owner);
-  j.Key("created_ms");
-  j.Int(r.created_ms);
-  j.Key("updated_ms");
-  j.Int(r.updated_ms);
-  j.Key("expires_at_ms");
-  j.Int(r.expires_at_ms);
-  j.Key("lease_until_ms");
-  j.Int(r.lease_until_ms);
-  j.EndObject();
 }
 
 // Every counter of StoreStats, by name, in one place for both output formats.
@@ -234,27 +195,7 @@ std::string FormatHuman(const OpResult& r, int64_t now_ms) {
 
 std::string FormatJson(const OpResult& r) {
   JsonWriter j;
-  j.BeginObject();
-  j.Key("outcome");
-  j.String(OutcomeName(r.outcome));
-  if (r.outcome == Outcome::kExists || r.outcome == Outcome::kMismatch ||
-      r.outcome == Outcome::kExpired) {
-    j.Key("fingerprint_matches");
-    j.Bool(r.fingerprint_matches);
-  }
-  if (!r.token.empty()) {
-    j.Key("token");
-    j.String(r.token);
-  }
-  if (IsReplay(r)) {
-    j.Key("replay");
-    j.Bool(true);
-  }
-  if (r.record) {
-    j.Key("record");
-    WriteRecord(*r.record, j);
-  }
-  j.EndObject();
+  WriteOpResultJson(r, j);
   return j.Take();
 }
 

@@ -29,12 +29,16 @@ Result<OpenFilesLimit> RaiseOpenFilesLimit() {
 
 Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
   const uint64_t limit = request.limit.soft;
-  const uint64_t reserved = request.max_refusing_connections + kServerOwnFds + kMinRocksDbFiles;
+  const uint64_t reserved = request.max_refusing_connections + request.http_connections +
+                            kServerOwnFds + kMinRocksDbFiles;
   const std::string limit_text = "the open-files limit is " + std::to_string(limit) + " (hard " +
                                  std::to_string(request.limit.hard) + ")";
   const std::string raise_text = "raise the limit (ulimit -n; LimitNOFILE= in a systemd unit)";
   const std::string needs_text =
       std::to_string(request.max_refusing_connections) + " for refusing connections with BUSY + " +
+      (request.http_connections == 0
+           ? std::string()
+           : std::to_string(request.http_connections) + " for HTTP connections + ") +
       std::to_string(kServerOwnFds) + " for the server itself + " +
       std::to_string(kMinRocksDbFiles) + " for RocksDB's files (its minimum)";
   if (limit <= reserved) {
@@ -62,8 +66,8 @@ Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
                      std::to_string(request.max_connections) + ": they would need " + want +
                      ", but " + limit_text + "; " + raise_text + " or set --max-connections";
   }
-  const uint64_t rocksdb =
-      limit - request.max_refusing_connections - kServerOwnFds - budget.max_connections;
+  const uint64_t rocksdb = limit - request.max_refusing_connections - request.http_connections -
+                           kServerOwnFds - budget.max_connections;
   budget.rocksdb_max_open_files = static_cast<int>(std::min<uint64_t>(rocksdb, INT_MAX));
   return budget;
 }

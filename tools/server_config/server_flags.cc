@@ -57,17 +57,18 @@ Result<int64_t> ParseDuration(std::string_view flag, std::string_view text) {
 }
 
 // "HOST:PORT" or "[V6]:PORT".
-Status ParseListen(std::string_view text, ServerOptions* out) {
+Status ParseListen(std::string_view flag, std::string_view text, std::string* host_out,
+                   uint16_t* port_out) {
   size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return Bad("--listen", "expected HOST:PORT");
+  if (colon == std::string_view::npos || colon == 0) return Bad(flag, "expected HOST:PORT");
   std::string_view host = text.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  Result<uint16_t> port = ParseInt<uint16_t>("--listen", text.substr(colon + 1), 0, 65535);
+  Result<uint16_t> port = ParseInt<uint16_t>(flag, text.substr(colon + 1), 0, 65535);
   if (!port.ok()) return port.status();
-  out->host = std::string(host);
-  out->port = *port;
+  *host_out = std::string(host);
+  *port_out = *port;
   return Status::Ok();
 }
 
@@ -184,11 +185,51 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   flags.engine.durability = Durability::kSync;
   std::map<std::string, RetentionSpec> retention;
   std::map<std::string, LifecycleSpec> lifecycle;
+  HttpListenerOptions http;
+  bool http_listen = false;
+  std::string_view http_limit_flag;  // the last --http-* limit given, for the error below
 
   // Flags that take a value; each handler parses it into `flags`.
   using Setter = std::function<Status(std::string_view)>;
   const std::map<std::string_view, Setter> valued = {
-      {"--listen", [&](std::string_view v) { return ParseListen(v, &flags.server); }},
+      {"--listen",
+       [&](std::string_view v) {
+         return ParseListen("--listen", v, &flags.server.host, &flags.server.port);
+       }},
+      {"--http-listen",
+       [&](std::string_view v) {
+         http_listen = true;
+         return ParseListen("--http-listen", v, &http.host, &http.port);
+       }},
+      {"--http-max-connections",
+       [&](std::string_view v) {
+         Result<size_t> n = ParseInt<size_t>("--http-max-connections", v, 1, 1'000'000);
+         if (n.ok()) http.max_connections = *n;
+         http_limit_flag = "--http-max-connections";
+         return n.status();
+       }},
+      {"--http-max-header-bytes",
+       [&](std::string_view v) {
+         Result<size_t> n = ParseInt<size_t>("--http-max-header-bytes", v, 1024, 64u << 20);
+         if (n.ok()) http.max_header_bytes = *n;
+         http_limit_flag = "--http-max-header-bytes";
+         return n.status();
+       }},
+      {"--http-max-body-bytes",
+       [&](std::string_view v) {
+         Result<size_t> n = ParseInt<size_t>("--http-max-body-bytes", v, 1024, size_t{1} << 32);
+         if (n.ok()) http.max_body_bytes = *n;
+         http_limit_flag = "--http-max-body-bytes";
+         return n.status();
+       }},
+      {"--http-idle-timeout",
+       [&](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--http-idle-timeout", v);
+         if (ms.ok() && *ms == 0) return Bad("--http-idle-timeout", "must be positive");
+         if (ms.ok()) http.idle_timeout_ms = *ms;
+         http_limit_flag = "--http-idle-timeout";
+         return ms.status();
+       }},
       {"--data",
        [&](std::string_view v) {
          flags.data_dir = std::string(v);
@@ -378,6 +419,11 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
                                            " bytes (max_key_bytes)");
     }
   }
+  if (http_listen) {
+    flags.server.http = std::move(http);
+  } else if (!http_limit_flag.empty()) {
+    return Bad(http_limit_flag, "needs --http-listen (the HTTP listener is off without it)");
+  }
   flags.server.limits = flags.engine.limits;
   return flags;
 }
@@ -389,7 +435,16 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
 
   --listen HOST:PORT        address to listen on (default 127.0.0.1:7878; port 0 = any free
                             port, printed in the start line)
-  --allow-remote            required to listen on a non-loopback address
+  --allow-remote            required to listen on a non-loopback address (both listeners)
+  --http-listen HOST:PORT   also serve the HTTP/JSON API, /healthz, /readyz (and /metrics)
+                            there (docs/http-api.md); off unless given. ./dev run: 7879
+  --http-max-connections N  HTTP connections; more get 503 and are closed (default 256);
+                            counted in the open-files budget beside --max-connections
+  --http-max-header-bytes N request line and headers; larger: 431 (default 16384)
+  --http-max-body-bytes N   request body; larger: 413, refused from Content-Length before
+                            the body is read (default 8388608)
+  --http-idle-timeout DUR   close HTTP connections with no complete request this long after
+                            their last response (default 60s)
   --data DIR                database directory, created if missing (default ./data)
   --durability sync|async   sync (default): acknowledge after the WAL is fsynced;
                             async: after the OS has the write (survives a process crash only)

@@ -59,6 +59,11 @@ class ServingEngine : public Engine {
   virtual WatchId Watch(std::string_view ns, std::string_view key,
                         std::function<void()> on_change) = 0;
   virtual void Unwatch(WatchId id) = 0;
+
+  // Ok while the engine takes writes; while they are suspended after a disk failure (recovering,
+  // or stopped until a restart) the IOError every write is refused with. For readiness probes:
+  // cheap, no I/O.
+  virtual Status WriteReadiness() const = 0;
 };
 
 }  // namespace idem

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,21 @@
 #include "idem/serving.h"
 
 namespace idem {
+
+// The HTTP/JSON listener (docs/http-api.md): the same operations as the binary protocol, as
+// JSON over HTTP/1.1, plus the health probes (/healthz, /readyz) and /metrics. Same event loop,
+// same CommitQueue, same loopback-only rule (ServerOptions::allow_remote).
+struct HttpListenerOptions {
+  std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
+  uint16_t port = 7879;            // 0: an ephemeral port (see Server::http_port())
+  // One more gets 503 (with Retry-After) and is closed. Counted apart from max_connections.
+  size_t max_connections = 256;
+  size_t max_header_bytes = 16u << 10;  // request line and headers; more: 431, then close
+  size_t max_body_bytes = 8u << 20;     // more: 413, then close (Content-Length checked first)
+  // A connection with no complete request for this long after its last response (or whose
+  // response is not read for this long) is closed.
+  int64_t idle_timeout_ms = 60'000;
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
@@ -67,6 +83,8 @@ struct ServerOptions {
   bool handle_signals = false;  // SIGINT/SIGTERM end Wait()
   // The Store's limits: advertised in HelloReply; max_batch_ops also caps a group commit.
   Limits limits;
+  // The HTTP listener; unset: none.
+  std::optional<HttpListenerOptions> http;
   // Where the start/stop lines and per-connection errors go. Null: stderr.
   std::function<void(std::string_view line)> log;
 };
@@ -89,6 +107,8 @@ class Server {
   // The bound port (the real one when options.port was 0) and "host:port".
   virtual uint16_t port() const = 0;
   virtual std::string address() const = 0;
+  // The HTTP listener's bound port; 0 without one (options.http unset).
+  virtual uint16_t http_port() const = 0;
 
   // Blocks until a signal (with handle_signals) or RequestStop(). Does not stop the server.
   virtual void Wait() = 0;

@@ -1,0 +1,64 @@
+// HttpHandler: one HTTP request in, one response out (docs/http-api.md). No I/O: the HTTP
+// connection (http_server.h) feeds it parsed requests and writes what it replies; tests may
+// drive it directly.
+//
+// Routes are a table (Routes() in http_handler.cc): the JSON API (POST /v1/apply and the
+// convenience routes over single ops), the health probes and /metrics. Ops go through the
+// ApplyPath, exactly as binary-protocol requests do. Business outcomes are 200 with the outcome
+// in the body; errors are RFC 9457 problem documents (application/problem+json) whose "code"
+// is the Status code name, with the HTTP status of HttpStatusFor.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+
+#include <boost/beast/http.hpp>
+
+#include "apply_path.h"
+#include "idem/options.h"
+#include "idem/status.h"
+
+namespace idem {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+// The HTTP status an error is answered with: INVALID_ARGUMENT and NOT_SUPPORTED 400, NOT_FOUND
+// 404, BUSY and SHUTDOWN 503 (with Retry-After), TIMED_OUT 504, IO_ERROR and CORRUPTION 500.
+boost::beast::http::status HttpStatusFor(Status::Code code);
+
+// An application/problem+json response for `error` (status HttpStatusFor(error.code())).
+HttpResponse ProblemResponse(const Status& error);
+// The same with an explicit HTTP status, for errors of HTTP itself (413, 431, 404, 405...).
+HttpResponse ProblemResponse(boost::beast::http::status status, Status::Code code,
+                             std::string_view detail);
+
+class HttpHandler {
+ public:
+  using Reply = std::function<void(HttpResponse response)>;
+
+  struct Options {
+    Limits limits;                      // max_batch_ops: ops per /v1/apply
+    size_t max_reply_bytes = 4u << 20;  // a larger response is refused (INVALID_ARGUMENT)
+    // GET /metrics's body (Prometheus text format). Unset: /metrics is 404.
+    std::function<std::string()> metrics;
+    // GET /readyz: ok, or why the server should get no traffic (503).
+    std::function<Status()> readiness;
+  };
+
+  // `apply` must outlive the handler.
+  HttpHandler(ApplyPath* apply, Options options) : apply_(apply), options_(std::move(options)) {}
+
+  // Calls `reply` exactly once, maybe before returning, maybe later from another thread. The
+  // response's version and keep-alive are the connection's to set.
+  void Handle(const HttpRequest& request, Reply reply);
+
+ private:
+  void Apply(DecodedOps ops, bool single, Reply reply);
+
+  ApplyPath* const apply_;
+  const Options options_;
+};
+
+}  // namespace idem

@@ -1,0 +1,281 @@
+#include "http_server.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "listen_socket.h"
+
+namespace idem {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// One accepted socket; every member is touched on its strand only (the stream's executor).
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(tcp::socket socket, HttpServer* server)
+      : stream_(std::move(socket)),
+        server_(server),
+        // The buffer holds a request's headers and whatever of the body and pipelined requests
+        // one read brings: its bound is the header limit plus one read's worth.
+        buffer_(server->options_.max_header_bytes + kReadChunk) {}
+
+  void Start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+  }
+
+  // Over the connection limit: a 503, then close.
+  void Reject(std::string detail) {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), detail] {
+      self->keep_alive_ = false;
+      self->Send(ProblemResponse(http::status::service_unavailable, Status::Code::kBusy, detail));
+    });
+  }
+
+  // Server stop: an idle connection closes now, a busy one after its response.
+  void Drain() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->draining_ = true;
+      if (!self->busy_) self->CloseNow();
+    });
+  }
+  void Close() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  }
+
+ private:
+  static constexpr size_t kReadChunk = 64 * 1024;
+  static constexpr int64_t kLingerMs = 1'000;
+
+  std::chrono::milliseconds idle() const {
+    return std::chrono::milliseconds(server_->options_.idle_timeout_ms);
+  }
+
+  void DoRead() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
+    parser_->body_limit(server_->options_.max_body_bytes);
+    // One deadline for the whole request: a client that trickles bytes is cut off as an idle one.
+    stream_.expires_after(idle());
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (closed_) return;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      CloseNow();
+      return;
+    }
+    if (ec) {
+      keep_alive_ = false;
+      if (ec == http::error::header_limit) {
+        Send(ProblemResponse(
+            http::status::request_header_fields_too_large, Status::Code::kInvalidArgument,
+            "request headers exceed " + std::to_string(server_->options_.max_header_bytes) +
+                " bytes (max_header_bytes)"));
+      } else if (ec == http::error::body_limit) {
+        Send(ProblemResponse(http::status::payload_too_large, Status::Code::kInvalidArgument,
+                             "request body exceeds " +
+                                 std::to_string(server_->options_.max_body_bytes) +
+                                 " bytes (max_body_bytes)"));
+      } else if (ec == http::error::buffer_overflow) {
+        Send(ProblemResponse(http::status::request_header_fields_too_large,
+                             Status::Code::kInvalidArgument, "request line or headers too long"));
+      } else if (ec.category() == asio::error::get_system_category()) {
+        CloseNow();  // a socket error: nobody to answer
+      } else {
+        Send(ProblemResponse(http::status::bad_request, Status::Code::kInvalidArgument,
+                             "malformed HTTP request: " + ec.message()));
+      }
+      return;
+    }
+    HttpRequest request = parser_->release();
+    keep_alive_ = request.keep_alive() && !draining_;
+    busy_ = true;
+    stream_.expires_never();  // the engine's time is not the client's idleness
+    server_->handler_->Handle(request, [self = shared_from_this()](HttpResponse response) {
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Send(std::move(response));
+      });
+    });
+  }
+
+  void Send(HttpResponse response) {
+    if (closed_) return;
+    busy_ = true;
+    response.keep_alive(keep_alive_ && !draining_);
+    auto message = std::make_shared<HttpResponse>(std::move(response));
+    // A client that does not read its response is cut off like an idle one.
+    stream_.expires_after(idle());
+    http::async_write(stream_, *message,
+                      [self = shared_from_this(), message](beast::error_code ec, size_t) {
+                        self->OnWritten(ec);
+                      });
+  }
+
+  void OnWritten(beast::error_code ec) {
+    busy_ = false;
+    if (closed_) return;
+    if (ec) {
+      CloseNow();
+      return;
+    }
+    if (!keep_alive_ || draining_) {
+      Linger();
+      return;
+    }
+    DoRead();
+  }
+
+  // Closing with unread input would make the kernel answer with a reset, which may destroy the
+  // response before the client reads it (a 413 to a client still sending its body). So: FIN
+  // first, then discard what arrives until the client closes too, for at most kLingerMs.
+  void Linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::milliseconds(kLingerMs));
+    Discard();
+  }
+  void Discard() {
+    stream_.async_read_some(asio::buffer(discard_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) {
+                                self->CloseNow();
+                              } else {
+                                self->Discard();
+                              }
+                            });
+  }
+
+  void CloseNow() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+    server_->OnClosed(this);
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer* const server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::array<char, 4096> discard_;
+  bool keep_alive_ = true;
+  bool busy_ = false;      // a request is being answered or its response written
+  bool draining_ = false;  // server stop: no request after the one being answered
+  bool closed_ = false;
+};
+
+HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool allow_remote,
+                       std::function<void(std::string_view)> log)
+    : io_(io),
+      options_(std::move(options)),
+      allow_remote_(allow_remote),
+      log_(std::move(log)),
+      accept_strand_(asio::make_strand(io)),
+      acceptor_(accept_strand_) {}
+
+HttpServer::~HttpServer() = default;
+
+Status HttpServer::Listen() {
+  if (options_.max_connections < 1 || options_.max_header_bytes < 1024 ||
+      options_.max_header_bytes > (64u << 20) || options_.max_body_bytes < 1024 ||
+      options_.idle_timeout_ms <= 0) {
+    return Status::InvalidArgument("HTTP listener options out of range");
+  }
+  Result<uint16_t> port =
+      OpenListenSocket(acceptor_, options_.host, options_.port, allow_remote_, "HTTP");
+  if (!port.ok()) return port.status();
+  port_ = *port;
+  return Status::Ok();
+}
+
+void HttpServer::Serve(HttpHandler* handler) {
+  handler_ = handler;
+  asio::post(accept_strand_, [this] { DoAccept(); });
+}
+
+void HttpServer::DoAccept() {
+  acceptor_.async_accept(
+      asio::make_strand(io_),
+      asio::bind_executor(accept_strand_, [this](boost::system::error_code ec, tcp::socket s) {
+        if (!acceptor_.is_open()) return;
+        if (ec) {
+          // EMFILE and the like: try again shortly instead of spinning on the error.
+          auto timer =
+              std::make_shared<asio::steady_timer>(accept_strand_, std::chrono::milliseconds(100));
+          timer->async_wait([this, timer](boost::system::error_code) { DoAccept(); });
+          return;
+        }
+        auto connection = std::make_shared<HttpConnection>(std::move(s), this);
+        bool reject;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          reject = served_ >= options_.max_connections;
+          if (reject) {
+            rejected_.insert(connection.get());
+          } else {
+            ++served_;
+          }
+          connections_.insert(connection);
+        }
+        if (reject) {
+          connection->Reject("server has " + std::to_string(options_.max_connections) +
+                             " HTTP connections open (max_connections); retry later");
+        } else {
+          connection->Start();
+        }
+        DoAccept();
+      }));
+}
+
+void HttpServer::OnClosed(HttpConnection* connection) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(connections_.begin(), connections_.end(),
+                           [connection](const auto& c) { return c.get() == connection; });
+    if (it == connections_.end()) return;
+    connections_.erase(it);
+    if (rejected_.erase(connection) == 0) --served_;
+  }
+  closed_cv_.notify_all();
+}
+
+void HttpServer::Stop(std::chrono::milliseconds grace) {
+  if (handler_ == nullptr) {  // never served: no io thread runs the accept strand
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    return;
+  }
+  std::vector<std::shared_ptr<HttpConnection>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    live.assign(connections_.begin(), connections_.end());
+  }
+  asio::post(accept_strand_, [this] {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+  });
+  for (const auto& c : live) c->Drain();
+  std::unique_lock<std::mutex> lock(mu_);
+  closed_cv_.wait_for(lock, grace, [this] { return connections_.empty(); });
+  live.assign(connections_.begin(), connections_.end());
+  lock.unlock();
+  for (const auto& c : live) c->Close();
+}
+
+}  // namespace idem

@@ -1,0 +1,82 @@
+// HttpServer: the HTTP/1.1 listener of idem::Server (ServerOptions::http), on the server's
+// io_context beside the binary listener. Boost.Beast parses; HttpHandler answers.
+//
+// One connection reads one request, hands it to the handler, writes the response, then reads
+// the next: keep-alive and pipelined requests are answered in order, one at a time (pipelined
+// bytes wait in the connection's buffer, bounded as below).
+//
+// Limits, each checked before anything is sized from the peer's numbers:
+//  - headers over max_header_bytes: 431, then close (Beast's header_limit);
+//  - a body over max_body_bytes: 413, then close; a Content-Length over it is refused before a
+//    byte of the body is read (Beast's body_limit);
+//  - a malformed request: 400, then close;
+//  - no complete request within idle_timeout_ms of the last response (an idle or trickling
+//    client), or a response the client does not read within it: the connection is closed;
+//  - over max_connections open: 503 with Retry-After, then close.
+//
+// Threads: each connection runs on its own strand of the io_context; replies from engine
+// threads are posted onto it. Listen/Serve/Stop are called from the Server's lifecycle thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+
+#include <boost/asio.hpp>
+
+#include "http_handler.h"
+#include "idem/server.h"
+#include "idem/status.h"
+
+namespace idem {
+
+class HttpConnection;
+
+class HttpServer {
+ public:
+  // `io` must outlive the HttpServer. `log` takes the start line and connection-level errors.
+  HttpServer(boost::asio::io_context& io, HttpListenerOptions options, bool allow_remote,
+             std::function<void(std::string_view)> log);
+  ~HttpServer();
+
+  // Checks the options and binds; InvalidArgument (a non-loopback host without allow_remote, a
+  // limit out of range) or IOError (the port is in use).
+  Status Listen();
+  // Starts accepting; `handler` must outlive the HttpServer.
+  void Serve(HttpHandler* handler);
+  // Stops accepting, lets requests being answered finish (up to `grace`), closes the rest.
+  // Not from an io thread.
+  void Stop(std::chrono::milliseconds grace);
+
+  uint16_t port() const { return port_; }
+
+ private:
+  friend class HttpConnection;
+  void DoAccept();
+  void OnClosed(HttpConnection* connection);
+
+  boost::asio::io_context& io_;
+  const HttpListenerOptions options_;
+  const bool allow_remote_;
+  const std::function<void(std::string_view)> log_;
+  boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  HttpHandler* handler_ = nullptr;
+
+  std::mutex mu_;
+  std::condition_variable closed_cv_;                      // a connection closed
+  std::set<std::shared_ptr<HttpConnection>> connections_;  // guarded by mu_
+  size_t served_ = 0;                                      // guarded by mu_; within the limit
+  std::set<HttpConnection*> rejected_;                     // guarded by mu_; being sent 503
+  bool stopping_ = false;                                  // guarded by mu_
+};
+
+}  // namespace idem
