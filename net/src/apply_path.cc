@@ -54,7 +54,8 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
       if (!waits) waits = std::make_shared<std::vector<Wait>>();
       waits->push_back({i, *op.wait, waiter_->Arrive(op)});
       if (!waits->back().ticket.apply_now()) {
-        if (!request.errors) request.errors = std::make_shared<std::vector<std::optional<Status>>>(n);
+        if (!request.errors)
+          request.errors = std::make_shared<std::vector<std::optional<Status>>>(n);
         (*request.errors)[i] = Status::Busy("waiting its turn");
         continue;
       }
@@ -68,62 +69,62 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
     OnApplied(transport, types, status, results, std::chrono::steady_clock::now() - received);
     done(std::move(status), std::move(results));
   };
-  queue_->Submit(
-      std::move(request.ops),
-      [this, n, owner = request.owner, errors = request.errors, waits, received,
-       finish = std::move(finish)](Status status, std::vector<Result<OpResult>> results) mutable {
-        if (!status.ok()) {
-          if (waits) {
-            for (const Wait& w : *waits) waiter_->Leave(w.ticket);
-          }
-          finish(std::move(status), {});
-          return;
+  queue_->Submit(std::move(request.ops), [this, n, owner = request.owner, errors = request.errors,
+                                          waits, received, finish = std::move(finish)](
+                                             Status status,
+                                             std::vector<Result<OpResult>> results) mutable {
+    if (!status.ok()) {
+      if (waits) {
+        for (const Wait& w : *waits) waiter_->Leave(w.ticket);
+      }
+      finish(std::move(status), {});
+      return;
+    }
+    if (errors && results.size() != n) {  // ops were left out: merge their stand-ins in
+      std::vector<Result<OpResult>> merged;
+      merged.reserve(n);
+      size_t next = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if ((*errors)[i]) {
+          merged.push_back(*(*errors)[i]);
+        } else {
+          merged.push_back(std::move(results[next++]));
         }
-        if (errors && results.size() != n) {  // ops were left out: merge their stand-ins in
-          std::vector<Result<OpResult>> merged;
-          merged.reserve(n);
-          size_t next = 0;
-          for (size_t i = 0; i < n; ++i) {
-            if ((*errors)[i]) {
-              merged.push_back(*(*errors)[i]);
-            } else {
-              merged.push_back(std::move(results[next++]));
-            }
-          }
-          results = std::move(merged);
-        }
-        if (!waits) {
-          finish(Status::Ok(), std::move(results));
-          return;
-        }
-        // Answer once every waiting op has its final result (at once for those whose first
-        // answer is final).
-        struct Pending {
-          std::mutex mu;
-          std::vector<Result<OpResult>> results;  // guarded by mu
-          size_t remaining;                       // guarded by mu
-        };
-        auto pending = std::make_shared<Pending>();
-        pending->results = std::move(results);
-        pending->remaining = waits->size();
-        auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
-        for (const Wait& w : *waits) {
-          std::optional<Result<OpResult>> first;
-          if (w.ticket.apply_now()) {
-            std::lock_guard<std::mutex> lock(pending->mu);
-            first = pending->results[w.index];
-          }
-          waiter_->Wait(w.ticket, received + w.wait, std::move(first),
-                        [i = w.index, owner, pending, shared_finish](Result<OpResult> final_result) {
-                          std::unique_lock<std::mutex> lock(pending->mu);
-                          pending->results[i] = std::move(final_result);
-                          if (--pending->remaining > 0) return;
-                          std::vector<Result<OpResult>> all = std::move(pending->results);
-                          lock.unlock();
-                          (*shared_finish)(Status::Ok(), std::move(all));
-                        });
-        }
-      });
+      }
+      results = std::move(merged);
+    }
+    if (!waits) {
+      finish(Status::Ok(), std::move(results));
+      return;
+    }
+    // Answer once every waiting op has its final result (at once for those whose first
+    // answer is final).
+    struct Pending {
+      std::mutex mu;
+      std::vector<Result<OpResult>> results;  // guarded by mu
+      size_t remaining;                       // guarded by mu
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->results = std::move(results);
+    pending->remaining = waits->size();
+    auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
+    for (const Wait& w : *waits) {
+      std::optional<Result<OpResult>> first;
+      if (w.ticket.apply_now()) {
+        std::lock_guard<std::mutex> lock(pending->mu);
+        first = pending->results[w.index];
+      }
+      waiter_->Wait(w.ticket, received + w.wait, std::move(first),
+                    [i = w.index, owner, pending, shared_finish](Result<OpResult> final_result) {
+                      std::unique_lock<std::mutex> lock(pending->mu);
+                      pending->results[i] = std::move(final_result);
+                      if (--pending->remaining > 0) return;
+                      std::vector<Result<OpResult>> all = std::move(pending->results);
+                      lock.unlock();
+                      (*shared_finish)(Status::Ok(), std::move(all));
+                    });
+    }
+  });
 }
 
 }  // namespace idem

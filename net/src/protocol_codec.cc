@@ -601,7 +601,8 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
       s.block_cache_capacity_bytes, s.table_readers_bytes, s.admin_overrides,
       s.pending_compaction_bytes, s.write_stalls, s.write_stalled, s.background_errors,
-      s.expired_unreclaimed_records, s.clock_steps, families.empty() ? 0 : b.CreateVector(families));
+      s.expired_unreclaimed_records, s.clock_steps,
+      families.empty() ? 0 : b.CreateVector(families));
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 

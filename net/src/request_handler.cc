@@ -4,8 +4,8 @@
 
 namespace idem {
 
-RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter,
-                               ServerInfo info, ServerMetrics* metrics)
+RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
+                               ServerMetrics* metrics)
     : store_(store),
       queue_(queue),
       apply_(queue, waiter, metrics),

@@ -347,10 +347,12 @@ TEST_F(HttpApiTest, HealthReadinessAndMetrics) {
   Reply metrics = client_->Send(http::verb::get, "/metrics");
   EXPECT_EQ(200, metrics.status);
   EXPECT_EQ("text/plain; version=0.0.4; charset=utf-8", metrics.content_type);
-  EXPECT_NE(std::string::npos, metrics.raw.find("idem_ops_total{op=\"get\",outcome=\"NOT_FOUND\"} 1\n"))
-      << metrics.raw;
   EXPECT_NE(std::string::npos,
-            metrics.raw.find("idem_request_duration_seconds_count{transport=\"http\",op=\"get\"} 1\n"))
+            metrics.raw.find("idem_ops_total{op=\"get\",outcome=\"NOT_FOUND\"} 1\n"))
+      << metrics.raw;
+  EXPECT_NE(
+      std::string::npos,
+      metrics.raw.find("idem_request_duration_seconds_count{transport=\"http\",op=\"get\"} 1\n"))
       << metrics.raw;
 
   server_->server().RequestStop();  // idemstored's main thread would now call Stop()
