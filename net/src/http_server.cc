@@ -68,11 +68,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     stream_.expires_after(idle());
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
-  void OnRead(beast::error_code ec) {
+  void OnRead(beast::error_code ec, size_t bytes) {
     if (closed_) return;
+    if (server_->metrics_) {
+      server_->metrics_->BytesReceived(Transport::kHttp, bytes);
+      if (ec == beast::error::timeout) server_->metrics_->ConnectionTimedOut();
+    }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
       CloseNow();
@@ -120,7 +124,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     // A client that does not read its response is cut off like an idle one.
     stream_.expires_after(idle());
     http::async_write(stream_, *message,
-                      [self = shared_from_this(), message](beast::error_code ec, size_t) {
+                      [self = shared_from_this(), message](beast::error_code ec, size_t n) {
+                        if (self->server_->metrics_) {
+                          self->server_->metrics_->BytesSent(Transport::kHttp, n);
+                        }
                         self->OnWritten(ec);
                       });
   }
@@ -179,11 +186,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 };
 
 HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool allow_remote,
-                       std::function<void(std::string_view)> log)
+                       std::function<void(std::string_view)> log, ServerMetrics* metrics)
     : io_(io),
       options_(std::move(options)),
       allow_remote_(allow_remote),
       log_(std::move(log)),
+      metrics_(metrics),
       accept_strand_(asio::make_strand(io)),
       acceptor_(accept_strand_) {}
 
@@ -213,6 +221,7 @@ void HttpServer::DoAccept() {
       asio::bind_executor(accept_strand_, [this](boost::system::error_code ec, tcp::socket s) {
         if (!acceptor_.is_open()) return;
         if (ec) {
+          if (metrics_) metrics_->AcceptFailed();
           // EMFILE and the like: try again shortly instead of spinning on the error.
           auto timer =
               std::make_shared<asio::steady_timer>(accept_strand_, std::chrono::milliseconds(100));
@@ -231,6 +240,10 @@ void HttpServer::DoAccept() {
           }
           connections_.insert(connection);
         }
+        if (metrics_) {
+          metrics_->ConnectionAccepted();
+          if (reject) metrics_->ConnectionRefused();
+        }
         if (reject) {
           connection->Reject("server has " + std::to_string(options_.max_connections) +
                              " HTTP connections open (max_connections); retry later");
@@ -248,7 +261,10 @@ void HttpServer::OnClosed(HttpConnection* connection) {
                            [connection](const auto& c) { return c.get() == connection; });
     if (it == connections_.end()) return;
     connections_.erase(it);
-    if (rejected_.erase(connection) == 0) --served_;
+    if (rejected_.erase(connection) == 0) {
+      --served_;
+      if (metrics_) metrics_->ConnectionClosed();
+    }
   }
   closed_cv_.notify_all();
 }

@@ -34,6 +34,7 @@
 #include "http_handler.h"
 #include "idem/server.h"
 #include "idem/status.h"
+#include "server_metrics.h"
 
 namespace idem {
 
@@ -42,8 +43,9 @@ class HttpConnection;
 class HttpServer {
  public:
   // `io` must outlive the HttpServer. `log` takes the start line and connection-level errors.
+  // `metrics` (may be null; must outlive the HttpServer) counts connections and bytes.
   HttpServer(boost::asio::io_context& io, HttpListenerOptions options, bool allow_remote,
-             std::function<void(std::string_view)> log);
+             std::function<void(std::string_view)> log, ServerMetrics* metrics = nullptr);
   ~HttpServer();
 
   // Checks the options and binds; InvalidArgument (a non-loopback host without allow_remote, a
@@ -66,6 +68,7 @@ class HttpServer {
   const HttpListenerOptions options_;
   const bool allow_remote_;
   const std::function<void(std::string_view)> log_;
+  ServerMetrics* const metrics_;
   boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;
   uint16_t port_ = 0;

@@ -170,8 +170,9 @@ Status ServerImpl::Listen() {
   connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
   connection_options_.metrics = &metrics_;
   if (options_.http) {
-    http_ = std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote,
-                                         [this](std::string_view line) { Log(std::string(line)); });
+    http_ = std::make_unique<HttpServer>(
+        io_, *options_.http, options_.allow_remote,
+        [this](std::string_view line) { Log(std::string(line)); }, &metrics_);
     if (Status s = http_->Listen(); !s.ok()) return s;
   }
   return Status::Ok();

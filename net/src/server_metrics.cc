@@ -294,6 +294,10 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        MetricType::kCounter, double(s.clock_steps)},
       {"idem_store_next_fence", "Every fence handed out so far is below this", MetricType::kGauge,
        double(s.next_fence)},
+      {"idem_store_admin_overrides_total",
+       "Deletes that removed an attempt, token, lock or state-machine record (administrative "
+       "overrides of that scheme's rules)",
+       MetricType::kCounter, double(s.admin_overrides)},
   };
   std::vector<MetricFamily> out;
   AppendScalars(figures, &out);

@@ -355,6 +355,14 @@ TEST_F(HttpApiTest, HealthReadinessAndMetrics) {
       metrics.raw.find("idem_request_duration_seconds_count{transport=\"http\",op=\"get\"} 1\n"))
       << metrics.raw;
 
+  // Its connection and bytes are counted too.
+  EXPECT_NE(std::string::npos, metrics.raw.find("idem_connections_accepted_total 1\n"))
+      << metrics.raw;
+  EXPECT_NE(std::string::npos, metrics.raw.find("idem_received_bytes_total{transport=\"http\"}"))
+      << metrics.raw;
+  EXPECT_NE(std::string::npos, metrics.raw.find("idem_sent_bytes_total{transport=\"http\"}"))
+      << metrics.raw;
+
   server_->server().RequestStop();  // idemstored's main thread would now call Stop()
   ExpectProblem(client_->Send(http::verb::get, "/readyz"), 503, "SHUTDOWN", "stopping");
 }

@@ -85,6 +85,19 @@ TEST_F(ServerMetricsTest, OperationsMoveTheirOpAndOutcomeCounters) {
   ASSERT_NE(nullptr, after.Family("idem_clock_steps_total"));
 }
 
+// A Delete that removes another scheme's record is an administrative override, and counted;
+// deleting a plain record is not.
+TEST_F(ServerMetricsTest, DeletesOfAnotherSchemesRecordAreCountedAsOverrides) {
+  auto client = server_.Connect();
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Insert({.ns = "pay", .key = "plain", .status = "PENDING"}).ok());
+  ASSERT_TRUE((*client)->Execute(Op::Begin({.ns = "pay", .key = "attempt"})).ok());
+  ASSERT_TRUE((*client)->Delete({.ns = "pay", .key = "plain"}).ok());
+  EXPECT_EQ(0, Scrape().ValueOr0("idem_store_admin_overrides_total"));
+  ASSERT_TRUE((*client)->Delete({.ns = "pay", .key = "attempt"}).ok());
+  EXPECT_EQ(1, Scrape().ValueOr0("idem_store_admin_overrides_total"));
+}
+
 TEST(ServerMetricsSyncTest, GroupCommitsAndWalSyncsAreCountedUnderDurabilitySync) {
   auto clock = std::make_shared<ManualClock>();
   EngineOptions engine_options = testing::TestEngineOptions(clock);
