@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base64.h"
 #include "raw_socket.h"
 #include "test_server.h"
 
@@ -275,6 +276,38 @@ TEST_F(HttpApiTest, ABinaryPayloadAndKeyRoundTripByteExact) {
   ASSERT_OK(r);
   ASSERT_EQ(Outcome::kFound, r->outcome);
   EXPECT_EQ(bytes, r->record->payload);
+}
+
+// A record of the largest payload the store takes (max_payload_bytes, 1 MiB) is answered whole,
+// as text (escapes included) and as base64: the reply limit (4 MiB) is on the real JSON size.
+TEST_F(HttpApiTest, LargestPayloadsAreReadBackWholeAndOnlyRealOverflowsAreRefused) {
+  std::string text(1 << 20, 'a');
+  for (size_t i = 0; i < text.size(); i += 4096) text[i] = '"';  // escaped: 2 JSON bytes
+  std::string bytes(1 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(0x80 + i % 64);
+  Reply put_text = client_->Send(http::verb::put, "/v1/records/big/text",
+                                 Json{{"status", "S"}, {"payload", text}}.dump());
+  ASSERT_EQ(200, put_text.status) << put_text.raw.substr(0, 400);
+  auto native = server_->Connect();
+  ASSERT_OK(native);
+  ASSERT_OK((*native)->Insert({.ns = "big", .key = "binary", .status = "S", .payload = bytes}));
+
+  Reply get_text = client_->Send(http::verb::get, "/v1/records/big/text");
+  ASSERT_EQ(200, get_text.status) << get_text.raw.substr(0, 400);
+  EXPECT_TRUE(get_text.body["record"]["payload"] == text);
+  Reply get_binary = client_->Send(http::verb::get, "/v1/records/big/binary");
+  ASSERT_EQ(200, get_binary.status) << get_binary.raw.substr(0, 400);
+  ASSERT_TRUE(get_binary.body["record"].contains("payload_b64"));
+  Result<std::string> got =
+      Base64Decode(get_binary.body["record"]["payload_b64"].get<std::string>());
+  ASSERT_OK(got);
+  EXPECT_TRUE(*got == bytes);
+
+  // Five such records are about 5 MiB of JSON: over max_reply_bytes, refused as documented.
+  Json gets = Json::array();
+  for (int i = 0; i < 5; ++i)
+    gets.push_back({{"op", "get"}, {"namespace", "big"}, {"key", "text"}});
+  ExpectProblem(Apply(gets), 400, "INVALID_ARGUMENT", "exceeds max_reply_bytes");
 }
 
 TEST_F(HttpApiTest, PerOpErrorsAreInTheResultsAndOtherOpsApply) {
