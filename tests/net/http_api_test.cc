@@ -1,6 +1,8 @@
 // The HTTP/JSON API (docs/http-api.md) of a real Server on 127.0.0.1 port 0, driven by a real
 // HTTP/1.1 client (Boost.Beast, synchronous) and by raw sockets where a client misbehaves.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -494,6 +496,44 @@ TEST_F(HttpApiTest, ConnectionsOverTheLimitGet503) {
     std::this_thread::sleep_for(10ms);
   }
   ADD_FAILURE() << "the freed connection slot was never reused";
+}
+
+// Descriptors of this process (the server and the test's clients alike).
+size_t OpenFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// A connect flood: refusals in flight are capped at max_refusing_connections, the rest wait in
+// the listen queue, so the server's descriptors stay bounded; each client still gets its 503.
+TEST_F(HttpApiTest, AConnectFloodHoldsAtMostMaxRefusingDescriptors) {
+  HttpListenerOptions small;
+  small.max_connections = 1;
+  small.max_refusing_connections = 4;
+  Start(small);  // client_ holds the one connection
+  EXPECT_EQ(200, client_->Send(http::verb::get, "/healthz").status);
+  const size_t before = OpenFds();
+  constexpr size_t kFlood = 64;
+  std::vector<std::unique_ptr<testing::RawSocket>> flood;
+  for (size_t i = 0; i < kFlood; ++i) flood.push_back(std::make_unique<testing::RawSocket>(port()));
+  // The server accepts what it will within milliseconds; watch it for a while.
+  size_t most = 0;
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    most = std::max(most, OpenFds());
+    std::this_thread::sleep_for(5ms);
+  }
+  // The clients' own kFlood descriptors, the refusals', and a few the server may open.
+  EXPECT_LE(most, before + kFlood + small.max_refusing_connections + 4);
+  // Every client is refused in turn as the ones before it close.
+  for (auto& socket : flood) {
+    std::string response = socket->ReadAll(5s);
+    EXPECT_NE(std::string::npos, response.find("HTTP/1.1 503")) << response;
+    socket.reset();
+  }
 }
 
 TEST_F(HttpApiTest, SixteenConcurrentInsertsOfOneKeyInsertExactlyOnce) {
