@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -355,6 +356,34 @@ TEST_F(HttpApiTest, MalformedBodiesAre400AndApplyNothing) {
   // The first op was well-formed; the request as a whole was refused, so it did not apply.
   post(R"({"ops":[{"op":"insert","namespace":"ns","key":"a"},{"op":"get"}]})");
   EXPECT_EQ("NOT_FOUND", client_->Send(http::verb::get, "/v1/records/ns/a").body["outcome"]);
+}
+
+// The process's peak resident memory (VmHWM), in bytes.
+size_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// An 8 MiB body of empty ops is refused while it is parsed: the op count is checked as the
+// parser meets them, not on a document built first (which took 250 MB), and nesting deeper
+// than the schema goes is refused too.
+TEST_F(HttpApiTest, TooManyOpsAndDeepNestingAreRefusedWhileParsing) {
+  std::string body = R"({"ops":[{})";
+  while (body.size() < (8u << 20) - 16) body += ",{}";
+  body += "]}";
+  const size_t peak_before = PeakRssBytes();
+  Reply r = client_->Send(http::verb::post, "/v1/apply", body);
+  ExpectProblem(r, 400, "INVALID_ARGUMENT", "operations; max_batch_ops is");
+  EXPECT_LT(PeakRssBytes() - peak_before, 64u << 20);
+
+  std::string deep = R"({"ops":[{"op":"get","namespace":"n","key":"k","x":)";
+  deep += std::string(100'000, '[') + std::string(100'000, ']') + "}]}";
+  ExpectProblem(client_->Send(http::verb::post, "/v1/apply", deep), 400, "INVALID_ARGUMENT",
+                "nests deeper");
 }
 
 TEST_F(HttpApiTest, UnknownRoutesAre404AndWrongMethods405WithAllow) {
