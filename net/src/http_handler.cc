@@ -219,10 +219,14 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
   }
   if (path == "/metrics") {
     if (!only(http::verb::get, "GET")) return;
-    std::string body = options_.metrics ? options_.metrics() : std::string();
-    reply(body.empty() ? ProblemResponse(http::status::not_found, Status::Code::kNotFound,
-                                         "this server serves no metrics")
-                       : Response(http::status::ok, kMetricsType, std::move(body)));
+    if (!options_.metrics) {
+      reply(ProblemResponse(http::status::not_found, Status::Code::kNotFound,
+                            "this server serves no metrics"));
+      return;
+    }
+    options_.metrics([reply = std::move(reply)](std::string body) {
+      reply(Response(http::status::ok, kMetricsType, std::move(body)));
+    });
     return;
   }
   if (path == "/v1/apply") {
