@@ -105,6 +105,10 @@ class RocksEngine final : public ServingEngine {
   }
 
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
+  Status Validate(const Op& op) const override {
+    Result<DecisionInputs> inputs = Prepare(op, clock_->NowMillis());
+    return inputs.ok() ? Status::Ok() : inputs.status();
+  }
   Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
     return ApplyImpl(ops, results, /*defer_sync=*/false, nullptr);
   }
