@@ -233,11 +233,22 @@ void OpWaiter::Expire(const std::shared_ptr<Waiting>& w) {
   }
   if (holder) {
     Finish(w, *std::move(holder));
-  } else {
-    // The first in line has had no answer yet (it arrived moments before): take one last look
-    // of its own, like a first waiter at its deadline.
-    LastLook(w);
+    return;
   }
+  // The first in line has had no answer yet (it arrived moments before): read who holds the
+  // key. Read only: applying its own Lock could take a free lock ahead of the first in line.
+  queue_->Submit({Op::Get({.ns = w->op.ns, .key = w->op.key})},
+                 [this, w](Status s, std::vector<Result<OpResult>> results) {
+                   Result<OpResult> r = s.ok() ? std::move(results.at(0)) : Result<OpResult>(s);
+                   if (!r.ok()) {
+                     Finish(w, std::move(r));
+                     return;
+                   }
+                   OpResult held;
+                   held.outcome = Outcome::kHeld;
+                   held.record = std::move(r->record);  // none: free, the first in line takes it
+                   Finish(w, std::move(held));
+                 });
 }
 
 void OpWaiter::Finish(const std::shared_ptr<Waiting>& w, Result<OpResult> result) {
