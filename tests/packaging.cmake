@@ -9,6 +9,7 @@ add_test(NAME install_consumer_test
           -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install_consumer_test
           -DGENERATOR=${CMAKE_GENERATOR} -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
           -DBUILD_TYPE=${CMAKE_BUILD_TYPE} -DCXX_FLAGS=${IDEM_CONSUMER_FLAGS}
+          -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/consumer/run_consumer_test.cmake)
 set_tests_properties(install_consumer_test PROPERTIES TIMEOUT 300)
 

@@ -2,7 +2,8 @@
 # prefix, checks that only the public headers were installed, builds tests/consumer against
 # that prefix alone and runs it. Fails (a CMake error naming the step) on any difference.
 # In (-D): BUILD_DIR, SOURCE_DIR (the repository), WORK_DIR (scratch, emptied first),
-#          GENERATOR, CXX_COMPILER, BUILD_TYPE, CXX_FLAGS (the sanitizer flags of the build).
+#          GENERATOR, CXX_COMPILER, BUILD_TYPE, CXX_FLAGS (the sanitizer flags of the build),
+#          LIBDIR (the build's CMAKE_INSTALL_LIBDIR).
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 
@@ -27,8 +28,8 @@ list(SORT public)
 if(NOT installed STREQUAL public)
   message(FATAL_ERROR "installed headers:\n  ${installed}\nexpected the public ones:\n  ${public}")
 endif()
-foreach(f lib/cmake/idemstore/idemstoreConfig.cmake
-          lib/cmake/idemstore/idemstoreConfigVersion.cmake lib/libidem_engine.a)
+foreach(f ${LIBDIR}/cmake/idemstore/idemstoreConfig.cmake
+          ${LIBDIR}/cmake/idemstore/idemstoreConfigVersion.cmake ${LIBDIR}/libidem_engine.a)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "not installed: ${f}")
   endif()
