@@ -39,6 +39,13 @@ if(TARGET idemstored)
   target_compile_definitions(net_idemstored_damage_test PRIVATE
     IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
   add_dependencies(net_idemstored_damage_test idemstored)
+  # Its log on stderr, in both formats.
+  find_package(nlohmann_json 3.11 REQUIRED CONFIG)
+  idem_add_test(net_idemstored_log_test net/idemstored_log_test.cc LIBS idem_net
+                nlohmann_json::nlohmann_json)
+  target_compile_definitions(net_idemstored_log_test PRIVATE
+    IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+  add_dependencies(net_idemstored_log_test idemstored)
 endif()
 
 if(TARGET idemstored)
