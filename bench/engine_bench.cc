@@ -268,7 +268,7 @@ void BM_Clock_Wall(benchmark::State& state) {
 
 void BM_Clock_Engine(benchmark::State& state) {
   static AnchoredClock clock(SystemClock::Default(), MonotonicClock::Default(),
-                             [](std::string_view) {});
+                             [](const LogRecord&) {});
   for (auto _ : state) benchmark::DoNotOptimize(clock.NowMillis());
 }
 

@@ -46,7 +46,7 @@ class Loopback {
     server_options.host = "127.0.0.1";
     server_options.port = 0;
     server_options.limits = engine_->options().limits;
-    server_options.log = [](std::string_view) {};
+    server_options.log = [](const LogRecord&) {};
     auto server = Server::Start(engine_.get(), server_options);
     if (!server.ok()) Die(server.status().ToString());
     server_ = std::move(*server);

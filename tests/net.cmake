@@ -4,6 +4,7 @@ set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
 
 idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
 idem_add_test(net_accept_backoff_test net/accept_backoff_test.cc LIBS idem_net_internal)
+idem_add_test(net_log_rate_limiter_test net/log_rate_limiter_test.cc LIBS idem_net_internal)
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
@@ -38,6 +39,13 @@ if(TARGET idemstored)
   target_compile_definitions(net_idemstored_damage_test PRIVATE
     IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
   add_dependencies(net_idemstored_damage_test idemstored)
+  # Its log on stderr, in both formats.
+  find_package(nlohmann_json 3.11 REQUIRED CONFIG)
+  idem_add_test(net_idemstored_log_test net/idemstored_log_test.cc LIBS idem_net
+                nlohmann_json::nlohmann_json)
+  target_compile_definitions(net_idemstored_log_test PRIVATE
+    IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+  add_dependencies(net_idemstored_log_test idemstored)
 endif()
 
 if(TARGET idemstored)

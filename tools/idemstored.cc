@@ -2,6 +2,11 @@
 // (Engine) and tools/server_config/ (ParseServerFlags, PlanFdBudget); this file only wires them
 // and logs start and stop.
 //
+// The log (stderr, --log-format text|json; idem/log.h): one line at start (event "start"), one
+// at stop ("stop"), one per error condition (a refused start: "start_failed"; the engine's and
+// the server's own events), nothing per request. Only a bad command line is reported before the
+// format is known: a plain "idemstored: ..." line and exit 2.
+//
 // Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad flags (including a
 // --max-connections the open-files limit cannot serve), 1 when the database or the listening
 // socket cannot be opened. Flags, the descriptor budget and the listening socket are checked
@@ -13,6 +18,7 @@
 
 #include "duration.h"
 #include "fd_budget.h"
+#include "idem/log.h"
 #include "idem/server.h"
 #include "idem/serving.h"
 #include "server_flags.h"
@@ -46,12 +52,16 @@ int main(int argc, char** argv) {
     std::fputs(idem::ServerFlagsUsage().c_str(), stdout);
     return 0;
   }
+  const idem::LogSink log = idem::StderrLogSink(flags->server.log_format);
+  const auto start_failed = [&log](const std::string& why) {
+    log(idem::LogRecord(idem::LogLevel::kError, "start_failed", why));
+  };
 
   // Everything that can refuse the start runs before the database is opened, which may create
   // its directory: a refused start leaves nothing behind.
   idem::Result<idem::OpenFilesLimit> limit = idem::RaiseOpenFilesLimit();
   if (!limit.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", limit.status().ToString().c_str());
+    start_failed(limit.status().ToString());
     return 1;
   }
   idem::FdBudgetRequest budget_request;
@@ -64,31 +74,34 @@ int main(int argc, char** argv) {
         flags->server.http->max_connections + flags->server.http->max_refusing_connections;
   idem::Result<idem::FdBudget> budget = idem::PlanFdBudget(budget_request);
   if (!budget.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", budget.status().ToString().c_str());
+    start_failed(budget.status().ToString());
     return 2;
   }
-  if (!budget->warning.empty()) std::fprintf(stderr, "idemstored: %s\n", budget->warning.c_str());
+  if (!budget->warning.empty()) {
+    log(idem::LogRecord(idem::LogLevel::kWarn, "fd_budget", budget->warning));
+  }
 
   idem::ServerOptions server_options = flags->server;
+  server_options.log = log;
   server_options.handle_signals = true;
   server_options.max_connections = budget->max_connections;
   idem::Result<std::unique_ptr<idem::Server>> server = idem::Server::Listen(server_options);
   if (!server.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", server.status().ToString().c_str());
+    start_failed(server.status().ToString());
     return 1;
   }
 
   idem::EngineOptions engine_options = flags->engine;
+  engine_options.log = log;
   engine_options.max_open_files = budget->rocksdb_max_open_files;
   idem::Result<std::unique_ptr<idem::ServingEngine>> engine =
       idem::ServingEngine::Open(flags->data_dir, engine_options);
   if (!engine.ok()) {
-    std::fprintf(stderr, "idemstored: cannot open %s: %s\n", flags->data_dir.c_str(),
-                 engine.status().ToString().c_str());
+    start_failed("cannot open " + flags->data_dir + ": " + engine.status().ToString());
     return 1;
   }
   if (idem::Status s = (*server)->Serve(engine->get()); !s.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", s.ToString().c_str());
+    start_failed(s.ToString());
     return 1;
   }
 
@@ -96,29 +109,35 @@ int main(int argc, char** argv) {
   const char* background =
       flags->engine.background_priority == idem::EngineOptions::BackgroundPriority::kLow ? "low"
                                                                                          : "normal";
-  // Tests read the real ports from this line: keep "listening on HOST:PORT" and
-  // "http=HOST:PORT" stable.
+  // Tests read the real ports from this line: keep "listening on HOST:PORT" in the message and
+  // the field http=HOST:PORT stable.
   std::string http = "off";
   if (server_options.http) {
     const std::string& host = server_options.http->host;
     http = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
            std::to_string((*server)->http_port());
   }
-  std::fprintf(
-      stderr,
-      "idemstored %s: listening on %s http=%s data=%s durability=%s io_threads=%d "
-      "engine_threads=%d max_connections=%zu idle_timeout=%s background=%s malloc=%s "
-      "open_files=%llu rocksdb_max_open_files=%d\n",
-      IDEM_VERSION, (*server)->address().c_str(), http.c_str(), flags->data_dir.c_str(), durability,
-      server_options.io_threads, server_options.engine_threads, server_options.max_connections,
-      idem::FormatDurationMs(server_options.idle_timeout_ms).c_str(), background, IDEM_ALLOCATOR,
-      static_cast<unsigned long long>(limit->soft), engine_options.max_open_files);
+  log(idem::LogRecord(idem::LogLevel::kInfo, "start",
+                      "idemstored " IDEM_VERSION ": listening on " + (*server)->address())
+          .With("http", http)
+          .With("data", flags->data_dir)
+          .With("durability", durability)
+          .With("io_threads", server_options.io_threads)
+          .With("engine_threads", server_options.engine_threads)
+          .With("max_connections", server_options.max_connections)
+          .With("idle_timeout", idem::FormatDurationMs(server_options.idle_timeout_ms))
+          .With("background", background)
+          .With("malloc", IDEM_ALLOCATOR)
+          .With("open_files", limit->soft)
+          .With("rocksdb_max_open_files", engine_options.max_open_files));
 
   (*server)->Wait();
   (*server)->Stop();  // drains connections and the commit queue
   server->reset();
   engine->reset();  // closes the database (WAL synced)
-  std::fprintf(stderr, "idemstored %s: stopped; database %s closed\n", IDEM_VERSION,
-               flags->data_dir.c_str());
+  log(idem::LogRecord(
+          idem::LogLevel::kInfo, "stop",
+          "idemstored " IDEM_VERSION ": stopped; database " + flags->data_dir + " closed")
+          .With("data", flags->data_dir));
   return 0;
 }

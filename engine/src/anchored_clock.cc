@@ -4,24 +4,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 #include <thread>
 
 namespace idem {
 namespace {
-
-// "2026-12-01T18:24:16.123Z"
-std::string FormatUtc(int64_t ms) {
-  const time_t seconds = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  struct tm t {};
-  gmtime_r(&seconds, &t);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900,
-                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                static_cast<int>(((ms % 1000) + 1000) % 1000));
-  return buf;
-}
 
 // "+3600.000 s"
 std::string FormatSigned(int64_t ms) {
@@ -148,11 +135,16 @@ void AnchoredClock::Check(int64_t due_mono) const {
                     slew_percent, FormatSigned(offset).c_str() + 1,
                     TimeToConverge(offset, tuning_.max_slew_ppm).c_str());
     }
-    log_("wall clock stepped by " + FormatSigned(step) + " (it reads " + FormatUtc(wall) +
-         ", engine time is " + FormatUtc(now) + "); " + tail);
+    log_(LogRecord(LogLevel::kWarn, "clock_stepped",
+                   "wall clock stepped by " + FormatSigned(step) + " (it reads " +
+                       FormatUtcMillis(wall) + ", engine time is " + FormatUtcMillis(now) + "); " +
+                       tail)
+             .With("step_ms", step)
+             .With("offset_ms", offset));
   } else if (diverged_ && std::llabs(offset) <= max_correction_ms_) {
     diverged_ = false;  // this check's correction closes the gap
-    log_("engine time and the wall clock agree again (" + FormatUtc(wall) + ")");
+    log_(LogRecord(LogLevel::kInfo, "clock_agrees",
+                   "engine time and the wall clock agree again (" + FormatUtcMillis(wall) + ")"));
   }
 }
 
@@ -172,10 +164,10 @@ void AnchoredClock::ContinueFrom(int64_t floor_ms) {
                 "the wall clock (%s) is %s behind the time this database has already reached "
                 "(%s, its high-water mark): engine time continues from the mark and runs up to "
                 "%.1f %% slow until the wall clock meets it (about %s)",
-                FormatUtc(wall).c_str(), FormatSigned(floor_ms - wall).c_str() + 1,
-                FormatUtc(floor_ms).c_str(), static_cast<double>(tuning_.max_slew_ppm) / 1e4,
+                FormatUtcMillis(wall).c_str(), FormatSigned(floor_ms - wall).c_str() + 1,
+                FormatUtcMillis(floor_ms).c_str(), static_cast<double>(tuning_.max_slew_ppm) / 1e4,
                 TimeToConverge(floor_ms - wall, tuning_.max_slew_ppm).c_str());
-  log_(line);
+  log_(LogRecord(LogLevel::kWarn, "clock_behind_mark", line).With("behind_ms", floor_ms - wall));
 }
 
 }  // namespace idem

@@ -43,6 +43,7 @@
 #include <string_view>
 
 #include "idem/clock.h"
+#include "idem/log.h"
 
 namespace idem {
 
@@ -53,7 +54,7 @@ class AnchoredClock final : public Clock {
     int64_t step_threshold_ms = 1000;
     int64_t max_slew_ppm = 50'000;  // 5 %
   };
-  using Log = std::function<void(std::string_view line)>;
+  using Log = LogSink;
 
   // Anchors to `wall` now. `log` (required) receives the step reports.
   AnchoredClock(std::shared_ptr<Clock> wall, std::shared_ptr<Clock> monotonic, Log log,

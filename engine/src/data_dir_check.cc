@@ -20,10 +20,6 @@ namespace fs = std::filesystem;
 
 constexpr size_t kNamesListed = 12;
 
-void Log(const EngineOptions& options, const std::string& line) {
-  LogToOperator(options.log, line);
-}
-
 // "a, b, c and 9 more"
 std::string ListNames(std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
@@ -155,9 +151,12 @@ Status CheckDataDirectory(const std::string& dir, const EngineOptions& options) 
       return DamagedMidLog(path, scan, later_wals_hold_data, dir);
     }
     if (scan.ends_inside_record && zeros_ahead) return CutShort(path, scan, dir);
-    Log(options, "WAL " + path + ": its last record is incomplete " + Describe(scan) +
-                     ", as a crash in the middle of a write leaves it; recovery drops that "
-                     "record (under sync durability it was never acknowledged)");
+    LogToOperator(options.log,
+                  LogRecord(LogLevel::kWarn, "wal_tail_dropped",
+                            "WAL " + path + ": its last record is incomplete " + Describe(scan) +
+                                ", as a crash in the middle of a write leaves it; recovery drops "
+                                "that record (under sync durability it was never acknowledged)")
+                      .With("path", path));
   }
   return Status::Ok();
 }

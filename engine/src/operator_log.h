@@ -1,19 +1,17 @@
-// The engine's operator log (EngineOptions::log): one place that says where a line goes when no
+// The engine's operator log (EngineOptions::log): one place that says where a record goes when no
 // sink was given.
 #pragma once
 
-#include <cstdio>
-#include <functional>
-#include <string_view>
+#include "idem/log.h"
 
 namespace idem {
 
-// Writes `line` to `log`, or to stderr prefixed "idem: " when `log` is null.
-inline void LogToOperator(const std::function<void(std::string_view)>& log, std::string_view line) {
+// Passes `record` to `log`, or writes it to stderr as a text line when `log` is null.
+inline void LogToOperator(const LogSink& log, const LogRecord& record) {
   if (log) {
-    log(line);
+    log(record);
   } else {
-    std::fprintf(stderr, "idem: %.*s\n", static_cast<int>(line.size()), line.data());
+    StderrLogSink()(record);
   }
 }
 

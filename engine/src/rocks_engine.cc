@@ -33,7 +33,6 @@
 #include "key_locks.h"
 #include "key_watchers.h"
 #include "op_decision.h"
-#include "operator_log.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
 #include "remembered_key.h"
@@ -227,8 +226,6 @@ class RocksEngine final : public ServingEngine {
   bool stopping_ = false;  // guarded by reclaim_mu_
   std::thread reclaimer_;
 };
-
-void LogToStderr(std::string_view line) { LogToOperator(nullptr, line); }
 
 // What a read found at `now_ms`: the live record, or the key's marker if its namespace remembers
 // keys for `remember_ms`, or neither (remembered_key.h).
@@ -808,7 +805,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::Open(const std::string& di
 
 Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     const std::string& dir, EngineOptions options, std::shared_ptr<rocksdb::FileSystem> fs) {
-  if (!options.log) options.log = LogToStderr;
+  if (!options.log) options.log = StderrLogSink();
   if (options.expiry_grace_ms < 0 || options.expiry_grace_ms > EngineOptions::kMaxExpiryGraceMs) {
     return Status::InvalidArgument("expiry_grace_ms is " + std::to_string(options.expiry_grace_ms) +
                                    "; it must be in [0, " +

@@ -29,13 +29,12 @@ std::string_view ReasonName(rocksdb::BackgroundErrorReason reason) {
 
 }  // namespace
 
-WriteHealth::WriteHealth(std::function<void(std::string_view)> log,
-                         std::chrono::milliseconds stuck_after)
+WriteHealth::WriteHealth(LogSink log, std::chrono::milliseconds stuck_after)
     : log_(std::move(log)), stuck_after_(stuck_after) {}
 
 WriteHealth::~WriteHealth() { StopRecovery(); }
 
-void WriteHealth::Log(std::string_view line) const { LogToOperator(log_, line); }
+void WriteHealth::Log(const LogRecord& record) const { LogToOperator(log_, record); }
 
 Status WriteHealth::Refusal() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -55,7 +54,8 @@ void WriteHealth::Suspend(const std::string& cause) {
     suspended_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
-  Log("writes suspended after " + cause + "; reads go on; recovering by itself");
+  Log(LogRecord(LogLevel::kError, "writes_suspended",
+                "writes suspended after " + cause + "; reads go on; recovering by itself"));
 }
 
 void WriteHealth::StopForGood(const std::string& cause) {
@@ -69,7 +69,8 @@ void WriteHealth::StopForGood(const std::string& cause) {
     suspended_.store(true, std::memory_order_release);
   }
   cv_.notify_all();  // a recovery in progress gives up
-  Log("writes stopped after " + cause + "; reads go on; " + kRestart);
+  Log(LogRecord(LogLevel::kError, "writes_stopped",
+                "writes stopped after " + cause + "; reads go on; " + kRestart));
 }
 
 bool WriteHealth::EnterSync() {
@@ -111,7 +112,7 @@ void WriteHealth::OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocks
   } else if (error->severity() >= rocksdb::Status::Severity::kHardError) {
     Suspend(cause);
   } else {
-    Log("background error, writes go on: " + cause);
+    Log(LogRecord(LogLevel::kWarn, "background_error", "background error, writes go on: " + cause));
   }
 }
 
@@ -158,10 +159,12 @@ void WriteHealth::WatchdogLoop() {
     if (stopping_) return;
     if (returned) continue;
     stuck_ = true;  // until that call returns (RecoveryLoop)
-    const std::string line = "writes suspended after " + cause_ + "; " + StuckText() +
-                             " (recovery attempt " + std::to_string(attempts_) + ")";
+    const LogRecord record = LogRecord(LogLevel::kError, "recovery_stuck",
+                                       "writes suspended after " + cause_ + "; " + StuckText() +
+                                           " (recovery attempt " + std::to_string(attempts_) + ")")
+                                 .With("attempt", attempts_);
     lock.unlock();
-    Log(line);
+    Log(record);
     lock.lock();
   }
 }
@@ -194,11 +197,13 @@ void WriteHealth::RecoveryLoop() {
       recovering_ = false;
       if (stuck_) {
         stuck_ = false;
-        const std::string line = "recovery attempt " + std::to_string(attempt) +
-                                 ": RocksDB's DB::Resume returned after all (" + s.ToString() +
-                                 "); recovery goes on";
+        const LogRecord record = LogRecord(LogLevel::kInfo, "recovery_returned",
+                                           "recovery attempt " + std::to_string(attempt) +
+                                               ": RocksDB's DB::Resume returned after all (" +
+                                               s.ToString() + "); recovery goes on")
+                                     .With("attempt", attempt);
         lock.unlock();
-        Log(line);
+        Log(record);
         lock.lock();
       }
       cv_.notify_all();
@@ -207,11 +212,15 @@ void WriteHealth::RecoveryLoop() {
       if (s.ok()) break;
       delay_ms = std::min(delay_ms * 2, kMaxRetryMs);
       if ((attempt & (attempt - 1)) == 0) {  // attempts 1, 2, 4, 8...: the log stays readable
-        const std::string line = "recovery attempt " + std::to_string(attempt) + " failed (" +
-                                 s.ToString() + "); writes stay suspended after " + cause_ +
-                                 "; next attempt in " + std::to_string(delay_ms) + " ms";
+        const LogRecord record =
+            LogRecord(LogLevel::kWarn, "recovery_failed",
+                      "recovery attempt " + std::to_string(attempt) + " failed (" + s.ToString() +
+                          "); writes stay suspended after " + cause_ + "; next attempt in " +
+                          std::to_string(delay_ms) + " ms")
+                .With("attempt", attempt)
+                .With("next_attempt_ms", delay_ms);
         lock.unlock();
-        Log(line);
+        Log(record);
         lock.lock();
       }
     }
@@ -220,15 +229,19 @@ void WriteHealth::RecoveryLoop() {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - began)
                         .count();
-    const std::string line = "writes resumed after " + std::to_string(attempts_) +
-                             " recovery attempts (" + std::to_string(ms) + " ms); cause was " +
-                             cause_ + "; memtables flushed to synced table files";
+    const LogRecord record =
+        LogRecord(LogLevel::kInfo, "writes_resumed",
+                  "writes resumed after " + std::to_string(attempts_) + " recovery attempts (" +
+                      std::to_string(ms) + " ms); cause was " + cause_ +
+                      "; memtables flushed to synced table files")
+            .With("attempts", attempts_)
+            .With("duration_ms", ms);
     resumed_before_ = true;
     last_resumed_ = std::chrono::steady_clock::now();
     last_delay_ms_ = delay_ms;
     suspended_.store(false, std::memory_order_release);
     lock.unlock();
-    Log(line);
+    Log(record);
     lock.lock();
   }
 }

@@ -52,6 +52,7 @@
 
 #include <rocksdb/listener.h>
 
+#include "idem/log.h"
 #include "idem/status.h"
 
 namespace idem {
@@ -67,7 +68,7 @@ class WriteHealth final : public rocksdb::EventListener {
 
   // `log`: EngineOptions::log (null: stderr). `stuck_after`:
   // EngineOptions::recovery_stuck_after_ms.
-  explicit WriteHealth(std::function<void(std::string_view)> log,
+  explicit WriteHealth(LogSink log,
                        std::chrono::milliseconds stuck_after = std::chrono::seconds(30));
   ~WriteHealth() override;  // StopRecovery()
 
@@ -92,7 +93,7 @@ class WriteHealth final : public rocksdb::EventListener {
   void StartRecovery(std::function<Status()> recover);
   void StopRecovery();  // idempotent; joins the threads
 
-  void Log(std::string_view line) const;
+  void Log(const LogRecord& record) const;
 
   // rocksdb::EventListener
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override;
@@ -104,7 +105,7 @@ class WriteHealth final : public rocksdb::EventListener {
   void WatchdogLoop();
   std::string StuckText() const;  // mu_ held
 
-  const std::function<void(std::string_view)> log_;
+  const LogSink log_;
   const std::chrono::milliseconds stuck_after_;
   std::atomic<bool> suspended_{false};
 

@@ -103,7 +103,8 @@ void Connection::ProcessBuffered() {
       Status error = Status::InvalidArgument(
           "frame length " + std::to_string(parser_.bad_length()) + " is outside 1.." +
           std::to_string(parser_.max_frame_bytes()) + " (max_frame_bytes)");
-      Log("closing: " + error.ToString());
+      Log(LogRecord(LogLevel::kWarn, "bad_frame", "closing: " + error.ToString())
+              .With("code", std::string(CodeName(error.code()))));
       if (options_.metrics) options_.metrics->ProtocolError(error.code());
       Fail(error);
       return;
@@ -122,7 +123,8 @@ void Connection::ProcessBuffered() {
       });
     });
     if (!status.ok()) {  // the handler's reply is the error frame; close once it is written
-      Log("closing: " + status.ToString());
+      Log(LogRecord(LogLevel::kWarn, "bad_request", "closing: " + status.ToString())
+              .With("code", std::string(CodeName(status.code()))));
       if (options_.metrics) options_.metrics->ProtocolError(status.code());
       BeginClosing();
     }
@@ -232,7 +234,9 @@ void Connection::OnTimer(const boost::system::error_code& ec) {
     if (in_engine_ > 0) {
       last_activity_ = now;  // waiting on the server, not on the client
     } else {
-      Log("idle for " + std::to_string(options_.idle_timeout_ms) + " ms; closing");
+      Log(LogRecord(LogLevel::kInfo, "idle_timeout",
+                    "idle for " + std::to_string(options_.idle_timeout_ms) + " ms; closing")
+              .With("idle_timeout_ms", options_.idle_timeout_ms));
       if (options_.metrics) options_.metrics->ConnectionTimedOut();
       Fail(Status::TimedOut("connection idle for " + std::to_string(options_.idle_timeout_ms) +
                             " ms"));
@@ -290,8 +294,10 @@ void Connection::BeginClosing() {
   ArmTimer();
 }
 
-void Connection::Log(const std::string& message) const {
-  if (options_.log) options_.log("peer " + peer_ + ": " + message);
+void Connection::Log(LogRecord record) const {
+  if (!options_.log) return;
+  record.fields.insert(record.fields.begin(), LogField{"peer", peer_});
+  options_.log(record);
 }
 
 }  // namespace idem

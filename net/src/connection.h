@@ -30,6 +30,7 @@
 #include <boost/asio.hpp>
 
 #include "frame_parser.h"
+#include "idem/log.h"
 #include "request_handler.h"
 #include "server_metrics.h"
 
@@ -42,7 +43,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     int64_t idle_timeout_ms = 300'000;
     size_t max_inflight = 256;
     size_t max_queued_reply_bytes = 8u << 20;
-    std::function<void(std::string_view)> log;
+    // Peers cause these as often as they like: the server passes a LogRateLimiter's sink.
+    LogSink log;
     ServerMetrics* metrics = nullptr;  // bytes, idle timeouts, protocol errors; may be null
   };
   using OnClosed = std::function<void(const std::shared_ptr<Connection>&)>;
@@ -79,7 +81,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnTimer(const boost::system::error_code& ec);
   void Fail(const Status& error);  // error frame (id 0), then close
   void CloseNow();
-  void Log(const std::string& message) const;
+  void Log(LogRecord record) const;  // with the peer's address
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer timer_;

@@ -186,7 +186,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 };
 
 HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool allow_remote,
-                       std::function<void(std::string_view)> log, ServerMetrics* metrics)
+                       LogSink log, ServerMetrics* metrics)
     : io_(io),
       options_(std::move(options)),
       allow_remote_(allow_remote),
@@ -232,7 +232,9 @@ void HttpServer::OnAccepted(const boost::system::error_code& ec, tcp::socket s) 
     if (metrics_) metrics_->AcceptFailed();
     const std::chrono::milliseconds delay =
         backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
-    if (!line.empty() && log_) log_("HTTP: " + line);
+    if (!line.empty() && log_) {
+      log_(LogRecord(LogLevel::kError, "accept_failed", "HTTP: " + line).With("listener", "http"));
+    }
     retry_timer_.expires_after(delay);
     retry_timer_.async_wait([this](boost::system::error_code timer_ec) {
       if (!timer_ec) DoAccept();
@@ -240,7 +242,9 @@ void HttpServer::OnAccepted(const boost::system::error_code& ec, tcp::socket s) 
     return;
   }
   backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
-  if (!line.empty() && log_) log_("HTTP: " + line);
+  if (!line.empty() && log_) {
+    log_(LogRecord(LogLevel::kInfo, "accept_resumed", "HTTP: " + line).With("listener", "http"));
+  }
   auto connection = std::make_shared<HttpConnection>(std::move(s), this);
   bool reject;
   bool pause;

@@ -48,7 +48,7 @@ class HttpServer {
   // `io` must outlive the HttpServer. `log` takes the start line and connection-level errors.
   // `metrics` (may be null; must outlive the HttpServer) counts connections and bytes.
   HttpServer(boost::asio::io_context& io, HttpListenerOptions options, bool allow_remote,
-             std::function<void(std::string_view)> log, ServerMetrics* metrics = nullptr);
+             LogSink log, ServerMetrics* metrics = nullptr);
   ~HttpServer();
 
   // Checks the options and binds; InvalidArgument (a non-loopback host without allow_remote, a
@@ -71,7 +71,7 @@ class HttpServer {
   boost::asio::io_context& io_;
   const HttpListenerOptions options_;
   const bool allow_remote_;
-  const std::function<void(std::string_view)> log_;
+  const LogSink log_;
   ServerMetrics* const metrics_;
   boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;

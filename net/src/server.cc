@@ -13,7 +13,6 @@
 
 #include <condition_variable>
 #include <csignal>
-#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -27,6 +26,7 @@
 #include "http_handler.h"
 #include "http_server.h"
 #include "listen_socket.h"
+#include "log_rate_limiter.h"
 #include "op_waiter.h"
 #include "prometheus_text.h"
 #include "request_handler.h"
@@ -46,6 +46,8 @@ class ServerImpl final : public Server {
  public:
   explicit ServerImpl(ServerOptions options)
       : options_(std::move(options)),
+        log_(options_.log ? options_.log : StderrLogSink(options_.log_format)),
+        peer_log_(log_, MonotonicClock::Default()),
         accept_strand_(asio::make_strand(io_)),
         acceptor_(accept_strand_),
         signals_(io_),
@@ -102,13 +104,7 @@ class ServerImpl final : public Server {
               [timer, fn = std::move(fn)](const boost::system::error_code&) { fn(); });
         });
   }
-  void Log(const std::string& line) const {
-    if (options_.log) {
-      options_.log(line);
-    } else {
-      std::fprintf(stderr, "idemstored: %s\n", line.c_str());
-    }
-  }
+  void Log(const LogRecord& record) const { log_(record); }
   // Accepting runs on accept_strand_: one accept in flight, or a retry timer, or neither while
   // paused (too many refusals in progress).
   void DoAccept();
@@ -118,6 +114,8 @@ class ServerImpl final : public Server {
   enum class State { kListening, kServing, kStopped };
 
   const ServerOptions options_;
+  const LogSink log_;        // options_.log, or stderr
+  LogRateLimiter peer_log_;  // what peers cause once per connection: connection_options_.log
   ServerMetrics metrics_;
   // Serve()'s engine, until Stop(): the store MetricsText reads.
   std::atomic<ServingEngine*> engine_{nullptr};
@@ -169,12 +167,11 @@ Status ServerImpl::Listen() {
   connection_options_.idle_timeout_ms = options_.idle_timeout_ms;
   connection_options_.max_inflight = options_.max_inflight_per_connection;
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
-  connection_options_.log = [this](std::string_view line) { Log(std::string(line)); };
+  connection_options_.log = [this](const LogRecord& record) { peer_log_.Log(record); };
   connection_options_.metrics = &metrics_;
   if (options_.http) {
-    http_ = std::make_unique<HttpServer>(
-        io_, *options_.http, options_.allow_remote,
-        [this](std::string_view line) { Log(std::string(line)); }, &metrics_);
+    http_ =
+        std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote, log_, &metrics_);
     if (Status s = http_->Listen(); !s.ok()) return s;
   }
   return Status::Ok();
@@ -216,7 +213,10 @@ Status ServerImpl::Serve(ServingEngine* engine) {
     signals_.add(SIGTERM);
     signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
       if (ec) return;
-      Log(std::string("received ") + (signal == SIGINT ? "SIGINT" : "SIGTERM") + "; stopping");
+      const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+      Log(LogRecord(LogLevel::kInfo, "stop_requested",
+                    std::string("received ") + name + "; stopping")
+              .With("signal", name));
       RequestStop();
     });
   }
@@ -248,7 +248,9 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     std::chrono::milliseconds delay =
         backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
     metrics_.AcceptFailed();
-    if (!line.empty()) Log(line);
+    if (!line.empty()) {
+      Log(LogRecord(LogLevel::kError, "accept_failed", line).With("listener", "binary"));
+    }
     retry_timer_.expires_after(delay);
     retry_timer_.async_wait([this](const boost::system::error_code& timer_ec) {
       if (!timer_ec) DoAccept();
@@ -256,7 +258,9 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     return;
   }
   backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
-  if (!line.empty()) Log(line);
+  if (!line.empty()) {
+    Log(LogRecord(LogLevel::kInfo, "accept_resumed", line).With("listener", "binary"));
+  }
   metrics_.ConnectionAccepted();
   auto connection =
       std::make_shared<Connection>(std::move(socket), handler_.get(), connection_options_,
@@ -280,8 +284,11 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     metrics_.ConnectionRefused();
     // Once per episode: a flood would otherwise write a line per refused connection.
     if (first_refusal) {
-      Log("refusing connections with BUSY: " + std::to_string(options_.max_connections) +
-          " open (max_connections); first refused: peer " + connection->peer());
+      Log(LogRecord(LogLevel::kWarn, "connections_refused",
+                    "refusing connections with BUSY: " + std::to_string(options_.max_connections) +
+                        " open (max_connections); first refused: peer " + connection->peer())
+              .With("max_connections", options_.max_connections)
+              .With("peer", connection->peer()));
     }
     connection->Reject(Status::Busy("server has " + std::to_string(options_.max_connections) +
                                     " connections open; retry later"));
@@ -313,8 +320,12 @@ void ServerImpl::OnClosed(const std::shared_ptr<Connection>& connection) {
     }
   }
   if (refused > 0) {
-    Log("accepting connections again; refused " + std::to_string(refused) + " with BUSY while " +
-        std::to_string(options_.max_connections) + " were open (max_connections)");
+    Log(LogRecord(LogLevel::kInfo, "refusals_ended",
+                  "accepting connections again; refused " + std::to_string(refused) +
+                      " with BUSY while " + std::to_string(options_.max_connections) +
+                      " were open (max_connections)")
+            .With("refused", refused)
+            .With("max_connections", options_.max_connections));
   }
   if (resume) asio::post(accept_strand_, [this] { DoAccept(); });
   stop_cv_.notify_all();
@@ -370,9 +381,12 @@ void ServerImpl::Stop() {
   io_.stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();
-  std::lock_guard<std::mutex> lock(mu_);
-  connections_.clear();
-  rejected_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    connections_.clear();
+    rejected_.clear();
+  }
+  peer_log_.Flush();  // the counts of peers' errors not logged one by one
 }
 
 std::string ServerImpl::MetricsText() {

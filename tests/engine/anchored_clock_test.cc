@@ -25,7 +25,8 @@ class AnchoredClockTest : public ::testing::Test {
   AnchoredClockTest()
       : wall_(std::make_shared<ManualClock>(kWallStart)),
         mono_(std::make_shared<ManualClock>(123'456)),
-        clock_(wall_, mono_, [this](std::string_view line) { log_.emplace_back(line); }) {}
+        clock_(wall_, mono_,
+               [this](const LogRecord& record) { log_.emplace_back(record.message); }) {}
 
   void Pass(int64_t ms) {
     wall_->Advance(ms);
@@ -158,7 +159,7 @@ class HookedClock final : public Clock {
 TEST(AnchoredClockRaceTest, AReaderDuringACheckNeverSeesTimeGoBackAfterIt) {
   auto wall = std::make_shared<HookedClock>(kWallStart);
   auto mono = std::make_shared<ManualClock>(0);
-  AnchoredClock clock(wall, mono, [](std::string_view) {});
+  AnchoredClock clock(wall, mono, [](const LogRecord&) {});
   mono->Advance(kSecond);        // a check is due
   wall->Advance(kSecond - 500);  // the wall clock is 500 ms behind: the check slows down
   int64_t other = 0;
@@ -174,7 +175,7 @@ TEST(AnchoredClockRaceTest, AReaderDuringACheckNeverSeesTimeGoBackAfterIt) {
 
 TEST(AnchoredClockSystemTest, NeverGoesBackOnAnyThreadOnTheSystemClocks) {
   AnchoredClock clock(
-      SystemClock::Default(), MonotonicClock::Default(), [](std::string_view) {},
+      SystemClock::Default(), MonotonicClock::Default(), [](const LogRecord&) {},
       AnchoredClock::Tuning{/*check_interval_ms=*/1});
   std::vector<std::thread> threads;
   std::atomic<int> backwards{0};

@@ -99,7 +99,7 @@ TEST_P(DataDamageTest, ATornLastRecordOpensAndIsLogged) {
     f.write(std::string(100, '\0').data(), 100);
   }
   std::vector<std::string> lines;
-  options_.log = [&lines](std::string_view line) { lines.emplace_back(line); };
+  options_.log = [&lines](const LogRecord& record) { lines.emplace_back(record.message); };
   auto engine = Engine::Open(db, options_);
   ASSERT_OK(engine);
   EXPECT_EQ(kRecords - 50, testing::CountRecords(**engine, kRecords)) << "all but the last batch";

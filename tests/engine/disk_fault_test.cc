@@ -42,9 +42,9 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
   DiskFaultTest() : fs_(std::make_shared<FaultInjectionFs>()) {
     options_.durability = GetParam();
     options_.reclaim_interval_ms = 0;
-    options_.log = [this](std::string_view line) {
+    options_.log = [this](const LogRecord& record) {
       std::lock_guard<std::mutex> lock(mu_);
-      log_.emplace_back(line);
+      log_.emplace_back(record.message);
     };
   }
   void SetUp() override { ASSERT_OK(Open()); }
@@ -483,9 +483,9 @@ TEST(WriteHealthTest, ACorruptionIsNotRetriedAndTheRefusalSaysToRestart) {
   for (const rocksdb::Status& original : errors) {
     std::mutex mu;
     std::vector<std::string> log;
-    WriteHealth health([&](std::string_view line) {
+    WriteHealth health([&](const LogRecord& record) {
       std::lock_guard<std::mutex> lock(mu);
-      log.emplace_back(line);
+      log.emplace_back(record.message);
     });
     std::atomic<int> attempts{0};
     health.StartRecovery([&] {
@@ -524,9 +524,9 @@ TEST(WriteHealthTest, ARecoveryThatDoesNotReturnIsReportedUntilItDoes) {
                        [&](const std::string& line) { return line.find(text) != line.npos; });
   };
   WriteHealth health(
-      [&](std::string_view line) {
+      [&](const LogRecord& record) {
         std::lock_guard<std::mutex> lock(mu);
-        log.emplace_back(line);
+        log.emplace_back(record.message);
       },
       std::chrono::milliseconds(100));
   std::promise<void> release;

@@ -44,9 +44,9 @@ class EngineClockTest : public ::testing::Test {
         mono_(std::make_shared<ManualClock>(42 * kSecond)) {
     options_.wall_clock = wall_;
     options_.monotonic_clock = mono_;
-    options_.log = [this](std::string_view line) {
+    options_.log = [this](const LogRecord& record) {
       std::lock_guard<std::mutex> lock(log_mu_);
-      log_.emplace_back(line);
+      log_.emplace_back(record.message);
     };
     options_.reclaim_interval_ms = 0;  // tests reclaim explicitly
     options_.lifecycle["pay"] = LifecyclePolicy{kLease, kHour};

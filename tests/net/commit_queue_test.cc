@@ -356,7 +356,7 @@ class FaultyDiskQueue {
  public:
   FaultyDiskQueue() : fs_(std::make_shared<testing::FaultInjectionFs>()) {
     options_.reclaim_interval_ms = 0;  // Durability::kSync
-    options_.log = [](std::string_view) {};
+    options_.log = [](const LogRecord&) {};
     Open();
   }
   ~FaultyDiskQueue() { Close(); }

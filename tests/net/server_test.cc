@@ -380,7 +380,7 @@ INSTANTIATE_TEST_SUITE_P(IoThreads, RefusalTest, ::testing::Values(1, 3));
 TEST_F(ServerTest, ListenBindsBeforeThereIsAStoreAndServeStartsServing) {
   ServerOptions options;
   options.port = 0;
-  options.log = [](std::string_view) {};
+  options.log = [](const LogRecord&) {};
   auto server = Server::Listen(options);
   ASSERT_OK(server);
   // The port is taken already: a second server cannot have it.

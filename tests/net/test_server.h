@@ -36,7 +36,7 @@ class TestServer {
     server_options.host = "127.0.0.1";
     server_options.port = 0;
     server_options.limits = engine_->options().limits;
-    if (!server_options.log) server_options.log = [](std::string_view) {};
+    if (!server_options.log) server_options.log = [](const LogRecord&) {};
     server_options_ = std::move(server_options);
     StartServer();
     server_options_.port = server_->port();  // a restart comes back on the same port

@@ -70,11 +70,12 @@ class ServerProcess {
     if (pid_ < 0) return false;
 
     // Poll the output until the start line appears (process start cannot be awaited otherwise).
+    // The port ends at a space (text log) or at the message's closing quote (JSON log).
     const std::string start_line = "listening on 127.0.0.1:";
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     size_t at;
     while ((at = output_.find(start_line)) == std::string::npos ||
-           output_.find(' ', at + start_line.size()) == std::string::npos) {
+           output_.find_first_of(" \"", at + start_line.size()) == std::string::npos) {
       if (std::chrono::steady_clock::now() > deadline || !ReadSome(deadline)) return false;
     }
     port_ = static_cast<uint16_t>(std::stoi(output_.substr(at + start_line.size())));

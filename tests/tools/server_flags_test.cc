@@ -197,6 +197,15 @@ TEST(ServerFlagsTest, Help) {
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--retention"));
 }
 
+TEST(ServerFlagsTest, LogFormat) {
+  EXPECT_EQ(LogFormat::kText, Parse({})->server.log_format);
+  EXPECT_EQ(LogFormat::kJson, Parse({"--log-format", "json"})->server.log_format);
+  EXPECT_EQ(LogFormat::kText, Parse({"--log-format=text"})->server.log_format);
+  Result<ServerFlags> bad = Parse({"--log-format", "xml"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ("INVALID_ARGUMENT: --log-format: expected text or json", bad.status().ToString());
+}
+
 TEST(ServerFlagsTest, ErrorsNameTheFlag) {
   struct Case {
     std::vector<std::string_view> args;

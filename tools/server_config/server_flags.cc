@@ -240,6 +240,11 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          return ParseChoice("--durability", v, {"sync", Durability::kSync},
                             {"async", Durability::kAsync}, &flags.engine.durability);
        }},
+      {"--log-format",
+       [&](std::string_view v) {
+         return ParseChoice("--log-format", v, {"text", LogFormat::kText},
+                            {"json", LogFormat::kJson}, &flags.server.log_format);
+       }},
       {"--io-threads",
        [&](std::string_view v) {
          Result<int> n = ParseInt<int>("--io-threads", v, 1, 256);
@@ -448,6 +453,8 @@ Serves an idemstore database over TCP (protocol: docs/protocol.md).
   --data DIR                database directory, created if missing (default ./data)
   --durability sync|async   sync (default): acknowledge after the WAL is fsynced;
                             async: after the OS has the write (survives a process crash only)
+  --log-format text|json    the log on stderr: text lines (default) or JSON lines with ts,
+                            level, event, msg and fields (docs/operations.md#logging)
   --io-threads N            event-loop threads: sockets, parsing (default 1)
   --engine-threads N        threads applying group commits to the database (default 0: the
                             event loop applies each turn's requests as one batch and, with

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "idem/clock.h"
+#include "idem/log.h"
 #include "idem/result.h"
 
 namespace idem {
@@ -142,9 +143,10 @@ struct EngineOptions {
   std::shared_ptr<Clock> wall_clock;
   std::shared_ptr<Clock> monotonic_clock;
   // Where the engine tells the operator what they must know: refused or suspended writes,
-  // recoveries, clock steps. Called from any engine thread; must not call into the engine.
-  // Null: one line on stderr, prefixed "idem: ".
-  std::function<void(std::string_view line)> log;
+  // recoveries, clock steps (idem/log.h: one record per event, never one per operation). Called
+  // from any engine thread; must not call into the engine. Null: text lines on stderr
+  // (StderrLogSink()). A sink that wants lines: LogLinesTo(write).
+  LogSink log;
   Durability durability = Durability::kSync;
   Limits limits;
   RetentionPolicy default_retention;                 // namespaces without their own policy

@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "idem/log.h"
 #include "idem/options.h"
 #include "idem/result.h"
 #include "idem/serving.h"
@@ -89,8 +90,13 @@ struct ServerOptions {
   Limits limits;
   // The HTTP listener; unset: none.
   std::optional<HttpListenerOptions> http;
-  // Where the start/stop lines and per-connection errors go. Null: stderr.
-  std::function<void(std::string_view line)> log;
+  // Where the server's records go (idem/log.h): connections refused or failing to be accepted,
+  // and peers' protocol errors and idle timeouts, at most one line per kind every 10 s with a
+  // count of those not logged (net/src/log_rate_limiter.h). Nothing per request. Null: lines on
+  // stderr in `log_format`. idemstored passes the same sink to the engine and logs its start
+  // and stop lines through it.
+  LogSink log;
+  LogFormat log_format = LogFormat::kText;
 };
 
 class Server {
