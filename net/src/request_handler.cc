@@ -5,12 +5,13 @@
 namespace idem {
 
 RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
-                               ServerMetrics* metrics)
+                               ServerMetrics* metrics, Engine* backups)
     : store_(store),
       queue_(queue),
       apply_(queue, waiter, metrics),
       info_(std::move(info)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      backups_(backups) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
@@ -63,6 +64,9 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
       return Status::Ok();
     case wire::Body::StatsRequest:
       HandleStats(id, std::move(reply));
+      return Status::Ok();
+    case wire::Body::BackupRequest:
+      HandleBackup(id, *root->body_as_BackupRequest(), std::move(reply));
       return Status::Ok();
     case wire::Body::Hello:
       reply(EncodeHelloReply(id, info_));  // harmless repeat
@@ -147,6 +151,37 @@ void RequestHandler::HandleStats(uint64_t id, Reply reply) {
     }
     reply(metrics_ ? EncodeStatsResponse(id, *stats, metrics_->Families())
                    : EncodeStatsResponse(id, *stats));
+  });
+}
+
+void RequestHandler::HandleBackup(uint64_t id, const wire::BackupRequest& request, Reply reply) {
+  constexpr size_t kMaxBackupPathBytes = 4096;  // PATH_MAX
+  if (backups_ == nullptr) {
+    AnswerError(id, Status::NotSupported("this server takes no backups"), reply);
+    return;
+  }
+  std::string to = request.to() ? request.to()->str() : std::string();
+  if (to.empty() || to.size() > kMaxBackupPathBytes) {
+    AnswerError(id,
+                Status::InvalidArgument("a backup needs a directory of 1 to " +
+                                        std::to_string(kMaxBackupPathBytes) + " bytes, not " +
+                                        std::to_string(to.size())),
+                reply);
+    return;
+  }
+  // The checkpoint flushes and then links or copies every table file: seconds, more across
+  // file systems. Neither the loop nor an engine thread may wait for that.
+  queue_->RunBlocking([this, id, to = std::move(to), reply = std::move(reply)](bool stopped) {
+    if (stopped) {
+      AnswerError(id, Status::Shutdown("server is stopping"), reply);
+      return;
+    }
+    Result<BackupManifest> manifest = backups_->Backup(to);
+    if (!manifest.ok()) {
+      AnswerError(id, manifest.status(), reply);
+      return;
+    }
+    reply(EncodeBackupResponse(id, *manifest));
   });
 }
 

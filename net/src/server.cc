@@ -189,7 +189,7 @@ Status ServerImpl::Serve(ServingEngine* engine) {
       [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); }, &metrics_);
   waiter_ = MakeWaiter(engine);
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
-                                              MakeInfo(options_), &metrics_);
+                                              MakeInfo(options_), &metrics_, engine);
   engine_.store(engine);
   if (http_) {
     http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);

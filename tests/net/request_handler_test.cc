@@ -2,6 +2,7 @@
 #include "request_handler.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -211,6 +212,16 @@ TEST_F(RequestHandlerTest, ABodyTypeWithoutItsBodyIsAnError) {
   ASSERT_OK(Handle(EncodeApplyRequest(
       30, std::vector<Op>{Op::Insert({.ns = "ns", .key = "k", .status = "NEW"})})));
   EXPECT_EQ((std::vector<std::string>{"INSERTED"}), Outcomes());
+}
+
+// Backups themselves are tested against a real server (idemctl_backup_test): their reply comes
+// from a thread of their own.
+TEST_F(RequestHandlerTest, ABackupRequestToAHandlerWithoutBackupsIsNotSupported) {
+  Greet();
+  ASSERT_OK(Handle(EncodeBackupRequest(2, dir_.Sub("backup"))));
+  EXPECT_EQ(2u, Reply()->id());
+  EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code()) << ReplyError().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("backup")));
 }
 
 TEST_F(RequestHandlerTest, AHelloWithoutItsBodyIsRefused) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "idem/backup.h"
 #include "idem/options.h"
 #include "idem/result.h"
 #include "idem/store.h"
@@ -40,6 +41,14 @@ class Engine : public Store {
   // (TimedOut). Background work runs in real time; simulations on a ManualClock call this so
   // that disk figures do not depend on how fast the machine happened to be.
   virtual Status WaitForBackgroundWork(int64_t timeout_ms) = 0;
+  // Takes an online, consistent backup into `dir` while the engine keeps serving (idem/backup.h:
+  // what it holds, and why a store opened on it never repeats a fence). `dir` must not exist;
+  // missing parent directories are created. On success `dir` is complete, manifest included,
+  // and the manifest is returned. InvalidArgument if `dir` (or `dir`.incomplete, a backup that
+  // did not finish: remove it) exists; IOError if writes are suspended or the copy fails, in
+  // which case `dir` does not exist (`dir`.incomplete may). Blocks the calling thread for the
+  // checkpoint's flush and the links or copies.
+  virtual Result<BackupManifest> Backup(const std::string& dir) = 0;
   // The options in force (after defaults were filled in).
   virtual const EngineOptions& options() const = 0;
 };
