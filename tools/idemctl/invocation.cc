@@ -86,14 +86,14 @@ const std::vector<CommandSpec>& Commands() {
        {},
        {{"to", "DIR", true}},
        "an online, consistent backup into DIR (which must not exist), taken while the store "
-       "serves; with --server, DIR is on the server's file system. Restore: start idemstored "
-       "--data on it"},
+       "serves; from a server, DIR is on the server's file system. Restore: start idemstored "
+       "on DIR"},
       {"verify",
        kBackups,
        {},
        {},
-       "--data only: checks every table file's checksums and every stored value's format, "
-       "read-only, and prints the counts; exit 6 (CORRUPTION) on damage"},
+       "on a database directory only: checks every table file's checksums and every stored "
+       "value's format, read-only, and prints the counts; exit 6 (CORRUPTION) on damage"},
       {"repair",
        kMaintenance,
        {},
