@@ -1,10 +1,10 @@
-#include "idem/backup.h"
-
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "idem/backup.h"
 
 namespace idem {
 namespace {

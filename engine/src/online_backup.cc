@@ -112,15 +112,14 @@ Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
   manifest.fence_floor = manifest.fence_high_water + kBackupFenceMargin;
   uint64_t keys = 0;
   if (db->GetIntProperty("rocksdb.estimate-num-keys", &keys)) manifest.estimated_records = keys;
-  if (Status st =
-          WriteSynced(staging + "/" + kBackupManifestFile, EncodeBackupManifest(manifest));
+  if (Status st = WriteSynced(staging + "/" + kBackupManifestFile, EncodeBackupManifest(manifest));
       !st.ok()) {
     return st;
   }
   if (Status st = SyncDirectory(staging); !st.ok()) return st;
   fs::rename(staging, final_dir, ec);
-  if (ec) return Status::IOError("cannot rename " + staging + " to " + final_dir + ": " +
-                                 ec.message());
+  if (ec)
+    return Status::IOError("cannot rename " + staging + " to " + final_dir + ": " + ec.message());
   if (Status st = SyncDirectory(parent.string()); !st.ok()) return st;
   return manifest;
 }

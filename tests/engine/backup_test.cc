@@ -1,5 +1,7 @@
 // Online backups (idem/backup.h): taken while writers write, restored by opening the directory,
 // and fences that never go backwards across a restore.
+#include "idem/backup.h"
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -9,14 +11,13 @@
 
 #include <gmock/gmock.h>
 
-#include "idem/backup.h"
 #include "support/engine_fixture.h"
 
 namespace idem {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::EngineTest;
+using ::testing::HasSubstr;
 using testing::Name;
 
 std::string WriterKey(int writer, int i) {
@@ -38,8 +39,7 @@ class BackupTest : public EngineTest {
   }
 };
 
-class BackupUnderWritesTest : public BackupTest,
-                              public ::testing::WithParamInterface<Durability> {
+class BackupUnderWritesTest : public BackupTest, public ::testing::WithParamInterface<Durability> {
  protected:
   BackupUnderWritesTest() { options_.durability = GetParam(); }
 };
@@ -106,7 +106,8 @@ TEST_F(BackupTest, RestoredStoreServesTheRecordsAsTheyWere) {
   EXPECT_EQ("FOUND", Name(restored->Get({.ns = "forever", .key = "b"})));
   EXPECT_EQ("NOT_FOUND", Name(restored->Get({.ns = "forever", .key = "after"})));
   // The restored store takes writes, and the source is untouched by them.
-  EXPECT_EQ("INSERTED", Name(restored->Insert({.ns = "forever", .key = "new", .status = "PENDING"})));
+  EXPECT_EQ("INSERTED",
+            Name(restored->Insert({.ns = "forever", .key = "new", .status = "PENDING"})));
   EXPECT_EQ("NOT_FOUND", Get("forever", "new"));
 }
 
@@ -137,9 +138,11 @@ TEST_F(BackupTest, RestoredStoreNeverHandsOutAFenceTheSourceHandedOut) {
   ASSERT_OK(manifest);
   EXPECT_GT(manifest->fence_high_water, highest);
   // The source goes on: more fences, and a restart (which skips the rest of its reservation).
-  for (int i = 0; i < 100; ++i) highest = std::max(highest, Started(engine(), "after-" + std::to_string(i)));
+  for (int i = 0; i < 100; ++i)
+    highest = std::max(highest, Started(engine(), "after-" + std::to_string(i)));
   Reopen();
-  for (int i = 0; i < 100; ++i) highest = std::max(highest, Started(engine(), "again-" + std::to_string(i)));
+  for (int i = 0; i < 100; ++i)
+    highest = std::max(highest, Started(engine(), "again-" + std::to_string(i)));
   ASSERT_LT(highest, manifest->fence_floor) << "the source went past the margin";
 
   auto restored = OpenRestored(dir_.Sub("backup"));

@@ -15,8 +15,8 @@
 namespace idem {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::EngineTest;
+using ::testing::HasSubstr;
 
 class VerifyTest : public EngineTest {
  protected:
@@ -39,13 +39,13 @@ TEST_F(VerifyTest, CountsWhatASoundBackupHolds) {
   const testing::DirSnapshot before = testing::Snapshot(backup);
   auto report = VerifyDatabase(backup, options_);
   ASSERT_OK(report);
-  EXPECT_EQ(kRecords, report->records);
+  EXPECT_EQ(uint64_t{kRecords}, report->records);
   EXPECT_EQ(0u, report->markers);
   EXPECT_EQ(1u, report->meta_keys);  // the fence reservation (a ManualClock keeps no clock mark)
   EXPECT_EQ(testing::TableFiles(backup).size(), report->table_files);
   EXPECT_GT(report->table_bytes, 0u);
   ASSERT_TRUE(report->manifest.has_value());
-  EXPECT_EQ(*ReadBackupManifest(backup)->fence_floor, report->manifest->fence_floor);
+  EXPECT_EQ(ReadBackupManifest(backup)->fence_floor, report->manifest->fence_floor);
   EXPECT_EQ(before, testing::Snapshot(backup)) << "verify changed the backup";
 }
 
@@ -80,8 +80,7 @@ TEST_F(VerifyTest, FindsAValueThatDoesNotDecode) {
 }
 
 TEST_F(VerifyTest, NoDatabaseIsNotFound) {
-  EXPECT_EQ(Status::Code::kNotFound,
-            VerifyDatabase(dir_.Sub("nothing"), options_).status().code());
+  EXPECT_EQ(Status::Code::kNotFound, VerifyDatabase(dir_.Sub("nothing"), options_).status().code());
 }
 
 }  // namespace

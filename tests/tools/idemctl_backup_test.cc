@@ -53,9 +53,9 @@ TEST(IdemctlBackup, AServerBacksUpWhileServingAndTheBackupRestores) {
   EXPECT_THAT(r.output, HasSubstr("\"records\":" + std::to_string(kRecords) + ","));
 
   // Restoring is opening the directory.
-  auto restored =
-      Engine::Open(backup, testing::TestEngineOptions(std::make_shared<ManualClock>(
-                               server.clock().NowMillis())));
+  auto restored = Engine::Open(
+      backup,
+      testing::TestEngineOptions(std::make_shared<ManualClock>(server.clock().NowMillis())));
   ASSERT_TRUE(restored.ok()) << restored.status().ToString();
   for (int i = 0; i < kRecords; ++i) {
     auto got = (*restored)->Get({.ns = "pay", .key = Key(i)});

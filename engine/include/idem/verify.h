@@ -20,9 +20,9 @@ namespace idem {
 struct VerifyReport {
   uint64_t table_files = 0;
   uint64_t table_bytes = 0;
-  uint64_t records = 0;    // stored records, decoded
-  uint64_t markers = 0;    // remembered keys' markers, decoded
-  uint64_t meta_keys = 0;  // the engine's own keys (fence reservation, clock mark)
+  uint64_t records = 0;                    // stored records, decoded
+  uint64_t markers = 0;                    // remembered keys' markers, decoded
+  uint64_t meta_keys = 0;                  // the engine's own keys (fence reservation, clock mark)
   std::optional<BackupManifest> manifest;  // when `dir` carries one
 };
 
