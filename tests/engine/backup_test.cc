@@ -121,7 +121,7 @@ TEST_F(BackupTest, ManifestRecordsTheBackup) {
   auto manifest = ReadBackupManifest(dir_.Sub("backup"));
   ASSERT_OK(manifest);
   EXPECT_EQ(clock_->NowMillis(), manifest->created_ms);
-  EXPECT_EQ(15u, manifest->created_utc.size()) << manifest->created_utc;  // YYYYMMDDTHHMMSSZ
+  EXPECT_EQ(16u, manifest->created_utc.size()) << manifest->created_utc;  // YYYYMMDDTHHMMSSZ
   EXPECT_FALSE(manifest->idemstore_version.empty());
   EXPECT_EQ(next_fence, manifest->fence_high_water);
   EXPECT_EQ(next_fence + kBackupFenceMargin, manifest->fence_floor);
