@@ -224,6 +224,11 @@ class RocksEngine final : public ServingEngine {
   std::unique_ptr<std::atomic<uint64_t>[]> stripe_ticket_;
   std::atomic<uint64_t> durable_floor_{0};
 
+  // Held by Backup: one at a time. Two checkpoints into one directory would share RocksDB's
+  // scratch directory (DIR.incomplete.tmp), each clearing the other's files, and two into
+  // different ones only compete for the same disk.
+  std::mutex backup_mu_;
+
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;
   bool stopping_ = false;  // guarded by reclaim_mu_
@@ -783,6 +788,10 @@ Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
 }
 
 Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
+  std::unique_lock<std::mutex> only(backup_mu_, std::try_to_lock);
+  if (!only.owns_lock()) {
+    return Status::Busy("another backup is being taken; retry when it has finished");
+  }
   // Not while writes are suspended: the checkpoint flushes and lists the WALs (Stats says why
   // listing them then is unsafe), and a flush is what the recovery owns.
   if (health_->suspended()) return health_->Refusal();

@@ -2,21 +2,28 @@
 // and fences that never go backwards across a restore.
 #include "idem/backup.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
 
+#include "engine_open.h"
+#include "idem/verify.h"
 #include "support/engine_fixture.h"
+#include "support/fault_injection_fs.h"
 
 namespace idem {
 namespace {
 
 using testing::EngineTest;
+using testing::FaultInjectionFs;
 using ::testing::HasSubstr;
 using testing::Name;
 
@@ -155,6 +162,124 @@ TEST_F(BackupTest, RestoredStoreNeverHandsOutAFenceTheSourceHandedOut) {
   restored = OpenRestored(dir_.Sub("backup"));
   ASSERT_NE(nullptr, restored);
   EXPECT_GT(Started(*restored, "reopened"), first);
+}
+
+TEST_F(BackupTest, RefusesADirectoryWhoseParentDoesNotExist) {
+  auto r = engine().Backup(dir_.Sub("no-such-parent/backup"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(Status::Code::kInvalidArgument, r.status().code()) << r.status().ToString();
+  EXPECT_THAT(r.status().message(), HasSubstr("parent"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("no-such-parent")));
+}
+
+// The backup directory on another file system (/dev/shm, a tmpfs): the table files are copied,
+// not linked, and the copy restores.
+TEST_F(BackupTest, CopiesTableFilesToAnotherFileSystem) {
+  struct stat db_stat {
+  }, shm_stat{};
+  if (::stat(dir_.path().c_str(), &db_stat) != 0 || ::stat("/dev/shm", &shm_stat) != 0 ||
+      db_stat.st_dev == shm_stat.st_dev) {
+    GTEST_SKIP() << "no /dev/shm on another file system than " << dir_.path();
+  }
+  std::string other = "/dev/shm/idem-backup-XXXXXX";
+  ASSERT_NE(nullptr, ::mkdtemp(other.data()));
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{other};
+  for (int i = 0; i < 20; ++i) EXPECT_EQ("INSERTED", Insert("forever", "k" + std::to_string(i)));
+  ASSERT_OK(engine().Flush());  // a table file to link or copy
+  auto manifest = engine().Backup(other + "/backup");
+  ASSERT_OK(manifest);
+
+  std::vector<std::string> tables;
+  for (const auto& e : std::filesystem::directory_iterator(other + "/backup")) {
+    if (e.path().extension() == ".sst") tables.push_back(e.path().string());
+  }
+  ASSERT_FALSE(tables.empty());
+  for (const std::string& t : tables) {
+    EXPECT_EQ(1u, std::filesystem::hard_link_count(t)) << t << " is not a copy";
+  }
+  auto restored = OpenRestored(other + "/backup");
+  ASSERT_NE(nullptr, restored);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ("FOUND", Name(restored->Get({.ns = "forever", .key = "k" + std::to_string(i)})));
+  }
+}
+
+// Backups written through a file system that fails on demand (a full disk).
+class BackupFaultTest : public BackupTest {
+ protected:
+  BackupFaultTest() : fs_(std::make_shared<FaultInjectionFs>()) {}
+  void SetUp() override {
+    auto engine = OpenEngineOnFileSystem(dir_.Sub("db"), options_, fs_);
+    ASSERT_OK(engine);
+    engine_ = std::move(*engine);
+  }
+  std::shared_ptr<FaultInjectionFs> fs_;
+};
+
+// The disk fills while RocksDB writes the checkpoint (its CURRENT, its copy of the WAL), or
+// while the manifest is written: a clear error, nothing left behind, the store goes on serving
+// and the next backup into the same directory succeeds.
+TEST_F(BackupFaultTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn) {
+  EXPECT_EQ("INSERTED", Insert("forever", "before"));
+  const std::string backup = dir_.Sub("backup");
+  // The checkpoint's scratch directory and the staging directory the manifest goes into.
+  for (const std::string& full : {backup + ".incomplete.tmp/", backup + ".incomplete/"}) {
+    SCOPED_TRACE(full);
+    fs_->FailWritesUnder(full, FaultInjectionFs::Fault::kNoSpace);
+    auto r = engine().Backup(backup);
+    fs_->ClearAll();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(Status::Code::kIOError, r.status().code()) << r.status().ToString();
+    EXPECT_THAT(r.status().message(), HasSubstr("No space left"));
+    for (const std::string& left : {backup, backup + ".incomplete", backup + ".incomplete.tmp"}) {
+      EXPECT_FALSE(std::filesystem::exists(left)) << left << " was left behind";
+    }
+    EXPECT_TRUE(engine().WriteReadiness().ok());
+    EXPECT_EQ("INSERTED", Insert("forever", "during-" + std::to_string(fs_->injected())));
+  }
+  EXPECT_GT(fs_->injected(), 1);
+  ASSERT_OK(engine().Backup(backup));
+  auto restored = OpenRestored(backup);
+  ASSERT_NE(nullptr, restored);
+  EXPECT_EQ("FOUND", Name(restored->Get({.ns = "forever", .key = "before"})));
+}
+
+// A second backup while one is being taken is refused (Busy), whatever its directory: two
+// checkpoints into one directory would share RocksDB's scratch directory and clear each other's
+// files. The first completes, whole.
+TEST_F(BackupFaultTest, OneBackupAtATime) {
+  for (int i = 0; i < 20; ++i) EXPECT_EQ("INSERTED", Insert("forever", "k" + std::to_string(i)));
+  const std::string backup = dir_.Sub("backup");
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> held{false};
+  fs_->OnCreate([&](const std::string& name) {  // holds the first backup inside its checkpoint
+    if (name.rfind(backup + ".incomplete.tmp/", 0) == 0 && !held.exchange(true)) {
+      entered.set_value();
+      released.wait();
+    }
+  });
+  auto first = std::async(std::launch::async, [&] { return engine().Backup(backup); });
+  entered.get_future().wait();
+  for (const std::string& dir : {backup, dir_.Sub("other")}) {
+    auto second = engine().Backup(dir);
+    EXPECT_FALSE(second.ok()) << dir;  // not ASSERT: the first backup must be released below
+    if (second.ok()) continue;
+    EXPECT_EQ(Status::Code::kBusy, second.status().code()) << second.status().ToString();
+    EXPECT_THAT(second.status().message(), HasSubstr("another backup"));
+  }
+  EXPECT_EQ("INSERTED", Insert("forever", "while-backing-up"));
+  release.set_value();
+  ASSERT_OK(first.get());
+  fs_->OnCreate(nullptr);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("other")));
+  EngineOptions verify_options;
+  auto report = VerifyDatabase(backup, verify_options);
+  ASSERT_OK(report);
+  EXPECT_EQ(20u, report->records);
 }
 
 TEST_F(BackupTest, RefusesAnExistingDirectory) {

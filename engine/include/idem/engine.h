@@ -43,11 +43,14 @@ class Engine : public Store {
   virtual Status WaitForBackgroundWork(int64_t timeout_ms) = 0;
   // Takes an online, consistent backup into `dir` while the engine keeps serving (idem/backup.h:
   // what it holds, and why a store opened on it never repeats a fence). `dir` must not exist;
-  // missing parent directories are created. On success `dir` is complete, manifest included,
-  // and the manifest is returned. InvalidArgument if `dir` (or `dir`.incomplete, a backup that
-  // did not finish: remove it) exists; IOError if writes are suspended or the copy fails, in
-  // which case `dir` does not exist (`dir`.incomplete may). Blocks the calling thread for the
-  // checkpoint's flush and the links or copies.
+  // its parent must be an existing directory. On success `dir` is complete, manifest included,
+  // durably (a crash after success cannot lose it), and the manifest is returned. Errors:
+  // InvalidArgument if the parent is missing or `dir` (or `dir`.incomplete, what a crash in
+  // the middle of a backup leaves: remove it) exists; Busy while another backup of this engine
+  // is being taken (one at a time); IOError if writes are suspended or writing the backup fails
+  // (a full disk), in which case neither `dir` nor `dir`.incomplete is left behind and the
+  // engine goes on serving. Blocks the calling thread for the checkpoint's flush and the links
+  // or copies.
   virtual Result<BackupManifest> Backup(const std::string& dir) = 0;
   // The options in force (after defaults were filled in).
   virtual const EngineOptions& options() const = 0;
