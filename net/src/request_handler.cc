@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "remote_backup.h"
+
 namespace idem {
 
 RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
@@ -155,34 +157,18 @@ void RequestHandler::HandleStats(uint64_t id, Reply reply) {
 }
 
 void RequestHandler::HandleBackup(uint64_t id, const wire::BackupRequest& request, Reply reply) {
-  constexpr size_t kMaxBackupPathBytes = 4096;  // PATH_MAX
   if (backups_ == nullptr) {
     AnswerError(id, Status::NotSupported("this server takes no backups"), reply);
     return;
   }
-  std::string to = request.to() ? request.to()->str() : std::string();
-  if (to.empty() || to.size() > kMaxBackupPathBytes) {
-    AnswerError(id,
-                Status::InvalidArgument("a backup needs a directory of 1 to " +
-                                        std::to_string(kMaxBackupPathBytes) + " bytes, not " +
-                                        std::to_string(to.size())),
-                reply);
-    return;
-  }
-  // The checkpoint flushes and then links or copies every table file: seconds, more across
-  // file systems. Neither the loop nor an engine thread may wait for that.
-  queue_->RunBlocking([this, id, to = std::move(to), reply = std::move(reply)](bool stopped) {
-    if (stopped) {
-      AnswerError(id, Status::Shutdown("server is stopping"), reply);
-      return;
-    }
-    Result<BackupManifest> manifest = backups_->Backup(to);
-    if (!manifest.ok()) {
-      AnswerError(id, manifest.status(), reply);
-      return;
-    }
-    reply(EncodeBackupResponse(id, *manifest));
-  });
+  RunRemoteBackup(queue_, backups_, request.to() ? request.to()->str() : std::string(),
+                  [this, id, reply = std::move(reply)](Result<BackupManifest> manifest) {
+                    if (!manifest.ok()) {
+                      AnswerError(id, manifest.status(), reply);
+                      return;
+                    }
+                    reply(EncodeBackupResponse(id, *manifest));
+                  });
 }
 
 }  // namespace idem

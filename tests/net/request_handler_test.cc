@@ -224,6 +224,24 @@ TEST_F(RequestHandlerTest, ABackupRequestToAHandlerWithoutBackupsIsNotSupported)
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("backup")));
 }
 
+// The directory a remote client names is written by the server: it must be absolute (the
+// server's working directory is not the client's) and at most 4096 bytes; refused before any
+// thread starts, so the reply comes at once.
+TEST_F(RequestHandlerTest, ABackupDirectoryMustBeAnAbsolutePathOfBoundedLength) {
+  handler_ = std::make_unique<RequestHandler>(engine_.get(), queue_.get(), nullptr, ServerInfo{},
+                                              nullptr, engine_.get());
+  Greet();
+  ASSERT_OK(Handle(EncodeBackupRequest(2, "backups/nightly")));
+  EXPECT_EQ(Status::Code::kInvalidArgument, ReplyError().code()) << ReplyError().ToString();
+  EXPECT_NE(std::string::npos, ReplyError().message().find("absolute")) << ReplyError().ToString();
+  ASSERT_OK(Handle(EncodeBackupRequest(3, "")));
+  EXPECT_EQ(Status::Code::kInvalidArgument, ReplyError().code()) << ReplyError().ToString();
+  ASSERT_OK(Handle(EncodeBackupRequest(4, "/" + std::string(4096, 'a'))));
+  EXPECT_EQ(Status::Code::kInvalidArgument, ReplyError().code()) << ReplyError().ToString();
+  EXPECT_NE(std::string::npos, ReplyError().message().find("4096")) << ReplyError().ToString();
+  EXPECT_FALSE(std::filesystem::exists("backups"));
+}
+
 TEST_F(RequestHandlerTest, AHelloWithoutItsBodyIsRefused) {
   Status s = HandleBody(testing::FrameWithoutBody(1, wire::Body::Hello));
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();

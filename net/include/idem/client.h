@@ -68,11 +68,14 @@ class Client : public Store {
   virtual Result<ServerStats> GetServerStats() = 0;
 
   // Has the server take an online backup of its database into `to`, a directory on the SERVER's
-  // file system (relative to its working directory unless absolute) that must not exist;
-  // returns the backup's manifest (idem/backup.h). The server's errors: InvalidArgument (`to`
-  // exists, or is empty or longer than 4096 bytes), IOError (writes suspended, the copy
-  // failed), NotSupported (a server that takes no backups). A backup copied across file systems
-  // may take longer than request_timeout_ms: TimedOut then, while the server goes on with it.
+  // file system, written with the server's permissions: an absolute path (at most 4096 bytes)
+  // whose parent exists and which itself does not. Returns the backup's manifest
+  // (idem/backup.h) once the directory is complete and durable. The server's errors:
+  // InvalidArgument (`to` relative, too long, existing, or its parent missing), Busy (another
+  // backup is being taken), IOError (writes suspended, writing the backup failed: nothing is
+  // left behind), Shutdown (the server is stopping), NotSupported (a server that takes no
+  // backups). A backup copied across file systems may take longer than request_timeout_ms:
+  // TimedOut then, while the server goes on with it.
   virtual Result<BackupManifest> Backup(std::string_view to) = 0;
 
   // What the server announced in its HelloReply (limits, version) on the first connection.
