@@ -29,6 +29,7 @@
 #include "listen_socket.h"
 #include "op_waiter.h"
 #include "prometheus_text.h"
+#include "remote_backup.h"
 #include "request_handler.h"
 #include "server_metrics.h"
 
@@ -207,6 +208,10 @@ Status ServerImpl::Serve(ServingEngine* engine) {
     http_options.readiness = [this, engine]() -> Status {
       if (stop_requested()) return Status::Shutdown("the server is stopping");
       return engine->WriteReadiness();
+    };
+    http_options.backup = [this, engine](std::string to,
+                                         std::function<void(Result<BackupManifest>)> done) {
+      RunRemoteBackup(queue_.get(), engine, std::move(to), std::move(done));
     };
     http_handler_ = std::make_unique<HttpHandler>(http_apply_.get(), std::move(http_options));
     http_->Serve(http_handler_.get());

@@ -333,17 +333,6 @@ std::string ManifestHuman(const BackupManifest& m) {
   return out;
 }
 
-void ManifestJson(JsonWriter& j, const BackupManifest& m) {
-  j.Key("created_utc");
-  j.String(m.created_utc);
-  j.Key("idemstore_version");
-  j.String(m.idemstore_version);
-  for (const auto& [name, value] : ManifestNumbers(m)) {
-    j.Key(name);
-    j.Uint(value);
-  }
-}
-
 std::vector<std::pair<std::string_view, uint64_t>> VerifyCounts(const VerifyReport& r) {
   return {{"table_files", r.table_files},
           {"table_bytes", r.table_bytes},
@@ -378,7 +367,7 @@ std::string FormatVerifyJson(const VerifyReport& report) {
   if (report.manifest) {
     j.Key("backup");
     j.BeginObject();
-    ManifestJson(j, *report.manifest);
+    WriteBackupManifestFields(*report.manifest, j);
     j.EndObject();
   }
   j.EndObject();
@@ -401,7 +390,7 @@ std::string FormatBackupJson(const std::string& dir, const BackupManifest& manif
   j.BeginObject();
   j.Key("dir");
   j.String(dir);
-  ManifestJson(j, manifest);
+  WriteBackupManifestFields(manifest, j);
   j.EndObject();
   j.EndObject();
   return j.Take();
