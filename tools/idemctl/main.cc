@@ -72,7 +72,18 @@ int Backup(const idem::ctl::Invocation& inv) {
       return (*client)->Backup(to);
     }
     auto engine = idem::Engine::Open(inv.data_dir, Where(inv).engine);
-    if (!engine.ok()) return engine.status();
+    if (!engine.ok()) {
+      const idem::Status& s = engine.status();
+      if (s.IsBusy() || (s.IsIOError() && s.message().find("lock") != std::string::npos)) {
+        // A server holds the directory: only it can take a consistent backup while it serves.
+        return idem::Status::FromCode(
+            static_cast<uint32_t>(s.code()),
+            s.message() +
+                " (a running server holds it: back it up through the server, "
+                "idemctl --server HOST:PORT backup --to DIR)");
+      }
+      return s;
+    }
     return (*engine)->Backup(to);
   };
   idem::Result<idem::BackupManifest> manifest = take();
