@@ -16,6 +16,7 @@
 
 #include "engine_open.h"
 #include "idem/verify.h"
+#include "support/acknowledged_writers.h"
 #include "support/engine_fixture.h"
 #include "support/fault_injection_fs.h"
 
@@ -26,10 +27,6 @@ using testing::EngineTest;
 using testing::FaultInjectionFs;
 using ::testing::HasSubstr;
 using testing::Name;
-
-std::string WriterKey(int writer, int i) {
-  return "w" + std::to_string(writer) + "-" + std::to_string(i);
-}
 
 class BackupTest : public EngineTest {
  protected:
@@ -53,33 +50,13 @@ class BackupUnderWritesTest : public BackupTest, public ::testing::WithParamInte
 
 TEST_P(BackupUnderWritesTest, HoldsEveryRecordAcknowledgedBeforeItBegan) {
   constexpr int kWriters = 4;
-  std::atomic<bool> stop{false};
-  // acknowledged[w]: writer w's inserts 0 .. acknowledged[w]-1 were acknowledged INSERTED.
-  std::vector<std::atomic<int>> acknowledged(kWriters);
-  std::vector<std::thread> writers;
-  for (int w = 0; w < kWriters; ++w) {
-    writers.emplace_back([&, w] {
-      for (int i = 0; !stop.load(); ++i) {
-        auto r = engine().Insert({.ns = "forever", .key = WriterKey(w, i), .status = "PENDING"});
-        if (!r.ok() || r->outcome != Outcome::kInserted) {
-          ADD_FAILURE() << WriterKey(w, i) << ": " << Name(r);
-          return;
-        }
-        acknowledged[w].store(i + 1);
-      }
-    });
-  }
-  auto total = [&] {
-    int n = 0;
-    for (auto& a : acknowledged) n += a.load();
-    return n;
-  };
-  while (total() < 2000) std::this_thread::yield();
-  std::vector<int> before(kWriters);
-  for (int w = 0; w < kWriters; ++w) before[w] = acknowledged[w].load();
+  testing::AcknowledgedWriters writers(kWriters, "forever", [this](int) {
+    return std::shared_ptr<Store>(&engine(), [](Store*) {});  // the fixture owns the engine
+  });
+  writers.WaitForTotal(2000);
+  const std::vector<int> before = writers.Acknowledged();
   auto manifest = engine().Backup(dir_.Sub("backup"));
-  stop = true;
-  for (auto& t : writers) t.join();
+  writers.Stop();
   ASSERT_OK(manifest);
 
   engine_.reset();  // the restored store must not depend on the source
@@ -87,9 +64,10 @@ TEST_P(BackupUnderWritesTest, HoldsEveryRecordAcknowledgedBeforeItBegan) {
   ASSERT_NE(nullptr, restored);
   for (int w = 0; w < kWriters; ++w) {
     for (int i = 0; i < before[w]; ++i) {
-      auto r = restored->Get({.ns = "forever", .key = WriterKey(w, i)});
+      const std::string key = testing::AcknowledgedWriters::Key(w, i);
+      auto r = restored->Get({.ns = "forever", .key = key});
       ASSERT_TRUE(r.ok() && r->outcome == Outcome::kFound)
-          << WriterKey(w, i) << " was acknowledged before the backup began: " << Name(r);
+          << key << " was acknowledged before the backup began: " << Name(r);
     }
   }
 }

@@ -261,10 +261,13 @@ TEST_F(HttpApiTest, AdminBackupAnswersTheManifestAndTheBackupRestores) {
   EXPECT_EQ(manifest->fence_floor, r.body["fence_floor"].get<uint64_t>());
   EXPECT_EQ(manifest->created_utc, r.body["created_utc"].get<std::string>());
 
-  auto restored = Engine::Open(dir, EngineOptions{});
+  // On the server's clock: the record's TTL counts from it.
+  auto restored = Engine::Open(
+      dir, testing::TestEngineOptions(std::make_shared<ManualClock>(server_->clock().NowMillis())));
   ASSERT_TRUE(restored.ok()) << restored.status().ToString();
   auto got = (*restored)->Get({.ns = "ns", .key = "k"});
-  EXPECT_TRUE(got.ok() && got->outcome == Outcome::kFound);
+  EXPECT_TRUE(got.ok() && got->outcome == Outcome::kFound)
+      << (got.ok() ? OutcomeName(got->outcome) : got.status().ToString());
 }
 
 // The directory is the server's: a relative path (whose meaning depends on the server's working

@@ -13,6 +13,7 @@
 
 #include "idem/client.h"
 #include "idem/engine.h"
+#include "support/acknowledged_writers.h"
 #include "support/connect_to.h"
 #include "support/data_damage.h"
 #include "support/run_command.h"
@@ -69,46 +70,23 @@ TEST(IdemctlBackup, ABackupUnderConcurrentWritesHoldsEveryAcknowledgedRecord) {
   ServerProcess server(IDEMSTORED_PATH);
   ASSERT_TRUE(StartOn(server, dir.Sub("db"))) << server.output();
   constexpr int kWriters = 4;
-  std::atomic<bool> stop{false};
-  std::vector<std::atomic<int>> acknowledged(kWriters);  // writer w's inserts 0..n-1 answered
-  std::vector<std::thread> writers;
-  for (int w = 0; w < kWriters; ++w) {
-    writers.emplace_back([&, w] {
-      auto client = ConnectTo(server);
-      if (!client) return;
-      for (int i = 0; !stop.load(); ++i) {
-        const std::string key = "w" + std::to_string(w) + "-" + std::to_string(i);
-        auto r = client->Insert({.ns = "pay", .key = key, .status = "PENDING"});
-        if (!r.ok() || r->outcome != Outcome::kInserted) {
-          ADD_FAILURE() << key << ": " << (r.ok() ? "not inserted" : r.status().ToString());
-          return;
-        }
-        acknowledged[w].store(i + 1);
-      }
-    });
-  }
-  auto total = [&] {
-    int n = 0;
-    for (auto& a : acknowledged) n += a.load();
-    return n;
-  };
-  while (total() < 400) std::this_thread::yield();
-  std::vector<int> before(kWriters);
-  for (int w = 0; w < kWriters; ++w) before[w] = acknowledged[w].load();
+  testing::AcknowledgedWriters writers(kWriters, "pay", [&](int) -> std::shared_ptr<Store> {
+    return ConnectTo(server);  // a connection each
+  });
+  writers.WaitForTotal(400);
+  const std::vector<int> before = writers.Acknowledged();
+  const int acknowledged_before = std::accumulate(before.begin(), before.end(), 0);
   testing::CommandResult r =
       Idemctl("--server " + server.address() + " --json backup --to " + dir.Sub("backup"));
-  const int during = total();
-  stop = true;
-  for (auto& t : writers) t.join();
+  const int during = writers.Total();
+  writers.Stop();
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"fence_floor\":"));
-  EXPECT_GT(during, std::accumulate(before.begin(), before.end(), 0))
-      << "the writers were not writing while the backup was taken";
+  EXPECT_GT(during, acknowledged_before) << "the writers were not writing during the backup";
 
   r = Idemctl("--data " + dir.Sub("backup") + " verify");
   ASSERT_EQ(0, r.exit_code) << r.output;
-  EXPECT_GE(Field(r.output, "records"),
-            static_cast<uint64_t>(std::accumulate(before.begin(), before.end(), 0)));
+  EXPECT_GE(Field(r.output, "records"), static_cast<uint64_t>(acknowledged_before));
 
   ServerProcess restored(IDEMSTORED_PATH);
   ASSERT_TRUE(StartOn(restored, dir.Sub("backup"))) << restored.output();
@@ -116,7 +94,7 @@ TEST(IdemctlBackup, ABackupUnderConcurrentWritesHoldsEveryAcknowledgedRecord) {
   ASSERT_TRUE(client);
   for (int w = 0; w < kWriters; ++w) {
     for (int i = 0; i < before[w]; ++i) {
-      const std::string key = "w" + std::to_string(w) + "-" + std::to_string(i);
+      const std::string key = testing::AcknowledgedWriters::Key(w, i);
       auto got = client->Get({.ns = "pay", .key = key});
       ASSERT_TRUE(got.ok() && got->outcome == Outcome::kFound)
           << key << " was acknowledged before the backup began";
