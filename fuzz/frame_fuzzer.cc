@@ -105,6 +105,11 @@ void FuzzFrame(const uint8_t* data, size_t size) {
     case wire::Body::StatsResponse:
       if (frame->body_as_StatsResponse()) (void)DecodeStats(*frame->body_as_StatsResponse());
       break;
+    case wire::Body::BackupResponse:
+      if (frame->body_as_BackupResponse()) {
+        (void)DecodeBackupResponse(*frame->body_as_BackupResponse());
+      }
+      break;
     case wire::Body::Hello:
       if (const wire::Hello* hello = frame->body_as_Hello(); hello && hello->client_name()) {
         (void)hello->client_name()->str();

@@ -32,6 +32,7 @@
 #include "key_codec.h"
 #include "key_locks.h"
 #include "key_watchers.h"
+#include "online_backup.h"
 #include "op_decision.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
@@ -131,6 +132,7 @@ class RocksEngine final : public ServingEngine {
   Result<ReclaimReport> ReclaimExpired() override;
   Status Flush() override { return FromRocks(db_->Flush(rocksdb::FlushOptions())); }
   Status WaitForBackgroundWork(int64_t timeout_ms) override;
+  Result<BackupManifest> Backup(const std::string& dir) override;
   const EngineOptions& options() const override { return options_; }
 
  private:
@@ -220,6 +222,11 @@ class RocksEngine final : public ServingEngine {
   // them all until recovery).
   std::unique_ptr<std::atomic<uint64_t>[]> stripe_ticket_;
   std::atomic<uint64_t> durable_floor_{0};
+
+  // Held by Backup: one at a time. Two checkpoints into one directory would share RocksDB's
+  // scratch directory (DIR.incomplete.tmp), each clearing the other's files, and two into
+  // different ones only compete for the same disk.
+  std::mutex backup_mu_;
 
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;
@@ -777,6 +784,18 @@ Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
   }
 }
 
+Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
+  std::unique_lock<std::mutex> only(backup_mu_, std::try_to_lock);
+  if (!only.owns_lock()) {
+    return Status::Busy("another backup is being taken; retry when it has finished");
+  }
+  // Not while writes are suspended: the checkpoint flushes and lists the WALs (Stats says why
+  // listing them then is unsafe), and a flush is what the recovery owns.
+  if (health_->suspended()) return health_->Refusal();
+  return WriteBackup(
+      db_.get(), dir, [this] { return fences_.next(); }, clock_->NowMillis());
+}
+
 void RocksEngine::ReclaimLoop() {
   std::unique_lock<std::mutex> lock(reclaim_mu_);
   while (!stopping_) {
@@ -893,6 +912,13 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   std::unique_ptr<rocksdb::DB> db(raw);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
+  // A restored backup: fences continue above every fence its source may have handed out since
+  // (idem/backup.h).
+  std::string raised;
+  if (Status st = RaiseFencesToBackupFloor(db.get(), dir, &*reserved, &raised); !st.ok()) {
+    return st;
+  }
+  if (!raised.empty()) LogToOperator(options.log, LogRecord(LogLevel::kWarn, "fences_raised", raised));
   if (clock_mark) {
     Result<std::optional<int64_t>> mark = clock_mark->Load(db.get());
     if (!mark.ok()) return mark.status();

@@ -60,6 +60,7 @@ class ClientImpl final : public Client {
   void ApplyAsync(std::span<const Op> ops, Callback done) override;
   Result<StoreStats> Stats() override;
   Result<ServerStats> GetServerStats() override;
+  Result<BackupManifest> Backup(std::string_view to) override;
   const ServerInfo& server_info() const override { return info_; }
 
  private:
@@ -432,6 +433,26 @@ Result<ServerStats> ClientImpl::GetServerStats() {
       } else {
         promise.set_value(ServerStats{std::move(*store), std::move(*metrics)});
       }
+    }
+  });
+  return promise.get_future().get();
+}
+
+Result<BackupManifest> ClientImpl::Backup(std::string_view to) {
+  if (OnIoThread()) {
+    return Status::InvalidArgument("Client::Backup called from a Client callback");
+  }
+  std::promise<Result<BackupManifest>> promise;
+  const uint64_t id = next_id_++;
+  Send(id, EncodeBackupRequest(id, to), [&](Status status, const wire::Frame* frame, size_t) {
+    if (status.ok()) status = DecodeError(frame->error());
+    const wire::BackupResponse* response = status.ok() ? frame->body_as_BackupResponse() : nullptr;
+    if (!status.ok()) {
+      promise.set_value(status);
+    } else if (response == nullptr) {
+      promise.set_value(Status::Corruption("expected BackupResponse"));
+    } else {
+      promise.set_value(DecodeBackupResponse(*response));
     }
   });
   return promise.get_future().get();

@@ -1,5 +1,7 @@
 #include "commit_queue.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 namespace idem {
@@ -71,6 +73,29 @@ void CommitQueue::Run(std::function<void(bool stopped)> task) {
   cv_.notify_one();
 }
 
+void CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
+  std::vector<BlockingThread> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      auto first_running = std::partition(blocking_.begin(), blocking_.end(),
+                                          [](const BlockingThread& b) { return b.done->load(); });
+      finished.assign(std::make_move_iterator(blocking_.begin()),
+                      std::make_move_iterator(first_running));
+      blocking_.erase(blocking_.begin(), first_running);
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      blocking_.push_back(BlockingThread{std::thread([task = std::move(task), done] {
+                                           task(false);
+                                           done->store(true);
+                                         }),
+                                         done});
+      task = nullptr;
+    }
+  }
+  for (BlockingThread& b : finished) b.thread.join();
+  if (task) task(true);  // stopping
+}
+
 void CommitQueue::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -82,6 +107,12 @@ void CommitQueue::Stop() {
   if (sync_) sync_->Stop();     // a last sync covering every batch applied, then their answers
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  std::vector<BlockingThread> blocking;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocking.swap(blocking_);
+  }
+  for (BlockingThread& b : blocking) b.thread.join();
 }
 
 uint64_t CommitQueue::applies() const {

@@ -38,6 +38,7 @@
 // batch that did neither is answered at once). docs/design.md has the argument.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -88,7 +89,14 @@ class CommitQueue {
   // caller (the loop). After Stop(): runs it inline with `stopped`=true.
   void Run(std::function<void(bool stopped)> task);
 
-  // Applies everything already queued, then joins the engine threads. Idempotent.
+  // Runs `task`, which may block for long (a backup's checkpoint: a flush, then links or copies
+  // of every table file), on a thread of its own: never on the event loop (engine_threads == 0)
+  // nor on an engine thread, whose group commits would wait behind it. Stop() waits for it.
+  // After Stop(): runs it inline with `stopped`=true.
+  void RunBlocking(std::function<void(bool stopped)> task);
+
+  // Applies everything already queued, then joins the engine threads and RunBlocking's
+  // threads. Idempotent.
   void Stop();
 
   // For tests and stats: Store::Apply calls made and requests they carried.
@@ -140,6 +148,13 @@ class CommitQueue {
   std::vector<Result<OpResult>> flush_results_;
   std::vector<DeferredSync::Completion> flush_held_;  // with sync_: only the loop commits
   std::vector<std::thread> threads_;
+  // RunBlocking's threads, guarded by mu_; each sets its flag when its task has returned, so
+  // the next RunBlocking joins it.
+  struct BlockingThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<BlockingThread> blocking_;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;
   // On the loop, a ServingEngine, Durability::kSync (see above); else null.

@@ -229,6 +229,31 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
     });
     return;
   }
+  if (path == "/v1/admin/backup") {
+    if (!only(http::verb::post, "POST")) return;
+    if (!options_.backup) {
+      reply(ProblemResponse(http::status::not_found, Status::Code::kNotFound,
+                            "this server takes no backups"));
+      return;
+    }
+    std::string to;
+    if (Status s = DecodeBackupBody(request.body(), &to); !s.ok()) {
+      reply(ProblemResponse(s));
+      return;
+    }
+    options_.backup(std::move(to), [reply = std::move(reply)](Result<BackupManifest> manifest) {
+      if (!manifest.ok()) {
+        reply(ProblemResponse(manifest.status()));
+        return;
+      }
+      JsonWriter j;
+      j.BeginObject();
+      WriteBackupManifestFields(*manifest, j);
+      j.EndObject();
+      reply(Response(http::status::ok, kJson, j.Take()));
+    });
+    return;
+  }
   if (path == "/v1/apply") {
     if (!only(http::verb::post, "POST")) return;
     DecodedOps ops;

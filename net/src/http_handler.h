@@ -3,10 +3,10 @@
 // drive it directly.
 //
 // Routes are a table (Routes() in http_handler.cc): the JSON API (POST /v1/apply and the
-// convenience routes over single ops), the health probes and /metrics. Ops go through the
-// ApplyPath, exactly as binary-protocol requests do. Business outcomes are 200 with the outcome
-// in the body; errors are RFC 9457 problem documents (application/problem+json) whose "code"
-// is the Status code name, with the HTTP status of HttpStatusFor.
+// convenience routes over single ops), the health probes, /metrics and POST /v1/admin/backup. Ops
+// go through the ApplyPath, exactly as binary-protocol requests do. Business outcomes are 200 with
+// the outcome in the body; errors are RFC 9457 problem documents (application/problem+json) whose
+// "code" is the Status code name, with the HTTP status of HttpStatusFor.
 #pragma once
 
 #include <functional>
@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "apply_path.h"
+#include "idem/backup.h"
 #include "idem/options.h"
 #include "idem/status.h"
 
@@ -47,6 +48,10 @@ class HttpHandler {
     std::function<void(std::function<void(std::string body)>)> metrics;
     // GET /readyz: ok, or why the server should get no traffic (503).
     std::function<Status()> readiness;
+    // POST /v1/admin/backup: takes a backup into its first argument (the body's "to", not yet
+    // checked) and calls its second, from any thread, with the result (remote_backup.h).
+    // Unset: the route is 404.
+    std::function<void(std::string to, std::function<void(Result<BackupManifest>)>)> backup;
   };
 
   // `apply` must outlive the handler.

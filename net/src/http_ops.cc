@@ -402,4 +402,22 @@ Status DecodeRouteOp(std::string_view op_name, std::string ns, std::optional<std
   return Status::Ok();
 }
 
+Status DecodeBackupBody(std::string_view body, std::string* to) {
+  Result<Json> doc = Parse(body, kRouteBodyDepth);
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) {
+    return Status::InvalidArgument("body: expected an object {\"to\":\"DIR\"}, got " +
+                                   std::string(TypeName(*doc)));
+  }
+  for (const auto& [name, value] : doc->items()) {
+    if (name != "to") return Bad("body", "unknown field \"" + name + "\" (it takes \"to\")");
+  }
+  auto dir = doc->find("to");
+  if (dir == doc->end() || !dir->is_string()) {
+    return Bad("body", "\"to\" (the backup's directory on the server, a string) is required");
+  }
+  *to = dir->get<std::string>();
+  return Status::Ok();
+}
+
 }  // namespace idem

@@ -37,4 +37,9 @@ Status DecodeApplyBody(std::string_view body, const Limits& limits, DecodedOps* 
 Status DecodeRouteOp(std::string_view op_name, std::string ns, std::optional<std::string> key,
                      std::string_view body, DecodedOps* out);
 
+// A POST /v1/admin/backup body: {"to":"DIR"} and nothing else (DIR a JSON string). Sets *to;
+// InvalidArgument, saying what is wrong, otherwise. The directory itself is checked by the
+// backup (remote_backup.h).
+Status DecodeBackupBody(std::string_view body, std::string* to);
+
 }  // namespace idem

@@ -606,6 +606,33 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s,
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 
+FrameBytes EncodeBackupRequest(uint64_t id, std::string_view to) {
+  fb::FlatBufferBuilder b(64 + to.size());
+  auto path = b.CreateString(to.data(), to.size());
+  return Finish(b, id, wire::Body::BackupRequest, wire::CreateBackupRequest(b, path).Union());
+}
+
+FrameBytes EncodeBackupResponse(uint64_t id, const BackupManifest& m) {
+  fb::FlatBufferBuilder b(256);
+  auto utc = b.CreateString(m.created_utc);
+  auto version = b.CreateString(m.idemstore_version);
+  return Finish(b, id, wire::Body::BackupResponse,
+                wire::CreateBackupResponse(b, m.created_ms, utc, version, m.fence_high_water,
+                                           m.fence_floor, m.estimated_records)
+                    .Union());
+}
+
+BackupManifest DecodeBackupResponse(const wire::BackupResponse& r) {
+  BackupManifest m;
+  m.created_ms = r.created_ms();
+  if (r.created_utc()) m.created_utc = r.created_utc()->str();
+  if (r.idemstore_version()) m.idemstore_version = r.idemstore_version()->str();
+  m.fence_high_water = r.fence_high_water();
+  m.fence_floor = r.fence_floor();
+  m.estimated_records = r.estimated_records();
+  return m;
+}
+
 FrameBytes EncodeError(uint64_t id, const Status& status) {
   fb::FlatBufferBuilder b(128);
   auto error = MakeError(b, status);

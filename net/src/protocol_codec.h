@@ -15,6 +15,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "idem/backup.h"
 #include "idem/metrics.h"
 #include "idem/operation.h"
 #include "idem/options.h"
@@ -73,6 +74,7 @@ Result<StoreStats> DecodeStats(const wire::StatsResponse& stats);
 // metric type.
 Result<std::vector<MetricFamily>> DecodeMetrics(const wire::StatsResponse& stats);
 ServerInfo DecodeHelloReply(const wire::HelloReply& reply);
+BackupManifest DecodeBackupResponse(const wire::BackupResponse& response);
 
 // --- encoding: whole frames ----------------------------------------------------------------
 // Finishes `b` with `root` and puts the 4-byte little-endian length in front.
@@ -92,6 +94,8 @@ size_t ApplyResponseBytesBound(std::span<const Result<OpResult>> results);
 FrameBytes EncodeStatsRequest(uint64_t id);
 FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& stats,
                                std::span<const MetricFamily> metrics = {});
+FrameBytes EncodeBackupRequest(uint64_t id, std::string_view to);
+FrameBytes EncodeBackupResponse(uint64_t id, const BackupManifest& manifest);
 // A whole-request error (id >= 1) or a connection-level one (id 0, the connection then closes).
 FrameBytes EncodeError(uint64_t id, const Status& status);
 

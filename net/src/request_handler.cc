@@ -2,15 +2,18 @@
 
 #include <memory>
 
+#include "remote_backup.h"
+
 namespace idem {
 
 RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
-                               ServerMetrics* metrics)
+                               ServerMetrics* metrics, Engine* backups)
     : store_(store),
       queue_(queue),
       apply_(queue, waiter, metrics),
       info_(std::move(info)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      backups_(backups) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
@@ -63,6 +66,9 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
       return Status::Ok();
     case wire::Body::StatsRequest:
       HandleStats(id, std::move(reply));
+      return Status::Ok();
+    case wire::Body::BackupRequest:
+      HandleBackup(id, *root->body_as_BackupRequest(), std::move(reply));
       return Status::Ok();
     case wire::Body::Hello:
       reply(EncodeHelloReply(id, info_));  // harmless repeat
@@ -148,6 +154,21 @@ void RequestHandler::HandleStats(uint64_t id, Reply reply) {
     reply(metrics_ ? EncodeStatsResponse(id, *stats, metrics_->Families())
                    : EncodeStatsResponse(id, *stats));
   });
+}
+
+void RequestHandler::HandleBackup(uint64_t id, const wire::BackupRequest& request, Reply reply) {
+  if (backups_ == nullptr) {
+    AnswerError(id, Status::NotSupported("this server takes no backups"), reply);
+    return;
+  }
+  RunRemoteBackup(queue_, backups_, request.to() ? request.to()->str() : std::string(),
+                  [this, id, reply = std::move(reply)](Result<BackupManifest> manifest) {
+                    if (!manifest.ok()) {
+                      AnswerError(id, manifest.status(), reply);
+                      return;
+                    }
+                    reply(EncodeBackupResponse(id, *manifest));
+                  });
 }
 
 }  // namespace idem

@@ -2,7 +2,8 @@
 // it frame bodies and writes what it replies; tests drive it directly.
 //
 // Apply requests go through the ApplyPath (the CommitQueue's group commit, the OpWaiter's
-// waits), as HTTP requests do; everything else is answered on the calling thread. Every frame gets
+// waits), as HTTP requests do; Stats on an engine thread, a backup on a thread of its own
+// (CommitQueue::RunBlocking); everything else is answered on the calling thread. Every frame gets
 // exactly one reply, which may come before Handle returns or later from an engine thread.
 #pragma once
 
@@ -12,6 +13,7 @@
 
 #include "apply_path.h"
 #include "commit_queue.h"
+#include "idem/engine.h"
 #include "idem/status.h"
 #include "idem/store.h"
 #include "op_waiter.h"
@@ -32,9 +34,10 @@ class RequestHandler {
 
   // `store` answers Stats; `queue` applies ops; `waiter` (may be null: waiting Begins and Locks
   // then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms; `metrics` (may be null)
-  // counts every answer and is sent with Stats. All must outlive the handler.
+  // counts every answer and is sent with Stats; `backups` (may be null: a BackupRequest is then
+  // NotSupported) takes backups. All must outlive the handler.
   RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
-                 ServerMetrics* metrics = nullptr);
+                 ServerMetrics* metrics = nullptr, Engine* backups = nullptr);
 
   // Handles one frame body (length prefix removed). Calls `reply` exactly once.
   // Returns ok when the connection stays usable. A non-ok Status (malformed frame, no Hello
@@ -52,12 +55,14 @@ class RequestHandler {
   // A whole-request error, counted.
   void AnswerError(uint64_t id, const Status& error, const Reply& reply) const;
   void HandleStats(uint64_t id, Reply reply);
+  void HandleBackup(uint64_t id, const wire::BackupRequest& request, Reply reply);
 
   Store* const store_;
   CommitQueue* const queue_;
   ApplyPath apply_;
   const ServerInfo info_;
   ServerMetrics* const metrics_;
+  Engine* const backups_;
 };
 
 }  // namespace idem

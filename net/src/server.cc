@@ -29,6 +29,7 @@
 #include "log_rate_limiter.h"
 #include "op_waiter.h"
 #include "prometheus_text.h"
+#include "remote_backup.h"
 #include "request_handler.h"
 #include "server_metrics.h"
 
@@ -188,7 +189,7 @@ Status ServerImpl::Serve(ServingEngine* engine) {
       [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); }, &metrics_);
   waiter_ = MakeWaiter(engine);
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
-                                              MakeInfo(options_), &metrics_);
+                                              MakeInfo(options_), &metrics_, engine);
   engine_.store(engine);
   if (http_) {
     http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
@@ -204,6 +205,10 @@ Status ServerImpl::Serve(ServingEngine* engine) {
     http_options.readiness = [this, engine]() -> Status {
       if (stop_requested()) return Status::Shutdown("the server is stopping");
       return engine->WriteReadiness();
+    };
+    http_options.backup = [this, engine](std::string to,
+                                         std::function<void(Result<BackupManifest>)> done) {
+      RunRemoteBackup(queue_.get(), engine, std::move(to), std::move(done));
     };
     http_handler_ = std::make_unique<HttpHandler>(http_apply_.get(), std::move(http_options));
     http_->Serve(http_handler_.get());

@@ -185,6 +185,34 @@ TEST(CommitQueueTest, TasksRunOnAnEngineThread) {
   EXPECT_NE(std::this_thread::get_id(), ran_on.get_future().get());
 }
 
+// A backup may take seconds: even without engine threads (the loop applies) it must not run on
+// the caller, and Stop waits for it; after Stop it is refused inline.
+TEST(CommitQueueTest, BlockingTasksRunOnTheirOwnThreadAndStopWaitsForThem) {
+  GatedStore store;
+  store.Release();
+  CommitQueue queue(&store, 100, 0);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> finished{0};
+  std::thread::id ran_on;
+  for (int i = 0; i < 2; ++i) {
+    queue.RunBlocking([&, i](bool stopped) {
+      EXPECT_FALSE(stopped);
+      if (i == 0) ran_on = std::this_thread::get_id();
+      released.wait();
+      finished++;
+    });
+  }
+  EXPECT_EQ(0, finished.load());  // RunBlocking returned while both tasks wait
+  release.set_value();
+  queue.Stop();
+  EXPECT_EQ(2, finished.load());
+  EXPECT_NE(std::this_thread::get_id(), ran_on);
+  bool saw_stop = false;
+  queue.RunBlocking([&](bool stopped) { saw_stop = stopped; });
+  EXPECT_TRUE(saw_stop);
+}
+
 TEST(CommitQueueTest, WithoutEngineThreadsSubmitAppliesInline) {
   GatedStore store;
   store.Release();

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base64.h"
+#include "idem/backup.h"
+#include "idem/engine.h"
 #include "raw_socket.h"
 #include "test_server.h"
 
@@ -237,6 +239,56 @@ TEST_F(HttpApiTest, AWaitingBeginIsAnsweredWhenTheAttemptCompletes) {
   Reply r = waiting.get();
   EXPECT_EQ("COMPLETED", r.body["outcome"]) << r.raw;
   EXPECT_EQ("done", r.body["record"]["payload"]);
+}
+
+// POST /v1/admin/backup: the server writes the backup on its own file system and answers its
+// manifest; the directory it names restores.
+TEST_F(HttpApiTest, AdminBackupAnswersTheManifestAndTheBackupRestores) {
+  EXPECT_EQ(
+      "INSERTED",
+      ApplyOne({{"op", "insert"}, {"namespace", "ns"}, {"key", "k"}, {"status", "A"}})["outcome"]);
+  testing::TempDir target;
+  const std::string dir = target.Sub("backup");
+  Reply r = Post("/v1/admin/backup", {{"to", dir}});
+  ASSERT_EQ(200, r.status) << r.raw;
+  EXPECT_EQ("application/json", r.content_type);
+  for (const char* field : {"created_utc", "idemstore_version", "created_ms", "fence_high_water",
+                            "fence_floor", "estimated_records"}) {
+    EXPECT_TRUE(r.body.contains(field)) << field << " in " << r.raw;
+  }
+  auto manifest = ReadBackupManifest(dir);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_EQ(manifest->fence_floor, r.body["fence_floor"].get<uint64_t>());
+  EXPECT_EQ(manifest->created_utc, r.body["created_utc"].get<std::string>());
+
+  // On the server's clock: the record's TTL counts from it.
+  auto restored = Engine::Open(
+      dir, testing::TestEngineOptions(std::make_shared<ManualClock>(server_->clock().NowMillis())));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  auto got = (*restored)->Get({.ns = "ns", .key = "k"});
+  EXPECT_TRUE(got.ok() && got->outcome == Outcome::kFound)
+      << (got.ok() ? OutcomeName(got->outcome) : got.status().ToString());
+}
+
+// The directory is the server's: a relative path (whose meaning depends on the server's working
+// directory), a missing parent and an existing directory are refused, and so is a body that is
+// not {"to": "DIR"}.
+TEST_F(HttpApiTest, AdminBackupRefusesADirectoryItShouldNotWrite) {
+  testing::TempDir target;
+  ExpectProblem(Post("/v1/admin/backup", {{"to", "relative/backup"}}), 400, "INVALID_ARGUMENT",
+                "absolute");
+  ExpectProblem(Post("/v1/admin/backup", {{"to", target.Sub("missing/backup")}}), 400,
+                "INVALID_ARGUMENT", "parent");
+  ExpectProblem(Post("/v1/admin/backup", {{"to", target.path()}}), 400, "INVALID_ARGUMENT",
+                "already exists");
+  ExpectProblem(Post("/v1/admin/backup", {{"to", 7}}), 400, "INVALID_ARGUMENT", "\"to\"");
+  ExpectProblem(Post("/v1/admin/backup", {{"to", "/x"}, {"extra", 1}}), 400, "INVALID_ARGUMENT",
+                "unknown field");
+  ExpectProblem(Post("/v1/admin/backup", Json::object()), 400, "INVALID_ARGUMENT", "\"to\"");
+  EXPECT_FALSE(std::filesystem::exists(target.Sub("missing")));
+  Reply get = client_->Send(http::verb::get, "/v1/admin/backup");
+  EXPECT_EQ(405, get.status) << get.raw;
+  EXPECT_EQ("POST", get.allow);
 }
 
 TEST_F(HttpApiTest, LockAndTokenRoutes) {

@@ -23,6 +23,7 @@
 #include "idem/server.h"
 #include "protocol_codec.h"
 #include "raw_socket.h"
+#include "support/connect_to.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
 
@@ -37,14 +38,7 @@ using namespace std::chrono_literals;
 constexpr rlim_t kOpenFilesLimit = 1024;  // systemd's default soft limit for services
 constexpr size_t kFlood = 1'200;          // connections: more than the limit
 
-std::unique_ptr<Client> ConnectTo(const std::string& address) {
-  ClientOptions options;
-  options.address = address;
-  options.request_timeout_ms = 20'000;
-  auto client = Client::Connect(options);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  return client.ok() ? std::move(*client) : nullptr;
-}
+using testing::ConnectTo;
 
 // The number after "name=" in the server's output (its start line), or nullopt.
 std::optional<size_t> StartLineNumber(const std::string& output, const std::string& name) {

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "idem/client.h"
+#include "support/connect_to.h"
 #include "support/server_process.h"
 #include "support/temp_dir.h"
 
@@ -33,12 +34,7 @@ using testing::ServerProcess;
 using namespace std::chrono_literals;
 
 std::unique_ptr<Client> ConnectTo(const ServerProcess& server) {
-  ClientOptions options;
-  options.address = server.address();
-  options.request_timeout_ms = 20'000;
-  auto client = Client::Connect(options);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  return client.ok() ? std::move(*client) : nullptr;
+  return testing::ConnectTo(server.address());
 }
 
 int RunToExit(std::vector<std::string> args, std::string* output, rlim_t open_files_limit = 0) {

@@ -4,7 +4,7 @@
 Usage: openapi_check.py REPO_ROOT. Fails (exit 1, naming the problem) when the document is not
 OpenAPI 3.0 YAML, a $ref does not resolve, an operation lacks an operationId (or repeats one) or
 responses, a path template's parameter is not declared, or a route of net/src/http_handler.cc's
-table (or /v1/apply, /healthz, /readyz, /metrics) is missing from the document.
+table (or /v1/apply, /healthz, /readyz, /metrics, /v1/admin/backup) is missing from the document.
 """
 import re
 import sys
@@ -73,7 +73,8 @@ handler = open(f"{root}/net/src/http_handler.cc", encoding="utf-8").read()
 routes = re.findall(r'\{http::verb::(\w+), "(\w+)", (true|false), "(\w*)", "([\w-]+)"\}', handler)
 if len(routes) < 10:
     problems.append(f"found only {len(routes)} routes in http_handler.cc: is the table's form changed?")
-expected = {("/v1/apply", "POST"), ("/healthz", "GET"), ("/readyz", "GET"), ("/metrics", "GET")}
+expected = {("/v1/apply", "POST"), ("/healthz", "GET"), ("/readyz", "GET"), ("/metrics", "GET"),
+            ("/v1/admin/backup", "POST")}
 for verb, collection, keyed, action, _op in routes:
     key = "{token}" if collection == "tokens" else "{key}"
     path = f"/v1/{collection}/{{ns}}" + (f"/{key}" if keyed == "true" else "")

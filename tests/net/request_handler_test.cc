@@ -2,6 +2,7 @@
 #include "request_handler.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -211,6 +212,34 @@ TEST_F(RequestHandlerTest, ABodyTypeWithoutItsBodyIsAnError) {
   ASSERT_OK(Handle(EncodeApplyRequest(
       30, std::vector<Op>{Op::Insert({.ns = "ns", .key = "k", .status = "NEW"})})));
   EXPECT_EQ((std::vector<std::string>{"INSERTED"}), Outcomes());
+}
+
+// Backups themselves are tested against a real server (idemctl_backup_test): their reply comes
+// from a thread of their own.
+TEST_F(RequestHandlerTest, ABackupRequestToAHandlerWithoutBackupsIsNotSupported) {
+  Greet();
+  ASSERT_OK(Handle(EncodeBackupRequest(2, dir_.Sub("backup"))));
+  EXPECT_EQ(2u, Reply()->id());
+  EXPECT_EQ(Status::Code::kNotSupported, ReplyError().code()) << ReplyError().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("backup")));
+}
+
+// The directory a remote client names is written by the server: it must be absolute (the
+// server's working directory is not the client's) and at most 4096 bytes; refused before any
+// thread starts, so the reply comes at once.
+TEST_F(RequestHandlerTest, ABackupDirectoryMustBeAnAbsolutePathOfBoundedLength) {
+  handler_ = std::make_unique<RequestHandler>(engine_.get(), queue_.get(), nullptr, ServerInfo{},
+                                              nullptr, engine_.get());
+  Greet();
+  ASSERT_OK(Handle(EncodeBackupRequest(2, "backups/nightly")));
+  EXPECT_EQ(Status::Code::kInvalidArgument, ReplyError().code()) << ReplyError().ToString();
+  EXPECT_NE(std::string::npos, ReplyError().message().find("absolute")) << ReplyError().ToString();
+  ASSERT_OK(Handle(EncodeBackupRequest(3, "")));
+  EXPECT_EQ(Status::Code::kInvalidArgument, ReplyError().code()) << ReplyError().ToString();
+  ASSERT_OK(Handle(EncodeBackupRequest(4, "/" + std::string(4096, 'a'))));
+  EXPECT_EQ(Status::Code::kInvalidArgument, ReplyError().code()) << ReplyError().ToString();
+  EXPECT_NE(std::string::npos, ReplyError().message().find("4096")) << ReplyError().ToString();
+  EXPECT_FALSE(std::filesystem::exists("backups"));
 }
 
 TEST_F(RequestHandlerTest, AHelloWithoutItsBodyIsRefused) {

@@ -75,10 +75,9 @@ inline uint64_t WalDataEnd(const std::string& wal) {
   return last == std::string::npos ? 0 : last + 1;
 }
 
-// Flips 16 bytes in the middle of the WAL's data (XOR, so each byte really changes).
-inline void Garble16BytesMidWal(const std::string& wal) {
-  const uint64_t at = WalDataEnd(wal) / 2;
-  std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+// Flips the 16 bytes of `file` at offset `at` (XOR, so each byte really changes).
+inline void Garble16BytesAt(const std::string& file, uint64_t at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
   std::string bytes(16, '\0');
   f.seekg(static_cast<std::streamoff>(at));
   f.read(bytes.data(), 16);
@@ -86,6 +85,24 @@ inline void Garble16BytesMidWal(const std::string& wal) {
   f.seekp(static_cast<std::streamoff>(at));
   f.write(bytes.data(), 16);
 }
+
+// Flips 16 bytes in the middle of the WAL's data.
+inline void Garble16BytesMidWal(const std::string& wal) {
+  Garble16BytesAt(wal, WalDataEnd(wal) / 2);
+}
+
+// RocksDB's table files in `dir`.
+inline std::vector<std::string> TableFiles(const std::string& dir) {
+  std::vector<std::string> tables;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".sst") tables.push_back(e.path().string());
+  }
+  std::sort(tables.begin(), tables.end());
+  return tables;
+}
+
+// Flips 16 bytes inside the first data block of a table file (its records; not the footer).
+inline void GarbleTableFile(const std::string& sst) { Garble16BytesAt(sst, 100); }
 
 // Cuts the WAL to half of its data, as an interrupted copy or a truncating tool would.
 inline void CutWalInHalf(const std::string& wal) {

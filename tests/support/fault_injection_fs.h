@@ -1,6 +1,7 @@
 // A RocksDB FileSystem wrapper for tests that makes chosen file operations fail, switchable while
 // the database runs: ENOSPC on WAL appends, EIO on WAL syncs, ENOSPC on table-file writes (flush
-// and compaction), failures to create any file (a full disk at open). The errors are the ones
+// and compaction), failures to create any file (a full disk at open), ENOSPC on any write under
+// a chosen directory (a backup's). The errors are the ones
 // RocksDB's POSIX file system returns for those errnos (NoSpace for ENOSPC, IOError for EIO), so
 // RocksDB handles them as it would a real failing disk.
 //
@@ -34,7 +35,17 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   void FailTableWrites(Fault f) { table_write_ = f; }
   void FailFileCreation(Fault f) { create_ = f; }
   void FailInfoLogWrites(Fault f) { info_log_ = f; }
-  void ClearAll() { wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone; }
+  // Appends to files created under `prefix` (a directory path and '/'...: a backup being
+  // written, say), whatever their kind.
+  void FailWritesUnder(const std::string& prefix, Fault f) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    under_prefix_ = prefix;
+    under_ = f;
+  }
+  void ClearAll() {
+    wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone;
+    FailWritesUnder("", Fault::kNone);
+  }
   // Called at the start of every WAL sync, on the syncing thread (so a test can hold a sync in
   // flight); returning true fails that sync with EIO. Null: none.
   void OnWalSync(std::function<bool()> hook) {
@@ -59,11 +70,17 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     if (!s.ok()) return s;
     {
       std::function<void(const std::string&)> hook;
+      Fault under = Fault::kNone;
       {
         std::lock_guard<std::mutex> lock(hook_mu_);
         hook = create_hook_;
+        if (!under_prefix_.empty() && fname.rfind(under_prefix_, 0) == 0) under = under_;
       }
       if (hook) hook(fname);
+      if (under != Fault::kNone) {
+        *result = std::make_unique<File>(std::move(*result), this, fname, Kind::kChosen, under);
+        return s;
+      }
     }
     const bool wal = IsWalFileName(fname);
     const bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
@@ -84,12 +101,16 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   }
 
  private:
-  enum class Kind { kWal, kTable, kInfoLog };
+  enum class Kind { kWal, kTable, kInfoLog, kChosen };
   class File final : public rocksdb::FSWritableFileOwnerWrapper {
    public:
     File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFs* fs, std::string name,
-         Kind kind)
-        : FSWritableFileOwnerWrapper(std::move(f)), fs_(fs), name_(std::move(name)), kind_(kind) {}
+         Kind kind, Fault chosen = Fault::kNone)
+        : FSWritableFileOwnerWrapper(std::move(f)),
+          fs_(fs),
+          name_(std::move(name)),
+          kind_(kind),
+          chosen_(chosen) {}
 
     rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
                              rocksdb::IODebugContext* dbg) override {
@@ -124,12 +145,15 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
           return fs_->table_write_.load();
         case Kind::kInfoLog:
           return fs_->info_log_.load();
+        case Kind::kChosen:
+          return chosen_;
       }
       return Fault::kNone;
     }
     FaultInjectionFs* const fs_;
     const std::string name_;
     const Kind kind_;
+    const Fault chosen_;  // kChosen: FailWritesUnder's fault when the file was created
   };
 
   bool RunWalSyncHook() {
@@ -164,6 +188,8 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   std::mutex hook_mu_;
   std::function<bool()> wal_sync_hook_;                  // guarded by hook_mu_
   std::function<void(const std::string&)> create_hook_;  // guarded by hook_mu_
+  std::string under_prefix_;                             // guarded by hook_mu_
+  Fault under_ = Fault::kNone;                           // guarded by hook_mu_
 };
 
 }  // namespace idem::testing

@@ -83,4 +83,19 @@ void WriteStatusJson(const Status& status, JsonWriter& j) {
   j.EndObject();
 }
 
+void WriteBackupManifestFields(const BackupManifest& m, JsonWriter& j) {
+  j.Key("created_utc");
+  j.String(m.created_utc);
+  j.Key("idemstore_version");
+  j.String(m.idemstore_version);
+  j.Key("created_ms");
+  j.Int(m.created_ms);
+  j.Key("fence_high_water");
+  j.Uint(m.fence_high_water);
+  j.Key("fence_floor");
+  j.Uint(m.fence_floor);
+  j.Key("estimated_records");
+  j.Uint(m.estimated_records);
+}
+
 }  // namespace idem

@@ -10,6 +10,7 @@
 
 #include <string_view>
 
+#include "idem/backup.h"
 #include "idem/operation.h"
 #include "idem/record.h"
 #include "idem/status.h"
@@ -29,5 +30,9 @@ void WriteRecordJson(const Record& record, JsonWriter& j);
 void WriteOpResultJson(const OpResult& result, JsonWriter& j);
 // {"code":"INVALID_ARGUMENT","message":"..."}: an error in place of a result.
 void WriteStatusJson(const Status& status, JsonWriter& j);
+// A backup's manifest (idem/backup.h), its fields inside the object the caller has begun:
+// "created_utc","idemstore_version","created_ms","fence_high_water","fence_floor",
+// "estimated_records".
+void WriteBackupManifestFields(const BackupManifest& manifest, JsonWriter& j);
 
 }  // namespace idem

@@ -38,6 +38,7 @@ constexpr std::string_view kLifecycle = "request lifecycle";
 constexpr std::string_view kTokens = "one-shot tokens";
 constexpr std::string_view kLocks = "locks";
 constexpr std::string_view kStateMachines = "state machines";
+constexpr std::string_view kBackups = "backups";
 constexpr std::string_view kMaintenance =
     "maintenance (--data only, with no server running on the directory)";
 
@@ -80,6 +81,19 @@ const std::vector<CommandSpec>& Commands() {
       {"renew", kLocks, {"NS", "KEY"}, {fence, lease}, ""},
       {"unlock", kLocks, {"NS", "KEY"}, {fence}, ""},
       {"transition", kStateMachines, {"NS", "KEY", "TO_STATUS"}, {expect_version, payload}, ""},
+      {"backup",
+       kBackups,
+       {},
+       {{"to", "DIR", true}},
+       "an online, consistent backup into DIR (which must not exist), taken while the store "
+       "serves; from a server, DIR is on the server's file system. Restore: start idemstored "
+       "on DIR"},
+      {"verify",
+       kBackups,
+       {},
+       {},
+       "on a database directory only: checks every table file's checksums and every stored "
+       "value's format, read-only, and prints the counts; exit 6 (CORRUPTION) on damage"},
       {"repair",
        kMaintenance,
        {},
@@ -247,7 +261,7 @@ void AppendExitStatusHelp(std::string& out) {
   refusals.back().pop_back();
   out += "Exit status (answers go to stdout, errors to stderr):\n  ";
   AppendWrapped(out, successes, 6);
-  out += "\n    (stats, help and repair exit 0 when they succeed)\n  ";
+  out += "\n    (stats, help, backup, verify and repair exit 0 when they succeed)\n  ";
   AppendWrapped(out, refusals, 6);
   out += R"(
   2 USAGE: the command line is wrong (nothing was sent to a store)
@@ -302,8 +316,8 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   if (inv.server.empty() == inv.data_dir.empty()) {
     return Status::InvalidArgument("say where the store is: --server HOST:PORT or --data DIR");
   }
-  if (inv.command == "repair" && inv.data_dir.empty()) {
-    return Status::InvalidArgument("repair works on a database directory: --data DIR");
+  if ((inv.command == "repair" || inv.command == "verify") && inv.data_dir.empty()) {
+    return Status::InvalidArgument(inv.command + " works on a database directory: --data DIR");
   }
   std::map<std::string_view, bool> given_forms;  // byte field -> given in base64
   for (; i < args.size(); ++i) {
@@ -343,6 +357,10 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
       }
     }
     inv.flags[std::string(flag->name)] = value;
+  }
+  if (auto to = inv.flags.find("to");
+      inv.command == "backup" && (to == inv.flags.end() || to->second.empty())) {
+    return Status::InvalidArgument("backup needs --to DIR");
   }
   if (inv.positional.size() != spec->arguments.size()) {
     return Status::InvalidArgument(inv.command + " takes " +

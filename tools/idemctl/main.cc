@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "idem/engine.h"
 #include "idem/repair.h"
+#include "idem/verify.h"
 #include "invocation.h"
 #include "open_store.h"
 #include "output.h"
@@ -48,6 +50,49 @@ int Repair(const idem::ctl::Invocation& inv) {
   return idem::ctl::kExitSuccess;
 }
 
+// Checks --data read-only; prints the counts.
+int Verify(const idem::ctl::Invocation& inv) {
+  idem::EngineOptions options;
+  options.reclaim_interval_ms = 0;
+  auto report = idem::VerifyDatabase(inv.data_dir, options);
+  if (!report.ok()) return Fail(idem::ctl::StoreError(report.status()), inv.json);
+  std::puts(inv.json ? idem::ctl::FormatVerifyJson(*report).c_str()
+                     : idem::ctl::FormatVerifyHuman(*report).c_str());
+  return idem::ctl::kExitSuccess;
+}
+
+// An online backup to --to: in process on --data, or by the server on --server (on the
+// server's file system).
+int Backup(const idem::ctl::Invocation& inv) {
+  const std::string& to = inv.flags.at("to");
+  auto take = [&]() -> idem::Result<idem::BackupManifest> {
+    if (!inv.server.empty()) {
+      auto client = idem::ConnectClient(Where(inv));
+      if (!client.ok()) return client.status();
+      return (*client)->Backup(to);
+    }
+    auto engine = idem::Engine::Open(inv.data_dir, Where(inv).engine);
+    if (!engine.ok()) {
+      const idem::Status& s = engine.status();
+      if (s.IsBusy() || (s.IsIOError() && s.message().find("lock") != std::string::npos)) {
+        // A server holds the directory: only it can take a consistent backup while it serves.
+        return idem::Status::FromCode(
+            static_cast<uint32_t>(s.code()),
+            s.message() +
+                " (a running server holds it: back it up through the server, "
+                "idemctl --server HOST:PORT backup --to DIR)");
+      }
+      return s;
+    }
+    return (*engine)->Backup(to);
+  };
+  idem::Result<idem::BackupManifest> manifest = take();
+  if (!manifest.ok()) return Fail(idem::ctl::StoreError(manifest.status()), inv.json);
+  std::puts(inv.json ? idem::ctl::FormatBackupJson(to, *manifest).c_str()
+                     : idem::ctl::FormatBackupHuman(to, *manifest).c_str());
+  return idem::ctl::kExitSuccess;
+}
+
 // stats from a server: the store's figures and the server's counters.
 int ServerStats(const idem::ctl::Invocation& inv) {
   auto client = idem::ConnectClient(Where(inv));
@@ -74,6 +119,8 @@ int main(int argc, char** argv) {
     return idem::ctl::kExitSuccess;
   }
   if (inv->command == "repair") return Repair(*inv);
+  if (inv->command == "verify") return Verify(*inv);
+  if (inv->command == "backup") return Backup(*inv);
   // The operation is built before the store is opened: a wrong flag is a usage error whether or
   // not the store can be reached.
   std::optional<idem::Op> op;  // every command but stats

@@ -315,6 +315,87 @@ std::string FormatStatsJson(const StoreStats& s, std::span<const MetricFamily> m
   return j.Take();
 }
 
+namespace {
+
+std::vector<std::pair<std::string_view, uint64_t>> ManifestNumbers(const BackupManifest& m) {
+  return {{"created_ms", static_cast<uint64_t>(m.created_ms)},
+          {"fence_high_water", m.fence_high_water},
+          {"fence_floor", m.fence_floor},
+          {"estimated_records", m.estimated_records}};
+}
+
+std::string ManifestHuman(const BackupManifest& m) {
+  std::string out = "backup.created_utc " + m.created_utc + "\nbackup.idemstore_version " +
+                    m.idemstore_version + "\n";
+  for (const auto& [name, value] : ManifestNumbers(m)) {
+    out += "backup." + std::string(name) + " " + std::to_string(value) + "\n";
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string_view, uint64_t>> VerifyCounts(const VerifyReport& r) {
+  return {{"table_files", r.table_files},
+          {"table_bytes", r.table_bytes},
+          {"records", r.records},
+          {"markers", r.markers},
+          {"meta_keys", r.meta_keys}};
+}
+
+}  // namespace
+
+std::string FormatVerifyHuman(const VerifyReport& report) {
+  std::string out = "checksums ok, every value decodes\n";
+  for (const auto& [name, value] : VerifyCounts(report)) {
+    out += std::string(name) + " " + std::to_string(value) + "\n";
+  }
+  if (report.manifest) out += ManifestHuman(*report.manifest);
+  out.pop_back();
+  return out;
+}
+
+std::string FormatVerifyJson(const VerifyReport& report) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome");
+  j.String("OK");
+  j.Key("verify");
+  j.BeginObject();
+  for (const auto& [name, value] : VerifyCounts(report)) {
+    j.Key(name);
+    j.Uint(value);
+  }
+  if (report.manifest) {
+    j.Key("backup");
+    j.BeginObject();
+    WriteBackupManifestFields(*report.manifest, j);
+    j.EndObject();
+  }
+  j.EndObject();
+  j.EndObject();
+  return j.Take();
+}
+
+std::string FormatBackupHuman(const std::string& dir, const BackupManifest& manifest) {
+  std::string out = "backup.dir " + dir + "\n" + ManifestHuman(manifest);
+  out.pop_back();
+  return out;
+}
+
+std::string FormatBackupJson(const std::string& dir, const BackupManifest& manifest) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome");
+  j.String("OK");
+  j.Key("backup");
+  j.BeginObject();
+  j.Key("dir");
+  j.String(dir);
+  WriteBackupManifestFields(manifest, j);
+  j.EndObject();
+  j.EndObject();
+  return j.Take();
+}
+
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
     case Status::Code::kOk:

@@ -11,10 +11,12 @@
 #include <span>
 #include <string>
 
+#include "idem/backup.h"
 #include "idem/metrics.h"
 #include "idem/operation.h"
 #include "idem/result.h"
 #include "idem/store.h"
+#include "idem/verify.h"
 
 namespace idem::ctl {
 
@@ -46,6 +48,13 @@ std::string FormatJson(const OpResult& result);
 // "metrics" array of {name, type, help, samples}.
 std::string FormatStatsHuman(const StoreStats& stats, std::span<const MetricFamily> metrics = {});
 std::string FormatStatsJson(const StoreStats& stats, std::span<const MetricFamily> metrics = {});
+// verify: what the directory holds, one "name value" line each (JSON: under "verify"), then the
+// backup's manifest when it carries one (JSON: "verify"."backup").
+std::string FormatVerifyHuman(const VerifyReport& report);
+std::string FormatVerifyJson(const VerifyReport& report);
+// backup: the directory written and its manifest (JSON: under "backup").
+std::string FormatBackupHuman(const std::string& dir, const BackupManifest& manifest);
+std::string FormatBackupJson(const std::string& dir, const BackupManifest& manifest);
 std::string FormatErrorHuman(const CliError& error);  // "idemctl: error (CODE): message"
 std::string FormatErrorJson(const CliError& error);   // {"error":{"code":..,"message":..}}
 

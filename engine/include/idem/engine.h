@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "idem/backup.h"
 #include "idem/options.h"
 #include "idem/result.h"
 #include "idem/store.h"
@@ -40,6 +41,17 @@ class Engine : public Store {
   // (TimedOut). Background work runs in real time; simulations on a ManualClock call this so
   // that disk figures do not depend on how fast the machine happened to be.
   virtual Status WaitForBackgroundWork(int64_t timeout_ms) = 0;
+  // Takes an online, consistent backup into `dir` while the engine keeps serving (idem/backup.h:
+  // what it holds, and why a store opened on it never repeats a fence). `dir` must not exist;
+  // its parent must be an existing directory. On success `dir` is complete, manifest included,
+  // durably (a crash after success cannot lose it), and the manifest is returned. Errors:
+  // InvalidArgument if the parent is missing or `dir` (or `dir`.incomplete, what a crash in
+  // the middle of a backup leaves: remove it) exists; Busy while another backup of this engine
+  // is being taken (one at a time); IOError if writes are suspended or writing the backup fails
+  // (a full disk), in which case neither `dir` nor `dir`.incomplete is left behind and the
+  // engine goes on serving. Blocks the calling thread for the checkpoint's flush and the links
+  // or copies.
+  virtual Result<BackupManifest> Backup(const std::string& dir) = 0;
   // The options in force (after defaults were filled in).
   virtual const EngineOptions& options() const = 0;
 };

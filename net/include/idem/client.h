@@ -14,8 +14,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "idem/backup.h"
 #include "idem/metrics.h"
 #include "idem/server_info.h"
 #include "idem/store.h"
@@ -65,10 +67,21 @@ class Client : public Store {
   // The store's figures (what Stats() returns) and the server's counters, in one request.
   virtual Result<ServerStats> GetServerStats() = 0;
 
+  // Has the server take an online backup of its database into `to`, a directory on the SERVER's
+  // file system, written with the server's permissions: an absolute path (at most 4096 bytes)
+  // whose parent exists and which itself does not. Returns the backup's manifest
+  // (idem/backup.h) once the directory is complete and durable. The server's errors:
+  // InvalidArgument (`to` relative, too long, existing, or its parent missing), Busy (another
+  // backup is being taken), IOError (writes suspended, writing the backup failed: nothing is
+  // left behind), Shutdown (the server is stopping), NotSupported (a server that takes no
+  // backups). A backup copied across file systems may take longer than request_timeout_ms:
+  // TimedOut then, while the server goes on with it.
+  virtual Result<BackupManifest> Backup(std::string_view to) = 0;
+
   // What the server announced in its HelloReply (limits, version) on the first connection.
   virtual const ServerInfo& server_info() const = 0;
 
-  // Failure contract, for Apply, ApplyAsync, Stats and GetServerStats alike:
+  // Failure contract, for Apply, ApplyAsync, Stats, GetServerStats and Backup alike:
   //  - TimedOut after request_timeout_ms (a late response is dropped; the request may have
   //    been applied);
   //  - IOError once the connection is lost or the server closes it: every call waiting on it
