@@ -61,6 +61,9 @@ class ClientImpl final : public Client {
   Result<StoreStats> Stats() override;
   Result<ServerStats> GetServerStats() override;
   Result<BackupManifest> Backup(std::string_view to) override;
+  Result<ScanPage> Scan(const ScanRequest& request) override;
+  Result<PurgeStep> Purge(const PurgeRequest& request) override;
+  Status Compact(std::string_view ns) override;
   const ServerInfo& server_info() const override { return info_; }
 
  private:
@@ -454,6 +457,57 @@ Result<BackupManifest> ClientImpl::Backup(std::string_view to) {
     } else {
       promise.set_value(DecodeBackupResponse(*response));
     }
+  });
+  return promise.get_future().get();
+}
+
+Result<ScanPage> ClientImpl::Scan(const ScanRequest& request) {
+  if (OnIoThread()) return Status::InvalidArgument("Client::Scan called from a Client callback");
+  std::promise<Result<ScanPage>> promise;
+  const uint64_t id = next_id_++;
+  Send(id, EncodeScanRequest(id, request),
+       [&](Status status, const wire::Frame* frame, size_t frame_bytes) {
+         if (status.ok()) status = DecodeError(frame->error());
+         const wire::ScanResponse* response = status.ok() ? frame->body_as_ScanResponse() : nullptr;
+         if (!status.ok()) {
+           promise.set_value(status);
+         } else if (response == nullptr) {
+           promise.set_value(Status::Corruption("expected ScanResponse"));
+         } else {
+           promise.set_value(DecodeScanResponse(*response, frame_bytes));
+         }
+       });
+  return promise.get_future().get();
+}
+
+Result<PurgeStep> ClientImpl::Purge(const PurgeRequest& request) {
+  if (OnIoThread()) return Status::InvalidArgument("Client::Purge called from a Client callback");
+  std::promise<Result<PurgeStep>> promise;
+  const uint64_t id = next_id_++;
+  Send(id, EncodePurgeRequest(id, request), [&](Status status, const wire::Frame* frame, size_t) {
+    if (status.ok()) status = DecodeError(frame->error());
+    const wire::PurgeResponse* response = status.ok() ? frame->body_as_PurgeResponse() : nullptr;
+    if (!status.ok()) {
+      promise.set_value(status);
+    } else if (response == nullptr) {
+      promise.set_value(Status::Corruption("expected PurgeResponse"));
+    } else {
+      promise.set_value(DecodePurgeResponse(*response));
+    }
+  });
+  return promise.get_future().get();
+}
+
+Status ClientImpl::Compact(std::string_view ns) {
+  if (OnIoThread()) return Status::InvalidArgument("Client::Compact called from a Client callback");
+  std::promise<Status> promise;
+  const uint64_t id = next_id_++;
+  Send(id, EncodeCompactRequest(id, ns), [&](Status status, const wire::Frame* frame, size_t) {
+    if (status.ok()) status = DecodeError(frame->error());
+    if (status.ok() && frame->body_as_CompactResponse() == nullptr) {
+      status = Status::Corruption("expected CompactResponse");
+    }
+    promise.set_value(status);
   });
   return promise.get_future().get();
 }
