@@ -65,7 +65,8 @@ class AdminQueryTest : public EngineTest {
       keys.push_back(std::string(prefix) + digits);
     }
     std::vector<Op> ops;
-    for (const std::string& k : keys) ops.push_back(Op::Insert({.ns = ns, .key = k, .status = status}));
+    for (const std::string& k : keys)
+      ops.push_back(Op::Insert({.ns = ns, .key = k, .status = status}));
     std::vector<Result<OpResult>> results;
     ASSERT_OK(engine().Apply(ops, &results));
   }
@@ -118,7 +119,9 @@ TEST_F(AdminQueryTest, LeaseEndedListsOnlyAttemptsNobodyHoldsOrFinished) {
                 {.ns = "pay", .key = "done", .fence = done->record->fence, .response = "ok"}))));
   ASSERT_EQ("STARTED", Name(begin("taken-over", 10s)));
   Insert("pay", "plain", "IN_PROGRESS");  // not an attempt, whatever its status says
-  ASSERT_EQ("ACQUIRED", Name(engine().Execute(Op::Lock({.ns = "pay", .key = "lock", .owner = "w1", .lease = 10s}))));
+  ASSERT_EQ(
+      "ACQUIRED",
+      Name(engine().Execute(Op::Lock({.ns = "pay", .key = "lock", .owner = "w1", .lease = 10s}))));
   clock_->Advance(15'000);
   ASSERT_EQ("STARTED", Name(begin("taken-over", 10s)));  // a new holder, a new lease
 
@@ -131,8 +134,7 @@ TEST_F(AdminQueryTest, LeaseEndedListsOnlyAttemptsNobodyHoldsOrFinished) {
 }
 
 TEST_F(AdminQueryTest, LeaseEndedAtTheInstantBeginWouldTakeItOver) {
-  ASSERT_EQ("STARTED",
-            Name(engine().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 10s}))));
+  ASSERT_EQ("STARTED", Name(engine().Execute(Op::Begin({.ns = "pay", .key = "k", .lease = 10s}))));
   clock_->Advance(9'999);
   EXPECT_EQ(0u, engine().Scan({.ns = "pay", .lease_ended = true})->records.size());
   clock_->Advance(1);
@@ -168,7 +170,7 @@ TEST_F(AdminQueryTest, PagingNeitherRepeatsNorSkipsKeysWrittenBetweenPages) {
       // and deleted.
       Insert("pay", "b");  // behind: not seen
       ASSERT_EQ("DELETED", Name(engine().Delete({.ns = "pay", .key = "e"})));
-      Insert("pay", "h");  // ahead: seen
+      Insert("pay", "h");                                                      // ahead: seen
       ASSERT_EQ("DELETED", Name(engine().Delete({.ns = "pay", .key = "k"})));  // ahead: not seen
       Insert("pay", "ga");
     }
@@ -261,8 +263,8 @@ TEST_F(AdminQueryTest, PurgeDeletesThePrefixAndCountsRecordsAndRememberedKeys) {
   Insert("remember", "gone", "PAID", {}, {}, 500);
   clock_->Advance(1000);
   totals = PurgeAll({.ns = "remember"});
-  EXPECT_EQ(1u, totals.deleted);    // live
-  EXPECT_EQ(2u, totals.forgotten);  // done, gone: their markers
+  EXPECT_EQ(1u, totals.deleted);                      // live
+  EXPECT_EQ(2u, totals.forgotten);                    // done, gone: their markers
   EXPECT_EQ("INSERTED", Insert("remember", "done"));  // forgotten: a retry runs again
 }
 

@@ -36,8 +36,9 @@ class AdminQueriesTest : public StoreConformanceTest {
 
 TEST_P(AdminQueriesTest, ScanPagesThroughFilteredRecordsInKeyOrder) {
   for (std::string k : {"order-3", "order-1", "refund-1", "order-2"}) Insert(k);
-  ASSERT_EQ("APPLIED", Name(store().CompareAndSet(
-                           {.ns = "pay", .key = "order-2", .update = {.status = "PAID"}})));
+  ASSERT_EQ(
+      "APPLIED",
+      Name(store().CompareAndSet({.ns = "pay", .key = "order-2", .update = {.status = "PAID"}})));
   EXPECT_EQ((std::vector<std::string>{"order-1 PENDING", "order-2 PAID", "order-3 PENDING"}),
             ScanAll({.ns = "pay", .prefix = "order-", .limit = 1}));
   EXPECT_EQ(std::vector<std::string>{"order-2 PAID"},
@@ -71,9 +72,10 @@ TEST_P(AdminQueriesTest, BadScansAreInvalidArgument) {
   EXPECT_TRUE(ScanError({.ns = "pay", .limit = 5000}).IsInvalidArgument());
   Status unknown = ScanError({.ns = "order", .status_in = {"PAYED"}});
   EXPECT_TRUE(unknown.IsInvalidArgument());
-  EXPECT_NE(std::string::npos, unknown.message().find("unknown status 'PAYED'")) << unknown.message();
-  EXPECT_TRUE(ScanError({.ns = "pay", .status_in = std::vector<std::string>(17, "X")})
-                  .IsInvalidArgument());
+  EXPECT_NE(std::string::npos, unknown.message().find("unknown status 'PAYED'"))
+      << unknown.message();
+  EXPECT_TRUE(
+      ScanError({.ns = "pay", .status_in = std::vector<std::string>(17, "X")}).IsInvalidArgument());
   EXPECT_TRUE(ScanError({.ns = "pay", .cursor = "\x01garbage"}).IsInvalidArgument());
   Result<ScanPage> page = store().Scan({.ns = "pay", .limit = 1});
   ASSERT_OK(page);
