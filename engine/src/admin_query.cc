@@ -21,8 +21,8 @@ std::string PrefixSuccessor(std::string prefix) {
 
 }  // namespace
 
-Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix,
-                              std::string_view cursor, const Limits& limits) {
+Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix, std::string_view cursor,
+                              const Limits& limits) {
   if (Status s = ValidateNamespace(ns, limits); !s.ok()) return s;
   if (prefix.size() > limits.max_key_bytes) {
     return Status::InvalidArgument("prefix is " + std::to_string(prefix.size()) +
@@ -37,8 +37,7 @@ Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix,
     return range;
   }
   std::string_view cursor_ns, cursor_key;
-  if (cursor[0] != kCursorFormat ||
-      !ParseRecordKey(cursor.substr(1), &cursor_ns, &cursor_key)) {
+  if (cursor[0] != kCursorFormat || !ParseRecordKey(cursor.substr(1), &cursor_ns, &cursor_key)) {
     return Status::InvalidArgument(
         "malformed cursor (pass back the cursor a previous page returned, unchanged)");
   }
@@ -69,8 +68,7 @@ Status ValidateScanFilter(const ScanRequest& request, const Limits& limits,
                                    " records per page");
   }
   if (request.status_in.size() > limits.max_status_set) {
-    return Status::InvalidArgument("scan filter names " +
-                                   std::to_string(request.status_in.size()) +
+    return Status::InvalidArgument("scan filter names " + std::to_string(request.status_in.size()) +
                                    " statuses; max_status_set is " +
                                    std::to_string(limits.max_status_set));
   }
@@ -88,9 +86,8 @@ Status ValidateScanFilter(const ScanRequest& request, const Limits& limits,
 }
 
 bool ScanAdmits(const ScanRequest& request, const Record& record, int64_t now_ms) {
-  if (!request.status_in.empty() &&
-      std::find(request.status_in.begin(), request.status_in.end(), record.status) ==
-          request.status_in.end()) {
+  if (!request.status_in.empty() && std::find(request.status_in.begin(), request.status_in.end(),
+                                              record.status) == request.status_in.end()) {
     return false;
   }
   if (request.lease_ended) {

@@ -25,8 +25,8 @@ struct WalkRange {
 
 // Validates the namespace, the prefix (at most max_key_bytes) and the cursor, and returns the
 // range still to walk. InvalidArgument, with a message, for each.
-Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix,
-                              std::string_view cursor, const Limits& limits);
+Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix, std::string_view cursor,
+                              const Limits& limits);
 
 // The cursor that continues a walk after `rocks_key`.
 std::string CursorAfter(std::string_view rocks_key);

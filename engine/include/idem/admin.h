@@ -52,7 +52,7 @@ struct ScanRequest {
   // lease). What a completer or sweeper looks for.
   bool lease_ended = false;
   std::string cursor = {};  // "" to start; else the cursor the previous page returned
-  size_t limit = 100;  // records to return at most, 1..kMaxScanPageRecords
+  size_t limit = 100;       // records to return at most, 1..kMaxScanPageRecords
   // Stop before a record that would bring the page's ScanEntryBytes past this many bytes; the
   // page's first record is always returned. 0: no bound. A server sets it from its largest
   // response.
@@ -84,9 +84,9 @@ struct PurgeRequest {
 // records, remembered keys' markers (the namespace forgets those keys: a retry may run again),
 // and expired records not yet reclaimed (counted in neither).
 struct PurgeStep {
-  uint64_t deleted = 0;     // live records
-  uint64_t forgotten = 0;   // remembered keys' markers
-  std::string cursor;       // "": the purge is complete
+  uint64_t deleted = 0;    // live records
+  uint64_t forgotten = 0;  // remembered keys' markers
+  std::string cursor;      // "": the purge is complete
 };
 
 }  // namespace idem
