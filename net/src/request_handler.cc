@@ -210,62 +210,51 @@ void RequestHandler::HandleScan(uint64_t id, const wire::ScanRequest& request, R
   if (info_.max_reply_bytes != 0) {
     scan->max_bytes = info_.max_reply_bytes > overhead ? info_.max_reply_bytes - overhead : 1;
   }
-  queue_->RunBlocking([this, id, scan = std::move(*scan), reply = std::move(reply)](bool stopped) {
-    if (stopped) {
-      AnswerError(id, Status::Shutdown("server is stopping"), reply);
-      return;
-    }
+  RunAdmin(id, std::move(reply), [this, id, scan = std::move(*scan)]() -> Result<FrameBytes> {
     Result<ScanPage> page = store_->Scan(scan);
-    if (!page.ok()) {
-      AnswerError(id, page.status(), reply);
-      return;
-    }
+    if (!page.ok()) return page.status();
     size_t bytes = 0;
     for (const ScanEntry& e : page->records) bytes += ScanEntryBytes(e.key, e.record);
     const size_t bound = ScanResponseBytesBound(bytes, page->records.size());
     if (info_.max_reply_bytes != 0 && bound > info_.max_reply_bytes) {
-      AnswerError(id,
-                  Status::InvalidArgument("the record at key '" + page->records.front().key +
-                                          "' makes a page of "
-                                          "about " +
-                                          std::to_string(bound) + " bytes, over max_reply_bytes " +
-                                          std::to_string(info_.max_reply_bytes)),
-                  reply);
-      return;
+      return Status::InvalidArgument("the record at key '" + page->records.front().key +
+                                     "' makes a page of about " + std::to_string(bound) +
+                                     " bytes, over max_reply_bytes " +
+                                     std::to_string(info_.max_reply_bytes));
     }
-    reply(EncodeScanResponse(id, *page));
+    return EncodeScanResponse(id, *page);
   });
 }
 
 void RequestHandler::HandlePurge(uint64_t id, const wire::PurgeRequest& request, Reply reply) {
-  queue_->RunBlocking(
-      [this, id, purge = DecodePurgeRequest(request), reply = std::move(reply)](bool stopped) {
-        if (stopped) {
-          AnswerError(id, Status::Shutdown("server is stopping"), reply);
-          return;
-        }
-        Result<PurgeStep> step = store_->Purge(purge);
-        if (!step.ok()) {
-          AnswerError(id, step.status(), reply);
-          return;
-        }
-        reply(EncodePurgeResponse(id, *step));
-      });
+  RunAdmin(id, std::move(reply),
+           [this, id, purge = DecodePurgeRequest(request)]() -> Result<FrameBytes> {
+             Result<PurgeStep> step = store_->Purge(purge);
+             if (!step.ok()) return step.status();
+             return EncodePurgeResponse(id, *step);
+           });
 }
 
 void RequestHandler::HandleCompact(uint64_t id, const wire::CompactRequest& request, Reply reply) {
   std::string ns = request.ns() ? request.ns()->str() : std::string();
-  queue_->RunBlocking([this, id, ns = std::move(ns), reply = std::move(reply)](bool stopped) {
+  RunAdmin(id, std::move(reply), [this, id, ns = std::move(ns)]() -> Result<FrameBytes> {
+    if (Status s = store_->Compact(ns); !s.ok()) return s;
+    return EncodeCompactResponse(id);
+  });
+}
+
+void RequestHandler::RunAdmin(uint64_t id, Reply reply, std::function<Result<FrameBytes>()> work) {
+  queue_->RunBlocking([this, id, reply = std::move(reply), work = std::move(work)](bool stopped) {
     if (stopped) {
       AnswerError(id, Status::Shutdown("server is stopping"), reply);
       return;
     }
-    Status s = store_->Compact(ns);
-    if (!s.ok()) {
-      AnswerError(id, s, reply);
+    Result<FrameBytes> response = work();
+    if (!response.ok()) {
+      AnswerError(id, response.status(), reply);
       return;
     }
-    reply(EncodeCompactResponse(id));
+    reply(std::move(*response));
   });
 }
 

@@ -60,6 +60,9 @@ class RequestHandler {
   void HandleScan(uint64_t id, const wire::ScanRequest& request, Reply reply);
   void HandlePurge(uint64_t id, const wire::PurgeRequest& request, Reply reply);
   void HandleCompact(uint64_t id, const wire::CompactRequest& request, Reply reply);
+  // Runs an admin query's `work` on a thread of its own (CommitQueue::RunBlocking) and replies
+  // with its response, or its error (counted).
+  void RunAdmin(uint64_t id, Reply reply, std::function<Result<FrameBytes>()> work);
 
   Store* const store_;
   CommitQueue* const queue_;

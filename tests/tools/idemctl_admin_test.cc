@@ -117,7 +117,8 @@ TEST(IdemctlAdminData, ScanPurgeAndCompactWorkOnADataDirectory) {
   EXPECT_EQ(1200u, Lines(r.output));
   r = Idemctl(data + "purge pay --yes");
   ASSERT_EQ(0, r.exit_code) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("purged 1500 records and 0 remembered keys from namespace 'pay'"));
+  EXPECT_THAT(r.output,
+              HasSubstr("purged 1500 records and 0 remembered keys from namespace 'pay'"));
   r = Idemctl(data + "compact pay");
   ASSERT_EQ(0, r.exit_code) << r.output;
   r = Idemctl(data + "scan pay");

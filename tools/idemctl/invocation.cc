@@ -188,16 +188,21 @@ Result<std::optional<uint64_t>> NumberFlag(const Invocation& inv, std::string_vi
   return std::optional<uint64_t>(*n);
 }
 
+// "A,B" -> {"A", "B"}; "" -> {""} (the store then refuses the empty status, naming it).
+std::vector<std::string> SplitCommas(std::string_view list) {
+  std::vector<std::string> items;
+  while (true) {
+    size_t comma = list.find(',');
+    items.emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) return items;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 // --expect-status A,B  --expect-version N  --expect-fence N
 Status ReadCondition(Invocation& inv, Condition* c) {
   if (auto s = Flag(inv, "expect-status")) {
-    std::string_view rest = *s;
-    while (true) {
-      size_t comma = rest.find(',');
-      inv.status_set.emplace_back(rest.substr(0, comma));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
+    for (std::string& st : SplitCommas(*s)) inv.status_set.push_back(std::move(st));
     for (const auto& st : inv.status_set) c->status_in.push_back(st);
   }
   Result<std::optional<uint64_t>> version = NumberFlag(inv, "expect-version");
@@ -416,15 +421,7 @@ Result<ScanRequest> BuildScan(const Invocation& inv, uint64_t* total_limit) {
   ScanRequest scan;
   scan.ns = inv.positional.at(0);
   if (auto p = Flag(inv, "prefix")) scan.prefix = *p;
-  if (auto statuses = Flag(inv, "status")) {
-    std::string_view rest = *statuses;
-    while (true) {
-      size_t comma = rest.find(',');
-      scan.status_in.emplace_back(rest.substr(0, comma));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-  }
+  if (auto statuses = Flag(inv, "status")) scan.status_in = SplitCommas(*statuses);
   scan.lease_ended = inv.flags.contains("lease-ended");
   Result<std::optional<uint64_t>> limit = NumberFlag(inv, "limit");
   if (!limit.ok()) return limit.status();
