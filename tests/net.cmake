@@ -9,12 +9,13 @@ idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_inter
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
 idem_add_test(net_protocol_codec_test net/protocol_codec_test.cc LIBS idem_net_internal)
+idem_add_test(net_admin_request_test net/admin_request_test.cc LIBS idem_net_internal)
 idem_add_test(net_metrics_test net/metrics_test.cc LIBS idem_net_internal)
 idem_add_test(net_store_conformance_test net/store_conformance_test.cc
               net/store_conformance_lifecycle_test.cc net/store_conformance_race_test.cc
               net/store_conformance_kinds_test.cc net/store_conformance_checkpoint_test.cc
               net/store_conformance_key_format_test.cc net/store_conformance_remember_test.cc
-              LIBS idem_net)
+              net/store_conformance_admin_test.cc LIBS idem_net)
 idem_add_test(net_server_test net/server_test.cc LIBS idem_net_internal)
 idem_add_test(net_client_test net/client_test.cc LIBS idem_net_internal)
 idem_add_test(net_waiting_lock_test net/waiting_lock_test.cc LIBS idem_net)
@@ -24,7 +25,8 @@ foreach(t net_store_conformance_test net_server_test net_waiting_lock_test)
   target_compile_options(${t} PRIVATE -Wno-missing-field-initializers)
 endforeach()
 idem_add_test(net_server_metrics_test net/server_metrics_test.cc LIBS idem_net_internal)
-foreach(t net_request_handler_test net_store_conformance_test net_server_test net_client_test
+foreach(t net_request_handler_test net_admin_request_test net_store_conformance_test
+        net_server_test net_client_test
         net_waiting_lock_test net_metrics_test net_server_metrics_test)
   target_include_directories(${t} PRIVATE ${IDEM_NET_TEST_DIR})
 endforeach()

@@ -24,3 +24,7 @@ idem_add_test(idemctl_backup_test tools/idemctl_backup_test.cc LIBS idem_net)
 target_compile_definitions(idemctl_backup_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
                                                       IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
 add_dependencies(idemctl_backup_test idemctl idemstored)
+idem_add_test(idemctl_admin_test tools/idemctl_admin_test.cc LIBS idem_engine)
+target_compile_definitions(idemctl_admin_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
+                                                      IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+add_dependencies(idemctl_admin_test idemctl idemstored)

@@ -3,10 +3,10 @@
 // Why: RocksDB's default memtable is a skiplist. An idempotency key is usually random (a UUID, a
 // request hash), and inserting a random key into a 64 MiB skiplist walks ~9 levels of cache
 // misses; under a stream of new keys that walk was the largest single cost in the server
-// (docs/performance.md). The engine never scans a range of keys: every read is a point Get.
-// So this representation keeps entries in a hash table (one bucket array, chains of nodes) and
-// sorts them only when something asks for order — in practice once, when the memtable is
-// flushed to a table file.
+// (docs/performance.md). Operations never scan a range of keys: every read is a point Get (the
+// admin walks of idem/admin.h do, and pay the sort below once per page). So this representation
+// keeps entries in a hash table (one bucket array, chains of nodes) and sorts them only when
+// something asks for order — in practice once, when the memtable is flushed to a table file.
 //
 // Contract (what RocksDB may rely on, and what this rep requires of the options):
 //  - Insert: single writer at a time (allow_concurrent_memtable_write = false), readers

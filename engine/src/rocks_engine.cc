@@ -18,6 +18,7 @@
 #include <rocksdb/env.h>
 #include <rocksdb/write_batch.h>
 
+#include "admin_query.h"
 #include "anchored_clock.h"
 #include "clock_mark.h"
 #include "data_dir_check.h"
@@ -133,6 +134,9 @@ class RocksEngine final : public ServingEngine {
   Status Flush() override { return FromRocks(db_->Flush(rocksdb::FlushOptions())); }
   Status WaitForBackgroundWork(int64_t timeout_ms) override;
   Result<BackupManifest> Backup(const std::string& dir) override;
+  Result<ScanPage> Scan(const ScanRequest& request) override;
+  Result<PurgeStep> Purge(const PurgeRequest& request) override;
+  Status Compact(std::string_view ns) override;
   const EngineOptions& options() const override { return options_; }
 
  private:
@@ -794,6 +798,147 @@ Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
   if (health_->suspended()) return health_->Refusal();
   return WriteBackup(
       db_.get(), dir, [this] { return fences_.next(); }, clock_->NowMillis());
+}
+
+Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
+  Result<WalkRange> range =
+      ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
+  if (!range.ok()) return range.status();
+  auto graph = state_graphs_.find(request.ns);
+  if (Status s = ValidateScanFilter(request, options_.limits,
+                                    graph == state_graphs_.end() ? nullptr : &graph->second);
+      !s.ok()) {
+    return s;
+  }
+  const int64_t now_ms = clock_->NowMillis();  // one instant for the page, as for a batch
+  ScanPage page;
+  size_t bytes = 0;
+  rocksdb::Slice upper(range->upper);
+  rocksdb::ReadOptions read;
+  read.iterate_upper_bound = &upper;
+  read.fill_cache = false;  // an admin walk must not evict the serving working set
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
+  // Every deferred write the iterator can see began before this load: if one is not synced yet,
+  // the page is not shown before a sync, as Apply's reads are not (ServingEngine).
+  const bool unsynced_visible =
+      write_options_.sync && deferred_begun_.load(std::memory_order_acquire) >
+                                 deferred_synced_.load(std::memory_order_acquire);
+  auto shown = [&](ScanPage& done) -> Result<ScanPage> {
+    if (unsynced_visible) {
+      if (Status s = SyncWal(); !s.ok()) {
+        return Status::IOError("read a write not confirmed durable yet: " + s.message());
+      }
+    }
+    return std::move(done);
+  };
+  std::string last;  // the last key examined
+  for (it->Seek(range->seek); it->Valid(); it->Next()) {
+    if (page.examined == kMaxScanExamined || page.records.size() == request.limit) {
+      page.cursor = CursorAfter(last);
+      return shown(page);
+    }
+    const std::string_view rocks_key(it->key().data(), it->key().size());
+    std::string_view ns, key;
+    if (!ParseRecordKey(rocks_key, &ns, &key)) break;  // the upper bound makes this unreachable
+    // Markers are not records: read as if the namespace remembered nothing.
+    Result<StoredKey> stored = ReadStoredValue(
+        std::string_view(it->value().data(), it->value().size()), now_ms, /*remember_ms=*/0);
+    if (!stored.ok()) {
+      return Status::Corruption("record at key '" + std::string(key) + "' of namespace '" +
+                                request.ns + "': " + stored.status().message());
+    }
+    if (stored->live && ScanAdmits(request, *stored->live, now_ms)) {
+      const size_t entry_bytes = ScanEntryBytes(key, *stored->live);
+      if (request.max_bytes != 0 && !page.records.empty() &&
+          bytes + entry_bytes > request.max_bytes) {
+        page.cursor = CursorAfter(last);  // this key is the next page's first
+        return shown(page);
+      }
+      bytes += entry_bytes;
+      page.records.push_back(ScanEntry{std::string(key), std::move(*stored->live)});
+    }
+    page.examined++;
+    last.assign(rocks_key);
+  }
+  if (!it->status().ok()) return FromRocks(it->status());
+  return shown(page);  // the range is exhausted: no cursor
+}
+
+Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
+  Result<WalkRange> range =
+      ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
+  if (!range.ok()) return range.status();
+  if (health_->suspended()) return health_->Refusal();
+  // 1. The batch's keys, read without locks.
+  std::vector<std::string> keys;
+  PurgeStep step;
+  {
+    rocksdb::Slice upper(range->upper);
+    rocksdb::ReadOptions read;
+    read.iterate_upper_bound = &upper;
+    read.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
+    for (it->Seek(range->seek); it->Valid(); it->Next()) {
+      if (keys.size() == kPurgeBatchKeys) {
+        step.cursor = CursorAfter(keys.back());
+        break;
+      }
+      keys.emplace_back(it->key().data(), it->key().size());
+    }
+    if (!it->status().ok()) return FromRocks(it->status());
+  }
+  if (keys.empty()) return step;
+  // 2. Lock them as Apply does (ascending stripes), then read them again: what an operation
+  // committed between the walk and the lock is what the counts describe.
+  std::vector<size_t> stripes;
+  stripes.reserve(keys.size());
+  for (const std::string& key : keys) stripes.push_back(KeyLocks::StripeOf(key));
+  std::sort(stripes.begin(), stripes.end());
+  std::optional<KeyLocks::Guard> guard;
+  guard.emplace(&locks_, std::move(stripes));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> reads(keys.size());
+  ReadAll(slices, values.data(), reads.data());
+  const int64_t now_ms = clock_->NowMillis();
+  const int64_t remember_ms = remember_.For(request.ns);
+  rocksdb::WriteBatch batch;
+  std::vector<std::string_view> written;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Result<StoredKey> stored = ReadKey(reads[i], values[i], now_ms, remember_ms);
+    // A value that does not decode is deleted all the same: the operator asked for the range
+    // gone. Only a failed read stops the batch.
+    if (!stored.ok() && !stored.status().IsCorruption()) return stored.status();
+    if (reads[i].IsNotFound()) continue;  // deleted since the walk
+    if (stored.ok() && stored->live) step.deleted++;
+    if (stored.ok() && stored->remembered) step.forgotten++;
+    batch.Delete(keys[i]);
+    written.push_back(keys[i]);
+  }
+  // 3. One write, under the same rules as Apply's commit (write_health.h, SyncWal).
+  if (batch.Count() > 0) {
+    std::shared_lock<std::shared_mutex> synced_write;
+    if (write_options_.sync) synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
+    if (health_->suspended()) return health_->Refusal();
+    if (rocksdb::Status s = db_->Write(write_options_, &batch); !s.ok()) return FromRocks(s);
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    if (write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+    user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
+  }
+  guard.reset();  // as in ApplyImpl: watchers may re-read the keys at once
+  watchers_.Fire(written);
+  return step;
+}
+
+Status RocksEngine::Compact(std::string_view ns) {
+  if (ns.empty()) return CompactAll();
+  Result<WalkRange> range = ResolveWalk(ns, "", "", options_.limits);
+  if (!range.ok()) return range.status();
+  if (Status s = WriteClockMark(); !s.ok()) return s;  // as CompactAll: before removing anything
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  rocksdb::Slice begin(range->seek), end(range->upper);
+  return FromRocks(db_->CompactRange(cro, &begin, &end));
 }
 
 void RocksEngine::ReclaimLoop() {

@@ -20,4 +20,16 @@ Result<OpResult> Store::Get(const GetArgs& args) { return Execute(Op::Get(args))
 
 Result<OpResult> Store::Delete(const DeleteArgs& args) { return Execute(Op::Delete(args)); }
 
+Result<ScanPage> Store::Scan(const ScanRequest&) {
+  return Status::NotSupported("this store does not answer admin queries (scan)");
+}
+
+Result<PurgeStep> Store::Purge(const PurgeRequest&) {
+  return Status::NotSupported("this store does not answer admin queries (purge)");
+}
+
+Status Store::Compact(std::string_view) {
+  return Status::NotSupported("this store does not answer admin queries (compact)");
+}
+
 }  // namespace idem

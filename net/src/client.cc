@@ -61,6 +61,14 @@ class ClientImpl final : public Client {
   Result<StoreStats> Stats() override;
   Result<ServerStats> GetServerStats() override;
   Result<BackupManifest> Backup(std::string_view to) override;
+  // Sends the request `encode(id)` builds and waits for its Response body, which `decode` turns
+  // into the answer; the server's error, or Corruption for another body, instead. `what` names
+  // the call in errors.
+  template <typename Response, typename T, typename Encode, typename Decode>
+  Result<T> Ask(std::string_view what, Encode encode, Decode decode);
+  Result<ScanPage> Scan(const ScanRequest& request) override;
+  Result<PurgeStep> Purge(const PurgeRequest& request) override;
+  Status Compact(std::string_view ns) override;
   const ServerInfo& server_info() const override { return info_; }
 
  private:
@@ -456,6 +464,51 @@ Result<BackupManifest> ClientImpl::Backup(std::string_view to) {
     }
   });
   return promise.get_future().get();
+}
+
+template <typename Response, typename T, typename Encode, typename Decode>
+Result<T> ClientImpl::Ask(std::string_view what, Encode encode, Decode decode) {
+  if (OnIoThread()) {
+    return Status::InvalidArgument("Client::" + std::string(what) +
+                                   " called from a Client callback");
+  }
+  std::promise<Result<T>> promise;
+  const uint64_t id = next_id_++;
+  Send(id, encode(id), [&](Status status, const wire::Frame* frame, size_t frame_bytes) {
+    if (status.ok()) status = DecodeError(frame->error());
+    const Response* response = status.ok() ? frame->body_as<Response>() : nullptr;
+    if (!status.ok()) {
+      promise.set_value(status);
+    } else if (response == nullptr) {
+      promise.set_value(Status::Corruption("expected " + std::string(what) + "'s response"));
+    } else {
+      promise.set_value(decode(*response, frame_bytes));
+    }
+  });
+  return promise.get_future().get();
+}
+
+Result<ScanPage> ClientImpl::Scan(const ScanRequest& request) {
+  return Ask<wire::ScanResponse, ScanPage>(
+      "Scan", [&](uint64_t id) { return EncodeScanRequest(id, request); },
+      [](const wire::ScanResponse& response, size_t frame_bytes) {
+        return DecodeScanResponse(response, frame_bytes);
+      });
+}
+
+Result<PurgeStep> ClientImpl::Purge(const PurgeRequest& request) {
+  return Ask<wire::PurgeResponse, PurgeStep>(
+      "Purge", [&](uint64_t id) { return EncodePurgeRequest(id, request); },
+      [](const wire::PurgeResponse& response, size_t) -> Result<PurgeStep> {
+        return DecodePurgeResponse(response);
+      });
+}
+
+Status ClientImpl::Compact(std::string_view ns) {
+  Result<bool> done = Ask<wire::CompactResponse, bool>(
+      "Compact", [&](uint64_t id) { return EncodeCompactRequest(id, ns); },
+      [](const wire::CompactResponse&, size_t) -> Result<bool> { return true; });
+  return done.ok() ? Status::Ok() : done.status();
 }
 
 }  // namespace

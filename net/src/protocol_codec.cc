@@ -318,6 +318,24 @@ Status DecodeError(const wire::Error* error) {
   return Status::FromCode(error->code(), View(error->message()));
 }
 
+Record DecodeRecord(const wire::Record& r) {
+  Record rec;
+  rec.status = View(r.status());
+  rec.version = r.version();
+  rec.fence = r.fence();
+  rec.fingerprint = View(r.fingerprint());
+  rec.payload = View(r.payload());
+  rec.created_ms = r.created_ms();
+  rec.updated_ms = r.updated_ms();
+  rec.expires_at_ms = r.expires_at_ms();
+  rec.owner = View(r.owner());
+  rec.lease_until_ms = r.lease_until_ms();
+  // A kind this build does not know (a newer server's) is kept as its number: the record
+  // itself is still good, RecordKindName calls it "unknown".
+  rec.kind = static_cast<RecordKind>(r.kind());
+  return rec;
+}
+
 Result<OpResult> DecodeOpResult(const wire::OpResult& in) {
   if (in.error()) return DecodeError(in.error());
   const uint8_t outcome = static_cast<uint8_t>(in.outcome());
@@ -328,34 +346,24 @@ Result<OpResult> DecodeOpResult(const wire::OpResult& in) {
   out.outcome = static_cast<Outcome>(outcome);
   out.fingerprint_matches = in.fingerprint_matches();
   out.token = View(in.token());
-  if (const wire::Record* r = in.record()) {
-    Record& rec = out.record.emplace();
-    rec.status = View(r->status());
-    rec.version = r->version();
-    rec.fence = r->fence();
-    rec.fingerprint = View(r->fingerprint());
-    rec.payload = View(r->payload());
-    rec.created_ms = r->created_ms();
-    rec.updated_ms = r->updated_ms();
-    rec.expires_at_ms = r->expires_at_ms();
-    rec.owner = View(r->owner());
-    rec.lease_until_ms = r->lease_until_ms();
-    // A kind this build does not know (a newer server's) is kept as its number: the record
-    // itself is still good, RecordKindName calls it "unknown".
-    rec.kind = static_cast<RecordKind>(r->kind());
-  }
+  if (const wire::Record* r = in.record()) out.record = DecodeRecord(*r);
   return out;
 }
 
 namespace {
+uint64_t WireSize(const auto* v) { return v ? v->size() : 0; }
+
+// The bytes DecodeRecord copies out of `r`.
+uint64_t DecodedBytes(const wire::Record& r) {
+  return WireSize(r.status()) + WireSize(r.fingerprint()) + WireSize(r.payload()) +
+         WireSize(r.owner());
+}
+
 // The bytes DecodeOpResult copies out of `in` (a shared object is counted once per reference).
 uint64_t DecodedBytes(const wire::OpResult& in) {
-  auto size = [](const auto* v) -> uint64_t { return v ? v->size() : 0; };
-  uint64_t n = size(in.token());
-  if (in.error()) n += size(in.error()->message());
-  if (const wire::Record* r = in.record()) {
-    n += size(r->status()) + size(r->fingerprint()) + size(r->payload()) + size(r->owner());
-  }
+  uint64_t n = WireSize(in.token());
+  if (in.error()) n += WireSize(in.error()->message());
+  if (const wire::Record* r = in.record()) n += DecodedBytes(*r);
   return n;
 }
 }  // namespace
@@ -631,6 +639,124 @@ BackupManifest DecodeBackupResponse(const wire::BackupResponse& r) {
   m.fence_floor = r.fence_floor();
   m.estimated_records = r.estimated_records();
   return m;
+}
+
+FrameBytes EncodeScanRequest(uint64_t id, const ScanRequest& r) {
+  fb::FlatBufferBuilder b(128 + r.ns.size() + r.prefix.size() + r.cursor.size());
+  auto ns = b.CreateString(r.ns);
+  auto prefix = r.prefix.empty() ? 0 : Bytes(b, r.prefix);
+  auto statuses = r.status_in.empty() ? 0 : b.CreateVectorOfStrings(r.status_in);
+  auto cursor = r.cursor.empty() ? 0 : Bytes(b, r.cursor);
+  const auto limit = static_cast<uint32_t>(std::min<size_t>(r.limit, UINT32_MAX));
+  return Finish(
+      b, id, wire::Body::ScanRequest,
+      wire::CreateScanRequest(b, ns, prefix, statuses, r.lease_ended, cursor, limit).Union());
+}
+
+Result<ScanRequest> DecodeScanRequest(const wire::ScanRequest& in, const Limits& limits) {
+  ScanRequest r;
+  r.ns = View(in.ns());
+  r.prefix = View(in.prefix());
+  if (in.status_in()) {
+    const size_t n = in.status_in()->size();
+    if (n > limits.max_status_set) {  // counted before any is copied
+      return Status::InvalidArgument("scan filter names " + std::to_string(n) +
+                                     " statuses; max_status_set is " +
+                                     std::to_string(limits.max_status_set));
+    }
+    r.status_in.reserve(n);
+    for (const fb::String* s : *in.status_in()) r.status_in.emplace_back(View(s));
+  }
+  r.lease_ended = in.lease_ended();
+  r.cursor = View(in.cursor());
+  r.limit = in.limit();
+  return r;
+}
+
+FrameBytes EncodeScanResponse(uint64_t id, const ScanPage& page) {
+  fb::FlatBufferBuilder b(1024);
+  std::vector<fb::Offset<wire::ScanEntry>> entries;
+  entries.reserve(page.records.size());
+  for (const ScanEntry& e : page.records) {
+    auto key = Bytes(b, e.key);
+    entries.push_back(wire::CreateScanEntry(b, key, MakeRecord(b, e.record)));
+  }
+  auto records = b.CreateVector(entries);
+  auto cursor = page.cursor.empty() ? 0 : Bytes(b, page.cursor);
+  return Finish(b, id, wire::Body::ScanResponse,
+                wire::CreateScanResponse(b, records, cursor, page.examined).Union());
+}
+
+Result<ScanPage> DecodeScanResponse(const wire::ScanResponse& in, size_t frame_bytes) {
+  ScanPage page;
+  page.cursor = View(in.cursor());
+  page.examined = in.examined();
+  if (in.records() == nullptr) return page;
+  uint64_t bytes = 0;
+  for (const wire::ScanEntry* e : *in.records()) {
+    bytes += WireSize(e->key()) + (e->record() ? DecodedBytes(*e->record()) : 0);
+  }
+  if (bytes > frame_bytes) {
+    return Status::Corruption("scan entries hold " + std::to_string(bytes) +
+                              " bytes in a frame of " + std::to_string(frame_bytes) +
+                              ": they share records");
+  }
+  page.records.reserve(in.records()->size());
+  for (const wire::ScanEntry* e : *in.records()) {
+    if (e->record() == nullptr) return Status::Corruption("scan entry without a record");
+    page.records.push_back(ScanEntry{std::string(View(e->key())), DecodeRecord(*e->record())});
+  }
+  return page;
+}
+
+size_t ScanResponseBytesBound(size_t records_bytes, size_t records) {
+  // Per entry: the entry and record tables with their vtables, four strings' and two vectors'
+  // length words and padding; per response: the frame, the body and the cursor.
+  constexpr size_t kPerEntry = 160, kPerResponse = 2048;
+  return records_bytes + records * kPerEntry + kPerResponse;
+}
+
+FrameBytes EncodePurgeRequest(uint64_t id, const PurgeRequest& r) {
+  fb::FlatBufferBuilder b(64 + r.ns.size() + r.prefix.size() + r.cursor.size());
+  auto ns = b.CreateString(r.ns);
+  auto prefix = r.prefix.empty() ? 0 : Bytes(b, r.prefix);
+  auto cursor = r.cursor.empty() ? 0 : Bytes(b, r.cursor);
+  return Finish(b, id, wire::Body::PurgeRequest,
+                wire::CreatePurgeRequest(b, ns, prefix, cursor).Union());
+}
+
+PurgeRequest DecodePurgeRequest(const wire::PurgeRequest& in) {
+  PurgeRequest r;
+  r.ns = View(in.ns());
+  r.prefix = View(in.prefix());
+  r.cursor = View(in.cursor());
+  return r;
+}
+
+FrameBytes EncodePurgeResponse(uint64_t id, const PurgeStep& step) {
+  fb::FlatBufferBuilder b(64 + step.cursor.size());
+  auto cursor = step.cursor.empty() ? 0 : Bytes(b, step.cursor);
+  return Finish(b, id, wire::Body::PurgeResponse,
+                wire::CreatePurgeResponse(b, step.deleted, step.forgotten, cursor).Union());
+}
+
+PurgeStep DecodePurgeResponse(const wire::PurgeResponse& in) {
+  PurgeStep step;
+  step.deleted = in.deleted();
+  step.forgotten = in.forgotten();
+  step.cursor = View(in.cursor());
+  return step;
+}
+
+FrameBytes EncodeCompactRequest(uint64_t id, std::string_view ns) {
+  fb::FlatBufferBuilder b(64 + ns.size());
+  auto name = ns.empty() ? 0 : b.CreateString(ns.data(), ns.size());
+  return Finish(b, id, wire::Body::CompactRequest, wire::CreateCompactRequest(b, name).Union());
+}
+
+FrameBytes EncodeCompactResponse(uint64_t id) {
+  fb::FlatBufferBuilder b(64);
+  return Finish(b, id, wire::Body::CompactResponse, wire::CreateCompactResponse(b).Union());
 }
 
 FrameBytes EncodeError(uint64_t id, const Status& status) {

@@ -15,6 +15,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "idem/admin.h"
 #include "idem/backup.h"
 #include "idem/metrics.h"
 #include "idem/operation.h"
@@ -61,6 +62,7 @@ Result<Op> DecodeOp(const wire::Op& op, const Limits& limits);
 Status CheckPayloadsFitFrame(const wire::ApplyRequest& request, size_t frame_bytes);
 // Status::Ok() for null; code 0 inside an Error is Corruption (an error must say what failed).
 Status DecodeError(const wire::Error* error);
+Record DecodeRecord(const wire::Record& record);
 Result<OpResult> DecodeOpResult(const wire::OpResult& result);
 // The response to an ApplyRequest of `expected` ops, from a verified frame of `frame_bytes`
 // bytes: the whole-request error if it carries one; Corruption when it has no ApplyResponse
@@ -75,6 +77,14 @@ Result<StoreStats> DecodeStats(const wire::StatsResponse& stats);
 Result<std::vector<MetricFamily>> DecodeMetrics(const wire::StatsResponse& stats);
 ServerInfo DecodeHelloReply(const wire::HelloReply& reply);
 BackupManifest DecodeBackupResponse(const wire::BackupResponse& response);
+// InvalidArgument when the filter lists more than limits.max_status_set statuses (counted
+// before any is copied). The engine validates the rest.
+Result<ScanRequest> DecodeScanRequest(const wire::ScanRequest& request, const Limits& limits);
+// Corruption for an entry without a record, or entries whose bytes add up to more than the
+// frame of `frame_bytes` (shared records, which would decode into many copies).
+Result<ScanPage> DecodeScanResponse(const wire::ScanResponse& response, size_t frame_bytes);
+PurgeRequest DecodePurgeRequest(const wire::PurgeRequest& request);
+PurgeStep DecodePurgeResponse(const wire::PurgeResponse& response);
 
 // --- encoding: whole frames ----------------------------------------------------------------
 // Finishes `b` with `root` and puts the 4-byte little-endian length in front.
@@ -96,6 +106,16 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& stats,
                                std::span<const MetricFamily> metrics = {});
 FrameBytes EncodeBackupRequest(uint64_t id, std::string_view to);
 FrameBytes EncodeBackupResponse(uint64_t id, const BackupManifest& manifest);
+FrameBytes EncodeScanRequest(uint64_t id, const ScanRequest& request);
+FrameBytes EncodeScanResponse(uint64_t id, const ScanPage& page);
+// At least the size, length prefix included, of a ScanResponse frame whose `records` entries
+// add up to `records_bytes` of ScanEntryBytes (engine/src/admin_query.h counts them): what
+// a server subtracts from its max_reply_bytes to bound a page (ScanRequest::max_bytes).
+size_t ScanResponseBytesBound(size_t records_bytes, size_t records);
+FrameBytes EncodePurgeRequest(uint64_t id, const PurgeRequest& request);
+FrameBytes EncodePurgeResponse(uint64_t id, const PurgeStep& step);
+FrameBytes EncodeCompactRequest(uint64_t id, std::string_view ns);  // "": the whole database
+FrameBytes EncodeCompactResponse(uint64_t id);
 // A whole-request error (id >= 1) or a connection-level one (id 0, the connection then closes).
 FrameBytes EncodeError(uint64_t id, const Status& status);
 

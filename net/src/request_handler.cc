@@ -70,6 +70,15 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
     case wire::Body::BackupRequest:
       HandleBackup(id, *root->body_as_BackupRequest(), std::move(reply));
       return Status::Ok();
+    case wire::Body::ScanRequest:
+      HandleScan(id, *root->body_as_ScanRequest(), std::move(reply));
+      return Status::Ok();
+    case wire::Body::PurgeRequest:
+      HandlePurge(id, *root->body_as_PurgeRequest(), std::move(reply));
+      return Status::Ok();
+    case wire::Body::CompactRequest:
+      HandleCompact(id, *root->body_as_CompactRequest(), std::move(reply));
+      return Status::Ok();
     case wire::Body::Hello:
       reply(EncodeHelloReply(id, info_));  // harmless repeat
       return Status::Ok();
@@ -169,6 +178,70 @@ void RequestHandler::HandleBackup(uint64_t id, const wire::BackupRequest& reques
                     }
                     reply(EncodeBackupResponse(id, *manifest));
                   });
+}
+
+// Admin queries run on threads of their own (CommitQueue::RunBlocking), never on the loop or an
+// engine thread: a scan page or a purge step is bounded in keys (idem/admin.h), but each sorts
+// the live memtable once to iterate it, and a compaction takes minutes. Their requests were
+// decoded here; the task owns copies.
+void RequestHandler::HandleScan(uint64_t id, const wire::ScanRequest& request, Reply reply) {
+  Result<ScanRequest> scan = DecodeScanRequest(request, info_.limits);
+  if (!scan.ok()) {
+    AnswerError(id, scan.status(), reply);
+    return;
+  }
+  // A page stops before the records that would not fit a response (its first one always comes:
+  // a record larger than a response is refused below, as an ApplyResponse would be).
+  const size_t overhead = ScanResponseBytesBound(0, 0);
+  if (info_.max_reply_bytes != 0) {
+    scan->max_bytes = info_.max_reply_bytes > overhead ? info_.max_reply_bytes - overhead : 1;
+  }
+  RunAdmin(id, std::move(reply), [this, id, scan = std::move(*scan)]() -> Result<FrameBytes> {
+    Result<ScanPage> page = store_->Scan(scan);
+    if (!page.ok()) return page.status();
+    size_t bytes = 0;
+    for (const ScanEntry& e : page->records) bytes += ScanEntryBytes(e.key, e.record);
+    const size_t bound = ScanResponseBytesBound(bytes, page->records.size());
+    if (info_.max_reply_bytes != 0 && bound > info_.max_reply_bytes) {
+      return Status::InvalidArgument("the record at key '" + page->records.front().key +
+                                     "' makes a page of about " + std::to_string(bound) +
+                                     " bytes, over max_reply_bytes " +
+                                     std::to_string(info_.max_reply_bytes));
+    }
+    return EncodeScanResponse(id, *page);
+  });
+}
+
+void RequestHandler::HandlePurge(uint64_t id, const wire::PurgeRequest& request, Reply reply) {
+  RunAdmin(id, std::move(reply),
+           [this, id, purge = DecodePurgeRequest(request)]() -> Result<FrameBytes> {
+             Result<PurgeStep> step = store_->Purge(purge);
+             if (!step.ok()) return step.status();
+             return EncodePurgeResponse(id, *step);
+           });
+}
+
+void RequestHandler::HandleCompact(uint64_t id, const wire::CompactRequest& request, Reply reply) {
+  std::string ns = request.ns() ? request.ns()->str() : std::string();
+  RunAdmin(id, std::move(reply), [this, id, ns = std::move(ns)]() -> Result<FrameBytes> {
+    if (Status s = store_->Compact(ns); !s.ok()) return s;
+    return EncodeCompactResponse(id);
+  });
+}
+
+void RequestHandler::RunAdmin(uint64_t id, Reply reply, std::function<Result<FrameBytes>()> work) {
+  queue_->RunBlocking([this, id, reply = std::move(reply), work = std::move(work)](bool stopped) {
+    if (stopped) {
+      AnswerError(id, Status::Shutdown("server is stopping"), reply);
+      return;
+    }
+    Result<FrameBytes> response = work();
+    if (!response.ok()) {
+      AnswerError(id, response.status(), reply);
+      return;
+    }
+    reply(std::move(*response));
+  });
 }
 
 }  // namespace idem

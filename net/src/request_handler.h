@@ -2,9 +2,10 @@
 // it frame bodies and writes what it replies; tests drive it directly.
 //
 // Apply requests go through the ApplyPath (the CommitQueue's group commit, the OpWaiter's
-// waits), as HTTP requests do; Stats on an engine thread, a backup on a thread of its own
-// (CommitQueue::RunBlocking); everything else is answered on the calling thread. Every frame gets
-// exactly one reply, which may come before Handle returns or later from an engine thread.
+// waits), as HTTP requests do; Stats on an engine thread, a backup and the admin queries (scan,
+// purge, compact) on threads of their own (CommitQueue::RunBlocking); everything else is answered
+// on the calling thread. Every frame gets exactly one reply, which may come before Handle returns
+// or later from an engine thread.
 #pragma once
 
 #include <functional>
@@ -32,10 +33,10 @@ class RequestHandler {
  public:
   using Reply = std::function<void(FrameBytes frame)>;
 
-  // `store` answers Stats; `queue` applies ops; `waiter` (may be null: waiting Begins and Locks
-  // then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms; `metrics` (may be null)
-  // counts every answer and is sent with Stats; `backups` (may be null: a BackupRequest is then
-  // NotSupported) takes backups. All must outlive the handler.
+  // `store` answers Stats and the admin queries; `queue` applies ops; `waiter` (may be null:
+  // waiting Begins and Locks then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms;
+  // `metrics` (may be null) counts every answer and is sent with Stats; `backups` (may be null: a
+  // BackupRequest is then NotSupported) takes backups. All must outlive the handler.
   RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
                  ServerMetrics* metrics = nullptr, Engine* backups = nullptr);
 
@@ -56,6 +57,12 @@ class RequestHandler {
   void AnswerError(uint64_t id, const Status& error, const Reply& reply) const;
   void HandleStats(uint64_t id, Reply reply);
   void HandleBackup(uint64_t id, const wire::BackupRequest& request, Reply reply);
+  void HandleScan(uint64_t id, const wire::ScanRequest& request, Reply reply);
+  void HandlePurge(uint64_t id, const wire::PurgeRequest& request, Reply reply);
+  void HandleCompact(uint64_t id, const wire::CompactRequest& request, Reply reply);
+  // Runs an admin query's `work` on a thread of its own (CommitQueue::RunBlocking) and replies
+  // with its response, or its error (counted).
+  void RunAdmin(uint64_t id, Reply reply, std::function<Result<FrameBytes>()> work);
 
   Store* const store_;
   CommitQueue* const queue_;

@@ -16,8 +16,8 @@ namespace {
 // One flag a command accepts; `value` names its value in --help ("N", "D|forever").
 struct FlagSpec {
   std::string_view name;
-  std::string_view value;
-  bool required = false;  // BuildOp refuses the command without it
+  std::string_view value;  // "": a switch, given alone (stored with the value "")
+  bool required = false;   // BuildOp refuses the command without it
   // Bytes, not just text: also accepted as --NAME-b64 B64 (any bytes, in base64), one form or
   // the other. The parser stores the decoded bytes under NAME, so BuildOp sees bytes either way.
   bool bytes = false;
@@ -27,8 +27,9 @@ struct FlagSpec {
 // the same table, so the two cannot disagree.
 struct CommandSpec {
   std::string_view name;
-  std::string_view section;                 // the heading --help lists it under
-  std::vector<std::string_view> arguments;  // positional, by their --help names
+  std::string_view section;  // the heading --help lists it under
+  // Positional, by their --help names; "[NAME]" ones are optional (only at the end).
+  std::vector<std::string_view> arguments;
   std::vector<FlagSpec> flags;
   std::string_view note;  // what --help says beside the synopsis ("" for nothing)
 };
@@ -38,6 +39,7 @@ constexpr std::string_view kLifecycle = "request lifecycle";
 constexpr std::string_view kTokens = "one-shot tokens";
 constexpr std::string_view kLocks = "locks";
 constexpr std::string_view kStateMachines = "state machines";
+constexpr std::string_view kAdmin = "admin queries";
 constexpr std::string_view kBackups = "backups";
 constexpr std::string_view kMaintenance =
     "maintenance (--data only, with no server running on the directory)";
@@ -81,6 +83,25 @@ const std::vector<CommandSpec>& Commands() {
       {"renew", kLocks, {"NS", "KEY"}, {fence, lease}, ""},
       {"unlock", kLocks, {"NS", "KEY"}, {fence}, ""},
       {"transition", kStateMachines, {"NS", "KEY", "TO_STATUS"}, {expect_version, payload}, ""},
+      {"scan",
+       kAdmin,
+       {"NS"},
+       {{"prefix", "P", false, true}, {"status", "S1,S2..."}, {"lease-ended", ""}, {"limit", "N"}},
+       "lists live records in key order, one line each (one JSON object each with the json "
+       "flag), filtered by the store and read in bounded pages; lease-ended lists attempts "
+       "still in progress whose lease ended and that nobody took over (stuck work)"},
+      {"purge",
+       kAdmin,
+       {"NS"},
+       {{"prefix", "P", false, true}, {"yes", "", true}},
+       "deletes every record of NS (with the prefix), remembered keys included, in bounded "
+       "batches, and prints how many; refuses without the yes flag"},
+      {"compact",
+       kAdmin,
+       {"[NS]"},
+       {},
+       "a manual compaction of NS, or of the whole database: removes expired records and "
+       "purged keys from disk (a server may need a longer timeout than 10s)"},
       {"backup",
        kBackups,
        {},
@@ -167,16 +188,21 @@ Result<std::optional<uint64_t>> NumberFlag(const Invocation& inv, std::string_vi
   return std::optional<uint64_t>(*n);
 }
 
+// "A,B" -> {"A", "B"}; "" -> {""} (the store then refuses the empty status, naming it).
+std::vector<std::string> SplitCommas(std::string_view list) {
+  std::vector<std::string> items;
+  while (true) {
+    size_t comma = list.find(',');
+    items.emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) return items;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 // --expect-status A,B  --expect-version N  --expect-fence N
 Status ReadCondition(Invocation& inv, Condition* c) {
   if (auto s = Flag(inv, "expect-status")) {
-    std::string_view rest = *s;
-    while (true) {
-      size_t comma = rest.find(',');
-      inv.status_set.emplace_back(rest.substr(0, comma));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
+    for (std::string& st : SplitCommas(*s)) inv.status_set.push_back(std::move(st));
     for (const auto& st : inv.status_set) c->status_in.push_back(st);
   }
   Result<std::optional<uint64_t>> version = NumberFlag(inv, "expect-version");
@@ -228,7 +254,8 @@ void AppendCommandHelp(std::string& out, const CommandSpec& c) {
   std::vector<std::string> synopsis{std::string(c.name)};
   synopsis.insert(synopsis.end(), c.arguments.begin(), c.arguments.end());
   for (const FlagSpec& f : c.flags) {
-    std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
+    std::string flag = "--" + std::string(f.name);
+    if (!f.value.empty()) flag += " " + std::string(f.value);
     if (f.bytes) flag += " | --" + std::string(f.name) + std::string(kBase64Suffix) + " B64";
     synopsis.push_back(f.required ? flag : "[" + flag + "]");
   }
@@ -261,7 +288,9 @@ void AppendExitStatusHelp(std::string& out) {
   refusals.back().pop_back();
   out += "Exit status (answers go to stdout, errors to stderr):\n  ";
   AppendWrapped(out, successes, 6);
-  out += "\n    (stats, help, backup, verify and repair exit 0 when they succeed)\n  ";
+  out +=
+      "\n    (stats, help, scan, purge, compact, backup, verify and repair exit 0 when they\n"
+      "    succeed)\n  ";
   AppendWrapped(out, refusals, 6);
   out += R"(
   2 USAGE: the command line is wrong (nothing was sent to a store)
@@ -327,18 +356,24 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
       continue;
     }
     std::string name(a.substr(2));
-    std::string value;
+    std::optional<std::string> inline_value;
     if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
+      inline_value = name.substr(eq + 1);
       name.resize(eq);
+    }
+    bool base64 = false;
+    const FlagSpec* flag = FindFlag(*spec, name, &base64);
+    if (flag == nullptr) return Status::InvalidArgument(inv.command + " does not take --" + name);
+    std::string value;
+    if (flag->value.empty()) {
+      if (inline_value) return Status::InvalidArgument("--" + name + " takes no value");
+    } else if (inline_value) {
+      value = std::move(*inline_value);
     } else {
       Result<std::string> v = value_of(a);
       if (!v.ok()) return v.status();
       value = *v;
     }
-    bool base64 = false;
-    const FlagSpec* flag = FindFlag(*spec, name, &base64);
-    if (flag == nullptr) return Status::InvalidArgument(inv.command + " does not take --" + name);
     if (flag->bytes) {
       const std::string text_form = "--" + std::string(flag->name);
       const std::string base64_form = text_form + std::string(kBase64Suffix);
@@ -362,12 +397,44 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
       inv.command == "backup" && (to == inv.flags.end() || to->second.empty())) {
     return Status::InvalidArgument("backup needs --to DIR");
   }
-  if (inv.positional.size() != spec->arguments.size()) {
-    return Status::InvalidArgument(inv.command + " takes " +
-                                   std::to_string(spec->arguments.size()) + " arguments, got " +
-                                   std::to_string(inv.positional.size()) + " (see idemctl --help)");
+  const size_t optional = static_cast<size_t>(
+      std::count_if(spec->arguments.begin(), spec->arguments.end(),
+                    [](std::string_view name) { return name.starts_with('['); }));
+  const size_t most = spec->arguments.size(), least = most - optional;
+  if (inv.positional.size() < least || inv.positional.size() > most) {
+    return Status::InvalidArgument(
+        inv.command + " takes " +
+        (least == most ? std::to_string(most)
+                       : std::to_string(least) + " or " + std::to_string(most)) +
+        " arguments, got " + std::to_string(inv.positional.size()) + " (see idemctl --help)");
+  }
+  if (inv.command == "purge" && !inv.flags.contains("yes")) {
+    return Status::InvalidArgument("purge deletes every record of namespace " +
+                                   (inv.positional.empty() ? "NS" : "'" + inv.positional[0] + "'") +
+                                   (inv.flags.contains("prefix") ? " with the prefix" : "") +
+                                   " and cannot be undone: add --yes to confirm");
   }
   return inv;
+}
+
+Result<ScanRequest> BuildScan(const Invocation& inv, uint64_t* total_limit) {
+  ScanRequest scan;
+  scan.ns = inv.positional.at(0);
+  if (auto p = Flag(inv, "prefix")) scan.prefix = *p;
+  if (auto statuses = Flag(inv, "status")) scan.status_in = SplitCommas(*statuses);
+  scan.lease_ended = inv.flags.contains("lease-ended");
+  Result<std::optional<uint64_t>> limit = NumberFlag(inv, "limit");
+  if (!limit.ok()) return limit.status();
+  if (*limit && **limit == 0) return Status::InvalidArgument("--limit must be at least 1");
+  *total_limit = limit->value_or(0);
+  return scan;
+}
+
+PurgeRequest BuildPurge(const Invocation& inv) {
+  PurgeRequest purge;
+  purge.ns = inv.positional.at(0);
+  if (auto p = Flag(inv, "prefix")) purge.prefix = *p;
+  return purge;
 }
 
 Result<Op> BuildOp(Invocation& inv) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "idem/admin.h"
 #include "idem/operation.h"
 #include "idem/result.h"
 
@@ -38,6 +39,11 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args);
 // Builds the operation for a data command (everything except "stats" and "help"). The Op borrows
 // from `inv`, which must outlive it.
 Result<Op> BuildOp(Invocation& inv);
+
+// The first page's request of a scan command; *total_limit: --limit, the records to print in
+// all (0: every one).
+Result<ScanRequest> BuildScan(const Invocation& inv, uint64_t* total_limit);
+PurgeRequest BuildPurge(const Invocation& inv);
 
 std::string Usage();
 

@@ -93,6 +93,70 @@ int Backup(const idem::ctl::Invocation& inv) {
   return idem::ctl::kExitSuccess;
 }
 
+// scan: pages through to --limit records (or all), printing each page as it arrives.
+int Scan(const idem::ctl::Invocation& inv) {
+  uint64_t total = 0;  // 0: all
+  auto request = idem::ctl::BuildScan(inv, &total);
+  if (!request.ok()) return Fail(idem::ctl::UsageError(request.status().message()), inv.json);
+  auto store = OpenStore(inv);
+  if (!store.ok()) return Fail(idem::ctl::StoreError(store.status()), inv.json);
+  const int64_t now_ms = idem::SystemClock().NowMillis();
+  uint64_t printed = 0;
+  while (true) {
+    request->limit = total == 0 ? idem::kMaxScanPageRecords
+                                : std::min<uint64_t>(idem::kMaxScanPageRecords, total - printed);
+    auto page = (*store)->Scan(*request);
+    if (!page.ok()) return Fail(idem::ctl::StoreError(page.status()), inv.json);
+    for (const idem::ScanEntry& entry : page->records) {
+      std::puts(inv.json ? idem::ctl::FormatScanEntryJson(entry).c_str()
+                         : idem::ctl::FormatScanEntryHuman(entry, now_ms).c_str());
+    }
+    std::fflush(stdout);
+    printed += page->records.size();
+    if (page->cursor.empty() || (total != 0 && printed >= total)) break;
+    request->cursor = std::move(page->cursor);
+  }
+  return idem::ctl::kExitSuccess;
+}
+
+// purge (--yes was checked by the parser): steps through the namespace, then prints the counts.
+int Purge(const idem::ctl::Invocation& inv) {
+  idem::PurgeRequest request = idem::ctl::BuildPurge(inv);
+  auto store = OpenStore(inv);
+  if (!store.ok()) return Fail(idem::ctl::StoreError(store.status()), inv.json);
+  idem::PurgeStep total;
+  while (true) {
+    auto step = (*store)->Purge(request);
+    if (!step.ok()) {
+      // What earlier steps deleted stays deleted: say how much before the error.
+      if (total.deleted + total.forgotten > 0) {
+        std::fprintf(stderr, "idemctl: purged %llu records before the error\n",
+                     static_cast<unsigned long long>(total.deleted));
+      }
+      return Fail(idem::ctl::StoreError(step.status()), inv.json);
+    }
+    total.deleted += step->deleted;
+    total.forgotten += step->forgotten;
+    if (step->cursor.empty()) break;
+    request.cursor = std::move(step->cursor);
+  }
+  std::puts(inv.json ? idem::ctl::FormatPurgeJson(request, total).c_str()
+                     : idem::ctl::FormatPurgeHuman(request, total).c_str());
+  return idem::ctl::kExitSuccess;
+}
+
+int Compact(const idem::ctl::Invocation& inv) {
+  const std::string ns = inv.positional.empty() ? std::string() : inv.positional[0];
+  auto store = OpenStore(inv);
+  if (!store.ok()) return Fail(idem::ctl::StoreError(store.status()), inv.json);
+  if (idem::Status s = (*store)->Compact(ns); !s.ok()) {
+    return Fail(idem::ctl::StoreError(s), inv.json);
+  }
+  std::puts(inv.json ? idem::ctl::FormatCompactJson(ns).c_str()
+                     : idem::ctl::FormatCompactHuman(ns).c_str());
+  return idem::ctl::kExitSuccess;
+}
+
 // stats from a server: the store's figures and the server's counters.
 int ServerStats(const idem::ctl::Invocation& inv) {
   auto client = idem::ConnectClient(Where(inv));
@@ -121,6 +185,9 @@ int main(int argc, char** argv) {
   if (inv->command == "repair") return Repair(*inv);
   if (inv->command == "verify") return Verify(*inv);
   if (inv->command == "backup") return Backup(*inv);
+  if (inv->command == "scan") return Scan(*inv);
+  if (inv->command == "purge") return Purge(*inv);
+  if (inv->command == "compact") return Compact(*inv);
   // The operation is built before the store is opened: a wrong flag is a usage error whether or
   // not the store can be reached.
   std::optional<idem::Op> op;  // every command but stats

@@ -396,6 +396,86 @@ std::string FormatBackupJson(const std::string& dir, const BackupManifest& manif
   return j.Take();
 }
 
+std::string FormatScanEntryHuman(const ScanEntry& entry, int64_t now_ms) {
+  const Record& rec = entry.record;
+  std::string out =
+      IsValidUtf8(entry.key) ? JsonQuote(entry.key) : "key_b64=" + Base64Encode(entry.key);
+  out += " " + rec.status + " kind=" + std::string(RecordKindName(rec.kind)) +
+         " version=" + std::to_string(rec.version) + " fence=" + std::to_string(rec.fence);
+  if (!rec.owner.empty()) out += " owner=" + JsonQuote(rec.owner);
+  if (rec.lease_until_ms != 0) {
+    out += " lease_until=" + Time(rec.lease_until_ms) + Relative(rec.lease_until_ms, now_ms);
+  }
+  out += " expires=" + Time(rec.expires_at_ms);
+  return out;
+}
+
+std::string FormatScanEntryJson(const ScanEntry& entry) {
+  JsonWriter j;
+  j.BeginObject();
+  WriteBytesJson("key", entry.key, j);
+  j.Key("record");
+  WriteRecordJson(entry.record, j);
+  j.EndObject();
+  return j.Take();
+}
+
+namespace {
+// "namespace 'pay'" or "namespace 'pay', prefix \"order-\"" (the prefix as JSON text or base64).
+std::string WhatPurged(const PurgeRequest& request) {
+  std::string out = "namespace '" + request.ns + "'";
+  if (!request.prefix.empty()) {
+    out += IsValidUtf8(request.prefix) ? ", prefix " + JsonQuote(request.prefix)
+                                       : ", prefix_b64 " + Base64Encode(request.prefix);
+  }
+  return out;
+}
+}  // namespace
+
+std::string FormatPurgeHuman(const PurgeRequest& request, const PurgeStep& total) {
+  return "purged " + std::to_string(total.deleted) + " records and " +
+         std::to_string(total.forgotten) + " remembered keys from " + WhatPurged(request);
+}
+
+std::string FormatPurgeJson(const PurgeRequest& request, const PurgeStep& total) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome");
+  j.String("OK");
+  j.Key("purge");
+  j.BeginObject();
+  j.Key("ns");
+  j.String(request.ns);
+  if (!request.prefix.empty()) WriteBytesJson("prefix", request.prefix, j);
+  j.Key("deleted");
+  j.Uint(total.deleted);
+  j.Key("forgotten");
+  j.Uint(total.forgotten);
+  j.EndObject();
+  j.EndObject();
+  return j.Take();
+}
+
+std::string FormatCompactHuman(const std::string& ns) {
+  return ns.empty() ? "compacted the whole database" : "compacted namespace '" + ns + "'";
+}
+
+std::string FormatCompactJson(const std::string& ns) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("outcome");
+  j.String("OK");
+  j.Key("compact");
+  j.BeginObject();
+  if (!ns.empty()) {
+    j.Key("ns");
+    j.String(ns);
+  }
+  j.EndObject();
+  j.EndObject();
+  return j.Take();
+}
+
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
     case Status::Code::kOk:

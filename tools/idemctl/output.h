@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "idem/admin.h"
 #include "idem/backup.h"
 #include "idem/metrics.h"
 #include "idem/operation.h"
@@ -55,6 +56,17 @@ std::string FormatVerifyJson(const VerifyReport& report);
 // backup: the directory written and its manifest (JSON: under "backup").
 std::string FormatBackupHuman(const std::string& dir, const BackupManifest& manifest);
 std::string FormatBackupJson(const std::string& dir, const BackupManifest& manifest);
+// scan: one line per record. Human: the key (quoted as JSON text, or key_b64=...), status,
+// kind, version, fence, owner and lease, expiry. JSON: {"key":..,"record":{..}} (record_json.h;
+// a key that is not UTF-8 as "key_b64").
+std::string FormatScanEntryHuman(const ScanEntry& entry, int64_t now_ms);
+std::string FormatScanEntryJson(const ScanEntry& entry);
+// purge: the totals (JSON: under "purge").
+std::string FormatPurgeHuman(const PurgeRequest& request, const PurgeStep& total);
+std::string FormatPurgeJson(const PurgeRequest& request, const PurgeStep& total);
+// compact: what was compacted ("" ns: the whole database).
+std::string FormatCompactHuman(const std::string& ns);
+std::string FormatCompactJson(const std::string& ns);
 std::string FormatErrorHuman(const CliError& error);  // "idemctl: error (CODE): message"
 std::string FormatErrorJson(const CliError& error);   // {"error":{"code":..,"message":..}}
 

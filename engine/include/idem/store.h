@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "idem/admin.h"
 #include "idem/operation.h"
 #include "idem/options.h"
 #include "idem/result.h"
@@ -79,6 +80,29 @@ class Store {
   virtual Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
 
   virtual Result<StoreStats> Stats() = 0;
+
+  // Admin queries, in bounded pages (idem/admin.h). The engine and the network client answer
+  // them alike; another Store answers NotSupported.
+  //
+  // Scan: the next page of `request.ns`'s live records in key order that match its filter.
+  // InvalidArgument, with a message, for a namespace, prefix or status the limits refuse, a
+  // status a state-graph namespace does not have, a limit outside 1..kMaxScanPageRecords, or a
+  // cursor that does not decode or belongs to another namespace or prefix. Corruption when a
+  // stored value does not decode (the message names its key).
+  virtual Result<ScanPage> Scan(const ScanRequest& request);
+  // Purge: deletes the next batch of `request.ns`'s keys (with the prefix). Each key's delete is
+  // atomic with the other operations on that key (it holds the key's lock, as Apply does; a key
+  // written after the purge passed it stays), the batch commits as one write, durable as Apply's,
+  // and waiting Begins and Locks on the keys are woken. Fences are never reused: a key purged and
+  // begun again gets a fence above every fence handed out before. InvalidArgument as for Scan;
+  // IOError while writes are suspended (a full disk) or when the write fails: then nothing of
+  // this batch was deleted.
+  virtual Result<PurgeStep> Purge(const PurgeRequest& request);
+  // Compact: a manual compaction through the bottom level of `ns`'s keys ("": the whole
+  // database), which removes expired records, ended markers and purged keys' tombstones from
+  // disk. Blocks for as long as that takes (minutes on a large store). InvalidArgument for a
+  // namespace the limits refuse; IOError while writes are suspended.
+  virtual Status Compact(std::string_view ns);
 
   // Single-operation conveniences over Apply.
   Result<OpResult> Insert(const InsertArgs& args);

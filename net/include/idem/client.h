@@ -78,10 +78,15 @@ class Client : public Store {
   // TimedOut then, while the server goes on with it.
   virtual Result<BackupManifest> Backup(std::string_view to) = 0;
 
+  // Scan, Purge and Compact (the Store contract, idem/admin.h) run on the server, each call one
+  // request: a page, a purge step, a whole compaction. A compaction may take longer than
+  // request_timeout_ms: TimedOut then, while the server goes on with it.
+
   // What the server announced in its HelloReply (limits, version) on the first connection.
   virtual const ServerInfo& server_info() const = 0;
 
-  // Failure contract, for Apply, ApplyAsync, Stats, GetServerStats and Backup alike:
+  // Failure contract, for Apply, ApplyAsync, Stats, GetServerStats, Backup and the admin
+  // queries alike:
   //  - TimedOut after request_timeout_ms (a late response is dropped; the request may have
   //    been applied);
   //  - IOError once the connection is lost or the server closes it: every call waiting on it
