@@ -2,9 +2,9 @@
 // (Engine) and tools/server_config/ (ParseServerFlags, PlanFdBudget); this file only wires them
 // and logs start and stop.
 //
-// Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad flags (including a
-// --max-connections the open-files limit cannot serve), 1 when the database or the listening
-// socket cannot be opened. Flags, the descriptor budget and the listening socket are checked
+// Exit codes: 0 after a clean stop (SIGINT/SIGTERM) and after --help, --version and
+// --print-config, 2 for bad flags or a bad --config file (including a --max-connections the
+// open-files limit cannot serve), 1 when the database or the listening socket cannot be opened. Flags, the descriptor budget and the listening socket are checked
 // before the database is opened: a refused start creates no data directory.
 #include <cstdio>
 #include <string>
@@ -44,6 +44,14 @@ int main(int argc, char** argv) {
   }
   if (flags->help) {
     std::fputs(idem::ServerFlagsUsage().c_str(), stdout);
+    return 0;
+  }
+  if (flags->version) {
+    std::printf("idemstored %s\n", IDEM_VERSION);
+    return 0;
+  }
+  if (flags->print_config) {
+    std::fputs(flags->effective_config.c_str(), stdout);
     return 0;
   }
 

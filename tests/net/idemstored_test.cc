@@ -64,6 +64,31 @@ TEST(IdemstoredTest, HelpAndBadFlags) {
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("db"))) << "a refused start created the database";
 }
 
+TEST(IdemstoredTest, VersionAndPrintedConfigReadBack) {
+  std::string out;
+  EXPECT_EQ(0, RunToExit({"--version"}, &out));
+  EXPECT_EQ(0u, out.find("idemstored ")) << out;
+
+  // `idemstored --print-config > my.conf` and then `idemstored --config my.conf` run with the
+  // same configuration.
+  testing::TempDir dir;
+  std::string printed;
+  EXPECT_EQ(0, RunToExit({"--listen", "127.0.0.1:0", "--data", dir.Sub("db"), "--retention",
+                          "payments=1d,remember=7d", "--print-config"},
+                         &printed));
+  EXPECT_NE(std::string::npos, printed.find("retention = [\"payments=1d,remember=7d\"]"))
+      << printed;
+  const std::string conf = dir.Sub("my.conf");
+  std::ofstream(conf) << printed;
+  EXPECT_EQ(0, RunToExit({"--config", conf, "--print-config"}, &out));
+  EXPECT_EQ(printed, out);
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("db"))) << "--print-config opened the database";
+
+  std::ofstream(conf, std::ios::app) << "max-conections = 10\n";
+  EXPECT_EQ(2, RunToExit({"--config", conf}, &out));
+  EXPECT_NE(std::string::npos, out.find("unknown key \"max-conections\"")) << out;
+}
+
 // A start refused for its address, its port or its flags creates nothing: the checks run before
 // the data directory is made.
 TEST(IdemstoredTest, ARefusedStartLeavesNoDataDirectory) {
