@@ -52,7 +52,7 @@ endif()
 
 # The HTTP/JSON API over a real server, with a real HTTP client (Boost.Beast).
 find_package(nlohmann_json 3.11 REQUIRED CONFIG)
-idem_add_test(net_http_api_test net/http_api_test.cc LIBS idem_net_internal
+idem_add_test(net_http_api_test net/http_api_test.cc LIBS idem_net_internal idem_tool_common
               nlohmann_json::nlohmann_json)
 target_include_directories(net_http_api_test PRIVATE ${IDEM_NET_TEST_DIR})
 # docs/openapi.yaml: OpenAPI 3.0 that parses, references that resolve, and every served route.

@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
   budget_request.max_connections = flags->server.max_connections;
   budget_request.max_connections_explicit = flags->max_connections_set;
   budget_request.max_refusing_connections = flags->server.max_refusing_connections;
-  if (flags->server.http) budget_request.http_connections = flags->server.http->max_connections + 1;
+  if (flags->server.http)
+    budget_request.http_connections =
+        flags->server.http->max_connections + flags->server.http->max_refusing_connections;
   idem::Result<idem::FdBudget> budget = idem::PlanFdBudget(budget_request);
   if (!budget.ok()) {
     std::fprintf(stderr, "idemstored: %s\n", budget.status().ToString().c_str());

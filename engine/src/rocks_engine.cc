@@ -105,6 +105,10 @@ class RocksEngine final : public ServingEngine {
   }
 
   Status Apply(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override;
+  Status Validate(const Op& op) const override {
+    Result<DecisionInputs> inputs = Prepare(op, clock_->NowMillis());
+    return inputs.ok() ? Status::Ok() : inputs.status();
+  }
   Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) override {
     return ApplyImpl(ops, results, /*defer_sync=*/false, nullptr);
   }
@@ -249,6 +253,15 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys, rocksdb::Pinnabl
                 values, statuses);
 }
 
+// Ok, or why `payload` is over the namespace's response limit.
+Status WithinResponseLimit(std::string_view what, std::string_view payload,
+                           const LifecyclePolicy& lifecycle) {
+  if (payload.size() <= lifecycle.max_response_bytes) return Status::Ok();
+  return Status::InvalidArgument(std::string(what) + " is " + std::to_string(payload.size()) +
+                                 " bytes; this namespace's max_response_bytes is " +
+                                 std::to_string(lifecycle.max_response_bytes));
+}
+
 Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const {
   auto key_format = key_formats_.find(op.ns);
   if (Status st = ValidateOp(op, options_.limits,
@@ -273,13 +286,15 @@ Result<DecisionInputs> RocksEngine::Prepare(const Op& op, int64_t now_ms) const 
       writes_expiry = op.update.ttl.has_value();
       ttl = op.update.ttl;
       break;
+    case OpType::kCheckpoint:
+      // What Begin hands whoever takes the attempt over: bounded like the response it leads to.
+      if (Status st = WithinResponseLimit("checkpoint payload", op.payload, lifecycle); !st.ok()) {
+        return st;
+      }
+      break;
     case OpType::kComplete:
     case OpType::kAbort:
-      if (op.payload.size() > lifecycle.max_response_bytes) {
-        return Status::InvalidArgument("response is " + std::to_string(op.payload.size()) +
-                                       " bytes; this namespace's max_response_bytes is " +
-                                       std::to_string(lifecycle.max_response_bytes));
-      }
+      if (Status st = WithinResponseLimit("response", op.payload, lifecycle); !st.ok()) return st;
       // Not given: the namespace's completed TTL, or its retention default where that is 0.
       writes_expiry = true;
       ttl = op.ttl;

@@ -51,12 +51,17 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
     Op& op = request.ops[next++];
     types[i] = op.type;
     if (waiter_ && WaitsForHolder(op)) {
-      if (!waits) waits = std::make_shared<std::vector<Wait>>();
-      waits->push_back({i, *op.wait, waiter_->Arrive(op)});
-      if (!waits->back().ticket.apply_now()) {
+      OpWaiter::Ticket ticket = waiter_->Arrive(op);
+      const bool valid = ticket.status().ok();
+      if (valid) {
+        if (!waits) waits = std::make_shared<std::vector<Wait>>();
+        waits->push_back({i, *op.wait, std::move(ticket)});
+      }
+      if (!valid || !waits->back().ticket.apply_now()) {
         if (!request.errors)
           request.errors = std::make_shared<std::vector<std::optional<Status>>>(n);
-        (*request.errors)[i] = Status::Busy("waiting its turn");
+        // Invalid: answered with its error in its place, like an op that did not decode.
+        (*request.errors)[i] = valid ? Status::Busy("waiting its turn") : ticket.status();
         continue;
       }
     }
@@ -114,6 +119,7 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
         std::lock_guard<std::mutex> lock(pending->mu);
         first = pending->results[w.index];
       }
+      // w.wait is within limits.max_wait_ms (Arrive validated it): no overflow.
       waiter_->Wait(w.ticket, received + w.wait, std::move(first),
                     [i = w.index, owner, pending, shared_finish](Result<OpResult> final_result) {
                       std::unique_lock<std::mutex> lock(pending->mu);

@@ -117,21 +117,23 @@ std::string ResultsJson(std::span<const Result<OpResult>> results) {
   return j.Take();
 }
 
-// At least the size of ResultsJson(results): every byte of a string field takes at most 6 JSON
-// bytes (\u00XX; base64 takes 4/3), the rest is bounded per result. Checked before building.
+// At least the size of ResultsJson(results), and at most 512 bytes per result more: every string
+// and byte field is counted exactly as it will be written (escapes, or base64), the fixed names
+// and numbers are bounded per result. Checked before building, so a refused reply is never built.
 size_t ResultsJsonBound(std::span<const Result<OpResult>> results) {
   size_t bytes = 32;
   for (const Result<OpResult>& r : results) {
     bytes += 512;
     if (!r.ok()) {
-      bytes += 6 * r.status().message().size();
+      bytes += JsonQuotedSize(r.status().message());
       continue;
     }
-    bytes += 6 * r->token.size();
+    bytes += JsonQuotedSize(r->token);
     if (r->record) {
       const Record& rec = *r->record;
-      bytes +=
-          6 * (rec.status.size() + rec.fingerprint.size() + rec.payload.size() + rec.owner.size());
+      bytes += JsonQuotedSize(rec.status) + JsonQuotedSize(rec.owner) +
+               BytesJsonSize("fingerprint", rec.fingerprint) +
+               BytesJsonSize("payload", rec.payload);
     }
   }
   return bytes;
@@ -217,10 +219,14 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
   }
   if (path == "/metrics") {
     if (!only(http::verb::get, "GET")) return;
-    std::string body = options_.metrics ? options_.metrics() : std::string();
-    reply(body.empty() ? ProblemResponse(http::status::not_found, Status::Code::kNotFound,
-                                         "this server serves no metrics")
-                       : Response(http::status::ok, kMetricsType, std::move(body)));
+    if (!options_.metrics) {
+      reply(ProblemResponse(http::status::not_found, Status::Code::kNotFound,
+                            "this server serves no metrics"));
+      return;
+    }
+    options_.metrics([reply = std::move(reply)](std::string body) {
+      reply(Response(http::status::ok, kMetricsType, std::move(body)));
+    });
     return;
   }
   if (path == "/v1/apply") {

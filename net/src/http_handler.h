@@ -41,8 +41,10 @@ class HttpHandler {
   struct Options {
     Limits limits;                      // max_batch_ops: ops per /v1/apply
     size_t max_reply_bytes = 4u << 20;  // a larger response is refused (INVALID_ARGUMENT)
-    // GET /metrics's body (Prometheus text format). Unset: /metrics is 404.
-    std::function<std::string()> metrics;
+    // GET /metrics: calls its argument, from any thread, with the body (Prometheus text
+    // format); the store's figures are engine work, so the I/O thread does not wait for them.
+    // Unset: /metrics is 404.
+    std::function<void(std::function<void(std::string body)>)> metrics;
     // GET /readyz: ok, or why the server should get no traffic (503).
     std::function<Status()> readiness;
   };

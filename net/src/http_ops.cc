@@ -273,27 +273,73 @@ Result<Op> DecodeOneOp(const std::string& where, const Json& j, OpsOwner& owner)
   return op;
 }
 
-Result<Json> Parse(std::string_view body) {
-  Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    // The parser's position is only reported through exceptions; one parse more, for the message,
-    // happens on bad input only.
-    try {
-      Json ignored = Json::parse(body);
-      (void)ignored;
-    } catch (const Json::parse_error& e) {
-      return Status::InvalidArgument(std::string("body is not JSON: ") + e.what());
+Status TooManyOps(std::string_view count, const Limits& limits) {
+  return Status::InvalidArgument("request has " + std::string(count) +
+                                 " operations; max_batch_ops is " +
+                                 std::to_string(limits.max_batch_ops));
+}
+
+// How deep the schema's containers go: an apply body is {"ops":[{..., "list":[...]}]}
+// (containers at depths 0..3), a route's body {..., "list":[...]} (0..1).
+constexpr int kApplyBodyDepth = 3;
+constexpr int kRouteBodyDepth = 1;
+
+// Thrown by the parser callback to stop parsing at once (discarding instead would still read
+// the rest, and nlohmann rescans a container per discarded element).
+struct ParseRefused {
+  Status status;
+};
+
+// Parses `body`, bounded while it is parsed (on the I/O thread, before any document is built
+// whole): a container nested deeper than `max_depth` is refused, and so is a top-level "ops"
+// array of more than `limits->max_batch_ops` elements (null `limits`: no count), so a body of
+// millions of ops costs a stopped parse, not a document.
+Result<Json> Parse(std::string_view body, int max_depth, const Limits* limits = nullptr) {
+  bool in_ops = false;
+  size_t ops = 0;
+  auto bound = [&](int depth, Json::parse_event_t event, Json& parsed) -> bool {
+    switch (event) {
+      case Json::parse_event_t::key:
+        if (depth == 1) in_ops = parsed == "ops";
+        return true;
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (depth > max_depth) {
+          throw ParseRefused{Status::InvalidArgument(
+              "body nests deeper than the operations' schema (" + std::to_string(max_depth + 1) +
+              " levels of objects and arrays)")};
+        }
+        [[fallthrough]];
+      case Json::parse_event_t::value:
+        if (limits != nullptr && depth == 2 && in_ops && ++ops > limits->max_batch_ops) {
+          throw ParseRefused{
+              TooManyOps("more than " + std::to_string(limits->max_batch_ops), *limits)};
+        }
+        return true;
+      default:
+        return true;
     }
-    return Status::InvalidArgument("body is not JSON");
+  };
+  try {
+    Json doc = Json::parse(body, bound, /*allow_exceptions=*/false);
+    if (!doc.is_discarded()) return doc;
+    // The parser's position is only reported through exceptions; one parse more, for the
+    // message, happens on bad input only.
+    Json ignored = Json::parse(body, bound);
+    (void)ignored;
+  } catch (const ParseRefused& refused) {
+    return refused.status;
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument(std::string("body is not JSON: ") + e.what());
   }
-  return doc;
+  return Status::InvalidArgument("body is not JSON");
 }
 
 }  // namespace
 
 Status DecodeApplyBody(std::string_view body, const Limits& limits, DecodedOps* out) {
   auto owner = std::make_shared<OpsOwner>();
-  Result<Json> doc = Parse(body);
+  Result<Json> doc = Parse(body, kApplyBodyDepth, &limits);
   if (!doc.ok()) return doc.status();
   owner->doc = std::move(*doc);
   const Json& root = owner->doc;
@@ -308,11 +354,7 @@ Status DecodeApplyBody(std::string_view body, const Limits& limits, DecodedOps* 
   if (ops == root.end() || !ops->is_array()) {
     return Bad("body", "\"ops\" (an array of operations) is required");
   }
-  if (ops->size() > limits.max_batch_ops) {
-    return Status::InvalidArgument("request has " + std::to_string(ops->size()) +
-                                   " operations; max_batch_ops is " +
-                                   std::to_string(limits.max_batch_ops));
-  }
+  if (ops->size() > limits.max_batch_ops) return TooManyOps(std::to_string(ops->size()), limits);
   DecodedOps decoded;
   decoded.ops.reserve(ops->size());
   for (size_t i = 0; i < ops->size(); ++i) {
@@ -332,7 +374,7 @@ Status DecodeRouteOp(std::string_view op_name, std::string ns, std::optional<std
   if (spec == nullptr) return Status::InvalidArgument("unknown op " + std::string(op_name));
   auto owner = std::make_shared<OpsOwner>();
   if (body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
-    Result<Json> doc = Parse(body);
+    Result<Json> doc = Parse(body, kRouteBodyDepth);
     if (!doc.ok()) return doc.status();
     owner->doc = std::move(*doc);
     if (!owner->doc.is_object()) {

@@ -25,7 +25,8 @@ namespace idem {
 // A /v1/apply body: {"ops":[op, ...]} and nothing else. InvalidArgument, naming the place
 // ("ops[3].ttl_ms: expected an integer"), for a body that is not such JSON, an unknown op or
 // field, a value of the wrong type, bad base64 or a field given both ways; also for more than
-// limits.max_batch_ops ops (counted before any is decoded). Nothing is applied then. On success
+// limits.max_batch_ops ops (counted while the body is parsed: parsing stops there) and for
+// nesting deeper than the schema goes. Nothing is applied then. On success
 // `out` holds every op and owns their bytes.
 Status DecodeApplyBody(std::string_view body, const Limits& limits, DecodedOps* out);
 

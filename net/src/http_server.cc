@@ -193,14 +193,15 @@ HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool a
       log_(std::move(log)),
       metrics_(metrics),
       accept_strand_(asio::make_strand(io)),
-      acceptor_(accept_strand_) {}
+      acceptor_(accept_strand_),
+      retry_timer_(accept_strand_) {}
 
 HttpServer::~HttpServer() = default;
 
 Status HttpServer::Listen() {
-  if (options_.max_connections < 1 || options_.max_header_bytes < 1024 ||
-      options_.max_header_bytes > (64u << 20) || options_.max_body_bytes < 1024 ||
-      options_.idle_timeout_ms <= 0) {
+  if (options_.max_connections < 1 || options_.max_refusing_connections < 1 ||
+      options_.max_header_bytes < 1024 || options_.max_header_bytes > (64u << 20) ||
+      options_.max_body_bytes < 1024 || options_.idle_timeout_ms <= 0) {
     return Status::InvalidArgument("HTTP listener options out of range");
   }
   Result<uint16_t> port =
@@ -219,42 +220,58 @@ void HttpServer::DoAccept() {
   acceptor_.async_accept(
       asio::make_strand(io_),
       asio::bind_executor(accept_strand_, [this](boost::system::error_code ec, tcp::socket s) {
-        if (!acceptor_.is_open()) return;
-        if (ec) {
-          if (metrics_) metrics_->AcceptFailed();
-          // EMFILE and the like: try again shortly instead of spinning on the error.
-          auto timer =
-              std::make_shared<asio::steady_timer>(accept_strand_, std::chrono::milliseconds(100));
-          timer->async_wait([this, timer](boost::system::error_code) { DoAccept(); });
-          return;
-        }
-        auto connection = std::make_shared<HttpConnection>(std::move(s), this);
-        bool reject;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          reject = served_ >= options_.max_connections;
-          if (reject) {
-            rejected_.insert(connection.get());
-          } else {
-            ++served_;
-          }
-          connections_.insert(connection);
-        }
-        if (metrics_) {
-          metrics_->ConnectionAccepted();
-          if (reject) metrics_->ConnectionRefused();
-        }
-        if (reject) {
-          connection->Reject("server has " + std::to_string(options_.max_connections) +
-                             " HTTP connections open (max_connections); retry later");
-        } else {
-          connection->Start();
-        }
-        DoAccept();
+        OnAccepted(ec, std::move(s));
       }));
 }
 
+void HttpServer::OnAccepted(const boost::system::error_code& ec, tcp::socket s) {
+  if (!acceptor_.is_open()) return;
+  std::string line;
+  if (ec) {
+    // EMFILE and the like: back off instead of spinning on the error, one log line an episode.
+    if (metrics_) metrics_->AcceptFailed();
+    const std::chrono::milliseconds delay =
+        backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
+    if (!line.empty() && log_) log_("HTTP: " + line);
+    retry_timer_.expires_after(delay);
+    retry_timer_.async_wait([this](boost::system::error_code timer_ec) {
+      if (!timer_ec) DoAccept();
+    });
+    return;
+  }
+  backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
+  if (!line.empty() && log_) log_("HTTP: " + line);
+  auto connection = std::make_shared<HttpConnection>(std::move(s), this);
+  bool reject;
+  bool pause;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reject = served_ >= options_.max_connections;
+    if (reject) {
+      rejected_.insert(connection.get());
+    } else {
+      ++served_;
+    }
+    connections_.insert(connection);
+    pause = accept_paused_ = rejected_.size() >= options_.max_refusing_connections;
+  }
+  if (metrics_) {
+    metrics_->ConnectionAccepted();
+    if (reject) metrics_->ConnectionRefused();
+  }
+  if (reject) {
+    connection->Reject("server has " + std::to_string(options_.max_connections) +
+                       " HTTP connections open (max_connections); retry later");
+  } else {
+    connection->Start();
+  }
+  // Paused: OnClosed resumes when a refusal is done, so that refusals never hold more than
+  // max_refusing_connections descriptors.
+  if (!pause) DoAccept();
+}
+
 void HttpServer::OnClosed(HttpConnection* connection) {
+  bool resume = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = std::find_if(connections_.begin(), connections_.end(),
@@ -265,7 +282,12 @@ void HttpServer::OnClosed(HttpConnection* connection) {
       --served_;
       if (metrics_) metrics_->ConnectionClosed();
     }
+    if (accept_paused_ && rejected_.size() < options_.max_refusing_connections) {
+      accept_paused_ = false;
+      resume = true;  // after Stop() closed the acceptor, OnAccepted returns at once
+    }
   }
+  if (resume) asio::post(accept_strand_, [this] { DoAccept(); });
   closed_cv_.notify_all();
 }
 

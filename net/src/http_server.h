@@ -12,7 +12,9 @@
 //  - a malformed request: 400, then close;
 //  - no complete request within idle_timeout_ms of the last response (an idle or trickling
 //    client), or a response the client does not read within it: the connection is closed;
-//  - over max_connections open: 503 with Retry-After, then close.
+//  - over max_connections open: 503 with Retry-After, then close; while
+//    max_refusing_connections are being refused, no more are accepted (they wait in the listen
+//    queue), so refusals hold a bounded number of descriptors.
 //
 // Threads: each connection runs on its own strand of the io_context; replies from engine
 // threads are posted onto it. Listen/Serve/Stop are called from the Server's lifecycle thread.
@@ -31,6 +33,7 @@
 
 #include <boost/asio.hpp>
 
+#include "accept_backoff.h"
 #include "http_handler.h"
 #include "idem/server.h"
 #include "idem/status.h"
@@ -62,6 +65,7 @@ class HttpServer {
  private:
   friend class HttpConnection;
   void DoAccept();
+  void OnAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
   void OnClosed(HttpConnection* connection);
 
   boost::asio::io_context& io_;
@@ -71,6 +75,8 @@ class HttpServer {
   ServerMetrics* const metrics_;
   boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_timer_;  // on accept_strand_: the next accept after a failure
+  AcceptBackoff backoff_;                  // on accept_strand_
   uint16_t port_ = 0;
   HttpHandler* handler_ = nullptr;
 
@@ -79,7 +85,8 @@ class HttpServer {
   std::set<std::shared_ptr<HttpConnection>> connections_;  // guarded by mu_
   size_t served_ = 0;                                      // guarded by mu_; within the limit
   std::set<HttpConnection*> rejected_;                     // guarded by mu_; being sent 503
-  bool stopping_ = false;                                  // guarded by mu_
+  bool accept_paused_ = false;  // guarded by mu_; max_refusing_connections are being refused
+  bool stopping_ = false;       // guarded by mu_
 };
 
 }  // namespace idem

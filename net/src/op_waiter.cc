@@ -37,6 +37,8 @@ OpWaiter::OpWaiter(ServingEngine* engine, CommitQueue* queue, RunAfter run_after
 
 OpWaiter::Ticket OpWaiter::Arrive(const Op& op) {
   Ticket ticket;
+  ticket.status_ = engine_->Validate(op);
+  if (!ticket.status_.ok()) return ticket;
   ticket.waiting_ = std::make_shared<Waiting>(op);
   const std::shared_ptr<Waiting>& w = ticket.waiting_;
   std::lock_guard<std::mutex> lock(mu_);
@@ -44,8 +46,13 @@ OpWaiter::Ticket OpWaiter::Arrive(const Op& op) {
   waiting_.insert(w);
   if (!w->line.empty()) {
     Line& line = lines_[w->line];
-    line.waiting.push_back(w);
-    w->first_in_line = line.waiting.size() == 1;
+    // The holder (as the line last saw it) retrying runs its own rounds outside the line: its
+    // re-lock is ACQUIRED at once, and it must not wait for those who wait for it.
+    const bool holder = line.holder && line.holder->owner == op.owner;
+    if (!holder || line.waiting.empty()) {
+      line.waiting.push_back(w);
+      w->first_in_line = line.waiting.size() == 1;
+    }
   }
   ticket.apply_now_ = w->first_in_line;
   return ticket;
@@ -226,11 +233,22 @@ void OpWaiter::Expire(const std::shared_ptr<Waiting>& w) {
   }
   if (holder) {
     Finish(w, *std::move(holder));
-  } else {
-    // The first in line has had no answer yet (it arrived moments before): take one last look
-    // of its own, like a first waiter at its deadline.
-    LastLook(w);
+    return;
   }
+  // The first in line has had no answer yet (it arrived moments before): read who holds the
+  // key. Read only: applying its own Lock could take a free lock ahead of the first in line.
+  queue_->Submit({Op::Get({.ns = w->op.ns, .key = w->op.key})},
+                 [this, w](Status s, std::vector<Result<OpResult>> results) {
+                   Result<OpResult> r = s.ok() ? std::move(results.at(0)) : Result<OpResult>(s);
+                   if (!r.ok()) {
+                     Finish(w, std::move(r));
+                     return;
+                   }
+                   OpResult held;
+                   held.outcome = Outcome::kHeld;
+                   held.record = std::move(r->record);  // none: free, the first in line takes it
+                   Finish(w, std::move(held));
+                 });
 }
 
 void OpWaiter::Finish(const std::shared_ptr<Waiting>& w, Result<OpResult> result) {

@@ -57,15 +57,23 @@ class OpWaiter {
     // Whether the op is applied in its request's batch. False: it queued behind other waiting
     // Locks for its key and must be left out of the batch; Wait applies it in its turn.
     bool apply_now() const { return apply_now_; }
+    // Not ok: the op is invalid (ServingEngine::Validate) and took no place; answer it with this
+    // status, without Wait or Leave.
+    const Status& status() const { return status_; }
 
    private:
     friend class OpWaiter;
     std::shared_ptr<Waiting> waiting_;
     bool apply_now_ = true;
+    Status status_;
   };
 
   // Called for each op that WaitsForHolder, as its request is decoded (arrival order). The
-  // op's strings must stay valid until its Done runs or it Leaves.
+  // op's strings must stay valid until its Done runs or it Leaves. Validates the op first: one
+  // that waits in line is applied only in its turn, so its errors must be found here (and its
+  // wait_ms is then within limits.max_wait_ms, so a deadline computed from it cannot overflow).
+  // The holder of the key's lock asking again is not queued behind those waiting for its own
+  // lock: it is applied at once, like a Lock without a wait (which re-locks).
   Ticket Arrive(const Op& op);
 
   // After the op's batch. `first`: its result there (absent when !apply_now()). `done` runs

@@ -76,6 +76,8 @@ class ServerImpl final : public Server {
   }
   void Stop() override;
   std::string MetricsText() override;
+  // The metrics text, with `engine`'s figures when it is not null.
+  std::string MetricsTextOf(ServingEngine* engine);
   bool stop_requested() {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_requested_;
@@ -196,7 +198,12 @@ Status ServerImpl::Serve(ServingEngine* engine) {
     HttpHandler::Options http_options;
     http_options.limits = options_.limits;
     http_options.max_reply_bytes = options_.max_reply_bytes;
-    http_options.metrics = [this] { return MetricsText(); };
+    // Like the binary Stats request: the store's figures are read on an engine thread.
+    http_options.metrics = [this, engine](std::function<void(std::string)> done) {
+      queue_->Run([this, engine, done = std::move(done)](bool stopped) {
+        done(MetricsTextOf(stopped ? nullptr : engine));
+      });
+    };
     http_options.readiness = [this, engine]() -> Status {
       if (stop_requested()) return Status::Shutdown("the server is stopping");
       return engine->WriteReadiness();
@@ -369,10 +376,18 @@ void ServerImpl::Stop() {
 }
 
 std::string ServerImpl::MetricsText() {
+  // The store's figures only under the lifecycle lock, so that Stop() cannot return (and the
+  // embedder close the engine) while they are read. Only tried: Serve() or Stop() in progress
+  // leaves them out, and a call from an I/O thread that Stop() is joining cannot deadlock.
+  std::unique_lock<std::mutex> lifecycle(lifecycle_mu_, std::try_to_lock);
+  return MetricsTextOf(lifecycle.owns_lock() ? engine_.load() : nullptr);
+}
+
+std::string ServerImpl::MetricsTextOf(ServingEngine* engine) {
   std::vector<MetricFamily> families = metrics_.Families();
   // Read at scrape time: RocksDB properties, never counted per operation. A store that cannot
   // answer (suspended after a write error) leaves its figures out rather than failing the scrape.
-  if (ServingEngine* engine = engine_.load()) {
+  if (engine != nullptr) {
     if (Result<StoreStats> stats = engine->Stats(); stats.ok()) {
       std::vector<MetricFamily> store = StoreStatsFamilies(*stats);
       families.insert(families.end(), std::make_move_iterator(store.begin()),

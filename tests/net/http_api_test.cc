@@ -1,6 +1,9 @@
 // The HTTP/JSON API (docs/http-api.md) of a real Server on 127.0.0.1 port 0, driven by a real
 // HTTP/1.1 client (Boost.Beast, synchronous) and by raw sockets where a client misbehaves.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -13,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base64.h"
 #include "raw_socket.h"
 #include "test_server.h"
 
@@ -277,6 +281,38 @@ TEST_F(HttpApiTest, ABinaryPayloadAndKeyRoundTripByteExact) {
   EXPECT_EQ(bytes, r->record->payload);
 }
 
+// A record of the largest payload the store takes (max_payload_bytes, 1 MiB) is answered whole,
+// as text (escapes included) and as base64: the reply limit (4 MiB) is on the real JSON size.
+TEST_F(HttpApiTest, LargestPayloadsAreReadBackWholeAndOnlyRealOverflowsAreRefused) {
+  std::string text(1 << 20, 'a');
+  for (size_t i = 0; i < text.size(); i += 4096) text[i] = '"';  // escaped: 2 JSON bytes
+  std::string bytes(1 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(0x80 + i % 64);
+  Reply put_text = client_->Send(http::verb::put, "/v1/records/big/text",
+                                 Json{{"status", "S"}, {"payload", text}}.dump());
+  ASSERT_EQ(200, put_text.status) << put_text.raw.substr(0, 400);
+  auto native = server_->Connect();
+  ASSERT_OK(native);
+  ASSERT_OK((*native)->Insert({.ns = "big", .key = "binary", .status = "S", .payload = bytes}));
+
+  Reply get_text = client_->Send(http::verb::get, "/v1/records/big/text");
+  ASSERT_EQ(200, get_text.status) << get_text.raw.substr(0, 400);
+  EXPECT_TRUE(get_text.body["record"]["payload"] == text);
+  Reply get_binary = client_->Send(http::verb::get, "/v1/records/big/binary");
+  ASSERT_EQ(200, get_binary.status) << get_binary.raw.substr(0, 400);
+  ASSERT_TRUE(get_binary.body["record"].contains("payload_b64"));
+  Result<std::string> got =
+      Base64Decode(get_binary.body["record"]["payload_b64"].get<std::string>());
+  ASSERT_OK(got);
+  EXPECT_TRUE(*got == bytes);
+
+  // Five such records are about 5 MiB of JSON: over max_reply_bytes, refused as documented.
+  Json gets = Json::array();
+  for (int i = 0; i < 5; ++i)
+    gets.push_back({{"op", "get"}, {"namespace", "big"}, {"key", "text"}});
+  ExpectProblem(Apply(gets), 400, "INVALID_ARGUMENT", "exceeds max_reply_bytes");
+}
+
 TEST_F(HttpApiTest, PerOpErrorsAreInTheResultsAndOtherOpsApply) {
   Reply r = Apply(Json::array(
       {{{"op", "insert"}, {"namespace", "ns"}, {"key", "z"}, {"status", "S"}, {"ttl_ms", 0}},
@@ -320,6 +356,34 @@ TEST_F(HttpApiTest, MalformedBodiesAre400AndApplyNothing) {
   // The first op was well-formed; the request as a whole was refused, so it did not apply.
   post(R"({"ops":[{"op":"insert","namespace":"ns","key":"a"},{"op":"get"}]})");
   EXPECT_EQ("NOT_FOUND", client_->Send(http::verb::get, "/v1/records/ns/a").body["outcome"]);
+}
+
+// The process's peak resident memory (VmHWM), in bytes.
+size_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// An 8 MiB body of empty ops is refused while it is parsed: the op count is checked as the
+// parser meets them, not on a document built first (which took 250 MB), and nesting deeper
+// than the schema goes is refused too.
+TEST_F(HttpApiTest, TooManyOpsAndDeepNestingAreRefusedWhileParsing) {
+  std::string body = R"({"ops":[{})";
+  while (body.size() < (8u << 20) - 16) body += ",{}";
+  body += "]}";
+  const size_t peak_before = PeakRssBytes();
+  Reply r = client_->Send(http::verb::post, "/v1/apply", body);
+  ExpectProblem(r, 400, "INVALID_ARGUMENT", "operations; max_batch_ops is");
+  EXPECT_LT(PeakRssBytes() - peak_before, 64u << 20);
+
+  std::string deep = R"({"ops":[{"op":"get","namespace":"n","key":"k","x":)";
+  deep += std::string(100'000, '[') + std::string(100'000, ']') + "}]}";
+  ExpectProblem(client_->Send(http::verb::post, "/v1/apply", deep), 400, "INVALID_ARGUMENT",
+                "nests deeper");
 }
 
 TEST_F(HttpApiTest, UnknownRoutesAre404AndWrongMethods405WithAllow) {
@@ -461,6 +525,44 @@ TEST_F(HttpApiTest, ConnectionsOverTheLimitGet503) {
     std::this_thread::sleep_for(10ms);
   }
   ADD_FAILURE() << "the freed connection slot was never reused";
+}
+
+// Descriptors of this process (the server and the test's clients alike).
+size_t OpenFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// A connect flood: refusals in flight are capped at max_refusing_connections, the rest wait in
+// the listen queue, so the server's descriptors stay bounded; each client still gets its 503.
+TEST_F(HttpApiTest, AConnectFloodHoldsAtMostMaxRefusingDescriptors) {
+  HttpListenerOptions small;
+  small.max_connections = 1;
+  small.max_refusing_connections = 4;
+  Start(small);  // client_ holds the one connection
+  EXPECT_EQ(200, client_->Send(http::verb::get, "/healthz").status);
+  const size_t before = OpenFds();
+  constexpr size_t kFlood = 64;
+  std::vector<std::unique_ptr<testing::RawSocket>> flood;
+  for (size_t i = 0; i < kFlood; ++i) flood.push_back(std::make_unique<testing::RawSocket>(port()));
+  // The server accepts what it will within milliseconds; watch it for a while.
+  size_t most = 0;
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    most = std::max(most, OpenFds());
+    std::this_thread::sleep_for(5ms);
+  }
+  // The clients' own kFlood descriptors, the refusals', and a few the server may open.
+  EXPECT_LE(most, before + kFlood + small.max_refusing_connections + 4);
+  // Every client is refused in turn as the ones before it close.
+  for (auto& socket : flood) {
+    std::string response = socket->ReadAll(5s);
+    EXPECT_NE(std::string::npos, response.find("HTTP/1.1 503")) << response;
+    socket.reset();
+  }
 }
 
 TEST_F(HttpApiTest, SixteenConcurrentInsertsOfOneKeyInsertExactlyOnce) {

@@ -39,6 +39,8 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
   options.state_graphs["post"] = *StateGraph::Parse("draft>published,*>moderated");
   options.key_formats["keyed"] = *KeyFormat::Parse("min=16,max=64,chars=[A-Za-z0-9_-]");
   options.key_formats["uuids"] = *KeyFormat::Parse("uuid");
+  // Responses and checkpoints of at most 8 bytes (store_conformance_checkpoint_test.cc).
+  options.lifecycle["capped"].max_response_bytes = 8;
   return options;
 }
 

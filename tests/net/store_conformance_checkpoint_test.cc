@@ -156,6 +156,23 @@ TEST_P(CheckpointTest, NeedsTheFenceAndAPayloadWithinTheLimit) {
   EXPECT_EQ("", PayloadNow());
 }
 
+// A checkpoint is what a takeover's Begin returns, so the namespace's response limit bounds it.
+TEST_P(CheckpointTest, APayloadOverTheNamespacesResponseLimitIsRefused) {
+  Result<OpResult> begun =
+      store().Execute(Op::Begin({.ns = "capped", .key = "job", .owner = "worker-a"}));
+  ASSERT_EQ("STARTED", Name(begun));
+  const uint64_t fence = begun->record->fence;
+  auto checkpoint = [&](std::string_view payload) {
+    return store().Execute(
+        Op::Checkpoint({.ns = "capped", .key = "job", .fence = fence, .payload = payload}));
+  };
+  Result<OpResult> r = checkpoint("123456789");
+  ASSERT_TRUE(r.status().IsInvalidArgument()) << Name(r);
+  EXPECT_EQ("checkpoint payload is 9 bytes; this namespace's max_response_bytes is 8",
+            r.status().message());
+  EXPECT_EQ("APPLIED", Name(checkpoint("12345678")));
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, CheckpointTest, AllModes(), ModeTestName);
 
 }  // namespace

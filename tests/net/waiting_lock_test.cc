@@ -214,6 +214,45 @@ TEST_F(WaitingLockTest, WaitOutsideZeroToMaxWaitIsInvalidArgument) {
   EXPECT_EQ("HELD", testing::Name(lock(0ms)));  // zero: answer now
 }
 
+// A Lock that would wait in line is validated as it arrives, like any op: an invalid one is
+// refused at once, not answered HELD when its wait runs out (nor waits past max_wait_ms).
+TEST_F(WaitingLockTest, AnInvalidLockBehindAnotherWaiterIsRefusedAtOnce) {
+  Take("alice");
+  auto c1 = Connect();
+  auto c2 = Connect();
+  auto c3 = Connect();
+  PendingLock first(*c1, "first", 1min);
+  PendingLock no_owner(*c2, "", 200ms);
+  const auto max = std::chrono::milliseconds(server_->engine().options().limits.max_wait_ms);
+  PendingLock too_long(*c3, "carol", max + 1ms);
+  for (PendingLock* invalid : {&no_owner, &too_long}) {
+    Result<OpResult> r = invalid->Get(5s);
+    EXPECT_TRUE(r.status().IsInvalidArgument()) << testing::Name(r);
+  }
+  EXPECT_FALSE(first.Answered());
+}
+
+// The holder retrying its Lock (its answer was lost) re-locks at once, as without a wait: it is
+// not queued behind those waiting for its own lock.
+TEST_F(WaitingLockTest, TheHolderAskingAgainWithAWaitReLocksAtOnce) {
+  const uint64_t fence = Take("alice");
+  auto c1 = Connect();
+  auto c2 = Connect();
+  PendingLock waiter(*c1, "carol", 1min);
+  PendingLock again(*c2, "alice", 1min);
+  Result<OpResult> r = again.Get(5s);
+  ASSERT_OK(r);
+  EXPECT_EQ(Outcome::kAcquired, r->outcome);
+  EXPECT_EQ("alice", r->record->owner);
+  EXPECT_EQ(fence, r->record->fence);
+  EXPECT_FALSE(waiter.Answered());
+  ASSERT_EQ("RELEASED", Unlock(fence));
+  Result<OpResult> next = waiter.Get();
+  ASSERT_OK(next);
+  EXPECT_EQ(Outcome::kAcquired, next->outcome);
+  EXPECT_EQ("carol", next->record->owner);
+}
+
 // Stop() does not wait out long waits: the first in line gets its last answer, and one still in
 // line gets the holder its line last saw.
 TEST_F(WaitingLockTest, StopAnswersEveryWaiterAtOnce) {

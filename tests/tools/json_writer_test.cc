@@ -35,5 +35,14 @@ TEST(JsonWriter, QuoteKeepsUtf8AndEscapesTheRest) {
   EXPECT_EQ("\"\\u00ed\\u00a0\\u0080\"", JsonQuote("\xed\xa0\x80"));  // never invalid JSON
 }
 
+TEST(JsonWriter, QuotedSizeIsTheQuotedTextsSize) {
+  for (std::string_view s :
+       {std::string_view(""), std::string_view("plain"), std::string_view("h\xc3\xa9llo"),
+        std::string_view("a\"b\\c\n\r\t"), std::string_view("\x01\x1f\x7f\xff\xed\xa0\x80", 7),
+        std::string_view("\0\xf0\x9f\x98\x80", 5)}) {
+    EXPECT_EQ(JsonQuote(s).size(), JsonQuotedSize(s)) << JsonQuote(s);
+  }
+}
+
 }  // namespace
 }  // namespace idem

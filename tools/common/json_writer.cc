@@ -86,6 +86,27 @@ std::string JsonQuote(std::string_view s) {
   return out;
 }
 
+size_t JsonQuotedSize(std::string_view s) {
+  size_t size = 2;  // the quotes
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (const size_t n = Utf8Length(s, i); n > 1) {
+      size += n;
+      i += n;
+      continue;
+    }
+    if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+      size += 2;
+    } else if (c < 0x20 || c >= 0x80) {
+      size += 6;  // \u00XX
+    } else {
+      size += 1;
+    }
+    ++i;
+  }
+  return size;
+}
+
 void JsonWriter::BeforeValue() {
   if (after_key_) {
     after_key_ = false;

@@ -20,6 +20,9 @@ namespace idem {
 // JSON whatever the input (payloads and keys are opaque bytes).
 std::string JsonQuote(std::string_view bytes);
 
+// JsonQuote(bytes).size(), counted in one pass without building the text.
+size_t JsonQuotedSize(std::string_view bytes);
+
 // Whether `bytes` is valid UTF-8 (RFC 3629: no overlong forms, surrogates or code points above
 // U+10FFFF), i.e. text a JSON string carries exactly. Bytes that are not are printed as base64
 // where they must survive (idemctl's payload_b64).

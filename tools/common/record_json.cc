@@ -18,6 +18,13 @@ void WriteBytesJson(std::string_view name, std::string_view bytes, JsonWriter& j
   }
 }
 
+size_t BytesJsonSize(std::string_view name, std::string_view bytes) {
+  if (IsValidUtf8(bytes)) return JsonQuotedSize(name) + 1 + JsonQuotedSize(bytes);
+  // NAME_b64 (name and suffix need no escapes: callers' names are plain ASCII) and base64's
+  // 4 characters per 3 bytes, padded, quoted.
+  return JsonQuotedSize(name) + 4 + 1 + 2 + 4 * ((bytes.size() + 2) / 3);
+}
+
 void WriteRecordJson(const Record& r, JsonWriter& j) {
   j.BeginObject();
   j.Key("kind");

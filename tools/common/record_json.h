@@ -22,6 +22,8 @@ bool IsReplay(const OpResult& result);
 
 // "NAME": text, or "NAME_b64": base64 (see above).
 void WriteBytesJson(std::string_view name, std::string_view bytes, JsonWriter& j);
+// The size of what WriteBytesJson writes (key, ':' and value), without building it.
+size_t BytesJsonSize(std::string_view name, std::string_view bytes);
 void WriteRecordJson(const Record& record, JsonWriter& j);
 // {"outcome":..., ["fingerprint_matches":..,] ["token":..,] ["replay":true,] ["record":{..}]}
 void WriteOpResultJson(const OpResult& result, JsonWriter& j);

@@ -37,8 +37,8 @@ struct FdBudgetRequest {
   // not fit is lowered; a number the operator gave is not silently replaced: the start fails.
   bool max_connections_explicit = false;
   size_t max_refusing_connections = 0;  // ServerOptions::max_refusing_connections
-  // HttpListenerOptions::max_connections (0 without an HTTP listener), plus one being refused
-  // with 503: reserved like the server's own descriptors.
+  // HttpListenerOptions::max_connections plus max_refusing_connections (0 without an HTTP
+  // listener): reserved like the server's own descriptors.
   size_t http_connections = 0;
 };
 

@@ -38,6 +38,11 @@ class ServingEngine : public Engine {
   // server waits without a thread per waiter by combining it with Watch.
   virtual Status ApplyNoWait(std::span<const Op> ops, std::vector<Result<OpResult>>* results) = 0;
 
+  // What applying `op` would refuse it with before reading its key (InvalidArgument: limits,
+  // the namespace's key format and policies), or Ok. For ops a server holds back before applying
+  // them (a Lock waiting in line for its key): they are answered with their error at once.
+  virtual Status Validate(const Op& op) const = 0;
+
   // Group commit with the fsync off the applying thread, under Durability::kSync:
   // ApplyDeferSync is ApplyNoWait whose writes reach the WAL (the OS) but are not fsynced; they
   // are visible to later operations at once. SyncWal() fsyncs every write that completed before

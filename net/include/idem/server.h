@@ -42,6 +42,10 @@ struct HttpListenerOptions {
   uint16_t port = 7879;            // 0: an ephemeral port (see Server::http_port())
   // One more gets 503 (with Retry-After) and is closed. Counted apart from max_connections.
   size_t max_connections = 256;
+  // Connections over max_connections being sent 503 at the same time (each holds a descriptor
+  // until its peer has read the answer, at most a second). Past it the listener stops accepting
+  // until one is done, so a flood never takes more than max_connections + this descriptors.
+  size_t max_refusing_connections = 8;
   size_t max_header_bytes = 16u << 10;  // request line and headers; more: 431, then close
   size_t max_body_bytes = 8u << 20;     // more: 413, then close (Content-Length checked first)
   // A connection with no complete request for this long after its last response (or whose
