@@ -4,8 +4,9 @@
 //
 // Exit codes: 0 after a clean stop (SIGINT/SIGTERM) and after --help, --version and
 // --print-config, 2 for bad flags or a bad --config file (including a --max-connections the
-// open-files limit cannot serve), 1 when the database or the listening socket cannot be opened. Flags, the descriptor budget and the listening socket are checked
-// before the database is opened: a refused start creates no data directory.
+// open-files limit cannot serve), 1 when the database or the listening socket cannot be opened.
+// Flags, the descriptor budget and the listening socket are checked before the database is opened:
+// a refused start creates no data directory.
 #include <cstdio>
 #include <string>
 #include <string_view>

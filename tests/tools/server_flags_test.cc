@@ -217,7 +217,7 @@ TEST(ServerFlagsTest, Help) {
   EXPECT_TRUE(Parse({"-h"})->help);
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--retention"));
   // Defaults come from EngineOptions and ServerOptions, written as they would be typed.
-  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--default-ttl DUR [1d]"))
+  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--default-ttl DUR=1d"))
       << ServerFlagsUsage();
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("Durations: a number and a unit"));
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("SIGINT/SIGTERM"));
@@ -268,11 +268,23 @@ key-format = ["payments=min=16,max=64,chars=[A-Za-z0-9,_-]", "orders=uuid"]
 TEST(ServerFlagsTest, ConfigFileValuesAreCheckedLikeFlags) {
   ConfigFile file("listen = \"127.0.0.1:9100\"\nidle-timeout = \"0s\"\n");
   Result<ServerFlags> f = Parse({"--config", file.path()});
-  EXPECT_EQ("--idle-timeout: must be positive", f.status().message());
+  EXPECT_EQ("--config: " + file.path() + ":2: idle-timeout: must be positive",
+            f.status().message());
+  // Even where the command line replaces it: the file is wrong.
+  f = Parse({"--config", file.path(), "--idle-timeout", "1s"});
+  EXPECT_EQ("--config: " + file.path() + ":2: idle-timeout: must be positive",
+            f.status().message());
 
-  ConfigFile bad_array("retention = [\"payments=1d\", \"nosep\"]\n");
+  ConfigFile bad_array("\nretention = [\"payments=1d\", \"nosep\"]\n");
   f = Parse({"--config", bad_array.path()});
-  EXPECT_NE(std::string::npos, f.status().message().find("--retention")) << f.status().message();
+  EXPECT_EQ("--config: " + bad_array.path() +
+                ":2: retention: expected NS=DEFAULT_TTL[,max=DUR][,forever][,remember=DUR]",
+            f.status().message());
+
+  ConfigFile bad_switch("allow-remote = \"maybe\"\n");
+  f = Parse({"--config", bad_switch.path()});
+  EXPECT_EQ("--config: " + bad_switch.path() + ":1: allow-remote: expected true or false",
+            f.status().message());
 }
 
 TEST(ServerFlagsTest, UnknownConfigKeyNamesTheKeyAndItsLine) {
@@ -280,6 +292,11 @@ TEST(ServerFlagsTest, UnknownConfigKeyNamesTheKeyAndItsLine) {
   Result<ServerFlags> f = Parse({"--config", file.path()});
   ASSERT_TRUE(f.status().IsInvalidArgument());
   EXPECT_EQ("--config: " + file.path() + ":4: unknown key \"retension\" (see --help)",
+            f.status().message());
+
+  ConfigFile in_a_section("[server]\nlisten = \"127.0.0.1:9100\"\n");
+  f = Parse({"--config", in_a_section.path()});
+  EXPECT_EQ("--config: " + in_a_section.path() + ":2: unknown key \"server.listen\" (see --help)",
             f.status().message());
 
   ConfigFile not_a_flag("print-config = true\n");
@@ -395,6 +412,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
+           {{"--allow-remote=maybe"}, "--allow-remote"},
        }) {
     Result<ServerFlags> f = Parse(c.args);
     ASSERT_FALSE(f.ok()) << c.args[0];

@@ -511,10 +511,12 @@ struct Grammar {
                             "read flags from FILE (TOML, or INI: key = value, one a line); a flag\n"
                             "given on the command line replaces the file's")
                  ->type_name("FILE");
-    print_config = app.add_flag("--print-config",
-                                "print the effective configuration in --config's format and exit")
-                       ->configurable(false);
-    version = app.add_flag("--version", "print the version and exit")->configurable(false);
+    print_config =
+        app.add_flag("--print-config")
+            ->description("print the effective configuration in --config's format and exit")
+            ->configurable(false);
+    version =
+        app.add_flag("--version")->description("print the version and exit")->configurable(false);
   }
 };
 
@@ -525,25 +527,46 @@ std::string Trimmed(std::string_view text) {
   return std::string(text.substr(begin, end - begin + 1));
 }
 
-// CLI11 (2.1) skips a file's keys that no flag has, and its items carry no line numbers: this
-// names the first such key with its line.
-Status CheckConfigKeys(const CLI::App& app, const std::string& path) {
+// The line of `path` that sets `key` (0 if none is found): CLI11's items carry no lines.
+int LineOf(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string name = Trimmed(line.substr(0, line.find('=')));
+    if (name == key || name == "\"" + key + "\"") return number;
+  }
+  return 0;
+}
+
+std::string Where(const std::string& path, const std::string& key) {
+  const int line = LineOf(path, key);
+  return path + (line > 0 ? ":" + std::to_string(line) : "") + ": ";
+}
+
+// Checks every key of the --config file on its own, so that an error names the file and the
+// line: CLI11 (2.1) skips keys that no flag has, and a value is checked by its FlagSpec only
+// after the file and the command line are merged. A value's error reads
+// "FILE:LINE: KEY: why" (the FlagSpec's own message, without its flag's dashes).
+Status CheckConfigFile(const CLI::App& app, const std::string& path) {
   std::vector<CLI::ConfigItem> items = app.get_config_formatter_base()->from_file(path);
+  ParseState scratch;
+  const std::vector<FlagSpec> specs = Flags(scratch);
   for (const CLI::ConfigItem& item : items) {
-    if (item.name == "--") continue;  // the end of a [section]
+    if (item.name == "++" || item.name == "--") continue;  // a [section]'s start and end
     const std::string key = item.fullname();
     const CLI::Option* opt = item.parents.empty() ? app.get_option_no_throw("--" + key) : nullptr;
-    if (opt != nullptr && opt->get_configurable()) continue;
-    std::ifstream in(path);
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-      std::string name = Trimmed(line.substr(0, line.find('=')));
-      if (name == item.name || name == "\"" + item.name + "\"") {
-        return Bad("--config", path + ":" + std::to_string(number) + ": unknown key \"" + key +
-                                   "\" (see --help)");
-      }
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&key](const FlagSpec& f) { return f.name == key; });
+    if (opt == nullptr || !opt->get_configurable() || spec == specs.end()) {
+      return Bad("--config", Where(path, item.name) + "unknown key \"" + key + "\" (see --help)");
     }
-    return Bad("--config", path + ": unknown key \"" + key + "\" (see --help)");
+    for (const std::string& value : item.inputs) {
+      Status st = spec->apply(value);
+      if (st.ok()) continue;
+      std::string why = st.message();
+      if (why.starts_with("--")) why.erase(0, 2);
+      return Bad("--config", Where(path, item.name) + why);
+    }
   }
   return Status::Ok();
 }
@@ -575,7 +598,7 @@ std::string EffectiveConfig(const std::vector<FlagSpec>& specs, const Grammar& g
       continue;
     }
     if (spec.value_form.empty()) {
-      value = opt->as<bool>() ? "true" : "false";
+      value = opt->as<std::string>();  // "true" or "false": checked by its FlagSpec
     } else if (spec.repeatable) {
       for (const std::string& v : opt->reduced_results()) {
         value += (value.empty() ? "[" : ", ") + Quoted(v);
@@ -611,7 +634,7 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     return std::move(s.flags);
   }
   if (grammar.config->count() > 0) {
-    if (Status st = CheckConfigKeys(grammar.app, grammar.config->as<std::string>()); !st.ok()) {
+    if (Status st = CheckConfigFile(grammar.app, grammar.config->as<std::string>()); !st.ok()) {
       return st;
     }
   }
@@ -619,7 +642,8 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     const CLI::Option* opt = grammar.options[i];
     if (opt->count() == 0) continue;
     if (specs[i].value_form.empty()) {
-      if (Status st = specs[i].apply(opt->as<bool>() ? "true" : "false"); !st.ok()) return st;
+      // A switch's text: "true" when given bare, else the value given (--allow-remote=false).
+      if (Status st = specs[i].apply(opt->as<std::string>()); !st.ok()) return st;
       continue;
     }
     for (const std::string& value : opt->reduced_results()) {
