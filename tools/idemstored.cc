@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli_app.h"
 #include "duration.h"
 #include "fd_budget.h"
 #include "idem/server.h"
@@ -39,16 +40,13 @@ const char* malloc_conf =
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   idem::Result<idem::ServerFlags> flags = idem::ParseServerFlags(args);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", flags.status().ToString().c_str());
-    return 2;
-  }
+  if (!flags.ok()) return idem::ReportUsageError("idemstored", flags.status());
   if (flags->help) {
     std::fputs(idem::ServerFlagsUsage().c_str(), stdout);
     return 0;
   }
   if (flags->version) {
-    std::printf("idemstored %s\n", IDEM_VERSION);
+    std::printf("%s\n", idem::VersionLine("idemstored").c_str());
     return 0;
   }
   if (flags->print_config) {

@@ -217,7 +217,10 @@ TEST(ServerFlagsTest, Help) {
   EXPECT_TRUE(Parse({"-h"})->help);
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--retention"));
   // Defaults come from EngineOptions and ServerOptions, written as they would be typed.
-  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--default-ttl DUR=1d"))
+  EXPECT_NE(
+      std::string::npos,
+      ServerFlagsUsage().find(
+          "--default-ttl DUR           TTL of records in namespaces without a policy (default 1d)"))
       << ServerFlagsUsage();
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("Durations: a number and a unit"));
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("SIGINT/SIGTERM"));

@@ -10,8 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "cli_app.h"
 #include "duration.h"
 
 namespace idem {
@@ -220,7 +219,7 @@ std::vector<FlagSpec> Flags(ParseState& s) {
   };
   return {
       {"listen", "HOST:PORT", Listen(server.host, server.port),
-       "address to listen on (port 0 = any free port, printed in the start line)", false,
+       "address to listen on (port 0 = any free port, printed in the start\nline)", false,
        [&s](std::string_view v) {
          return ParseListen("--listen", v, &s.flags.server.host, &s.flags.server.port);
        }},
@@ -484,22 +483,21 @@ socket cannot be opened.)";
 // flag (with its own wording for unknown flags, missing values and malformed files); the
 // FlagSpecs then check and apply that text, so a value means the same in both places.
 struct Grammar {
-  CLI::App app{"Serves an idemstore database over TCP (protocol: docs/protocol.md).", "idemstored"};
+  std::unique_ptr<CLI::App> app = NewCliApp(
+      "idemstored", "Serves an idemstore database over TCP (protocol: docs/protocol.md).");
   std::vector<CLI::Option*> options;  // options[i] reads specs[i]
   CLI::Option* config = nullptr;
   CLI::Option* print_config = nullptr;
-  CLI::Option* version = nullptr;
 
   explicit Grammar(const std::vector<FlagSpec>& specs) {
-    app.get_formatter()->column_width(30);
-    app.footer(kFooter);
-    app.set_help_flag("-h,--help", "this text");
+    app->footer(kFooter);
     for (const FlagSpec& spec : specs) {
       CLI::Option* opt;
       if (spec.value_form.empty()) {
-        opt = app.add_flag("--" + spec.name, spec.help);
+        // A switch that a --config file can also turn off: "allow-remote = false".
+        opt = app->add_flag("--" + spec.name, spec.help);
       } else {
-        opt = app.add_option("--" + spec.name, spec.help)->type_name(spec.value_form);
+        opt = app->add_option("--" + spec.name, spec.help)->type_name(spec.value_form);
         if (!spec.default_text.empty()) opt->default_str(spec.default_text);
       }
       // A repeated flag: a repeatable one adds a value, any other keeps its last.
@@ -507,16 +505,14 @@ struct Grammar {
                                                : CLI::MultiOptionPolicy::TakeLast);
       options.push_back(opt);
     }
-    config = app.set_config("--config", "",
-                            "read flags from FILE (TOML, or INI: key = value, one a line); a flag\n"
-                            "given on the command line replaces the file's")
+    config = app->set_config("--config", "",
+                             "read flags from FILE (TOML, or INI: key = value, one a line); a\n"
+                             "flag given on the command line replaces the file's")
                  ->type_name("FILE");
     print_config =
-        app.add_flag("--print-config")
+        app->add_flag("--print-config")
             ->description("print the effective configuration in --config's format and exit")
             ->configurable(false);
-    version =
-        app.add_flag("--version")->description("print the version and exit")->configurable(false);
   }
 };
 
@@ -619,22 +615,15 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
   s.flags.engine.durability = Durability::kSync;
   const std::vector<FlagSpec> specs = Flags(s);
   Grammar grammar(specs);
-  // CLI11 consumes its arguments from the back.
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    grammar.app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    s.flags.help = true;
-    return std::move(s.flags);
-  } catch (const CLI::ParseError& e) {
-    return Status::InvalidArgument(e.what());
-  }
-  if (grammar.version->count() > 0) {
-    s.flags.version = true;
+  Result<CliRequest> request = ParseCli(*grammar.app, args);
+  if (!request.ok()) return request.status();
+  if (*request != CliRequest::kRun) {
+    s.flags.help = *request == CliRequest::kHelp;
+    s.flags.version = *request == CliRequest::kVersion;
     return std::move(s.flags);
   }
   if (grammar.config->count() > 0) {
-    if (Status st = CheckConfigFile(grammar.app, grammar.config->as<std::string>()); !st.ok()) {
+    if (Status st = CheckConfigFile(*grammar.app, grammar.config->as<std::string>()); !st.ok()) {
       return st;
     }
   }
@@ -697,7 +686,7 @@ std::string ServerFlagsUsage() {
   ParseState unused;
   const std::vector<FlagSpec> specs = Flags(unused);
   Grammar grammar(specs);
-  return grammar.app.help();
+  return grammar.app->help();
 }
 
 }  // namespace idem
