@@ -303,11 +303,12 @@ std::vector<FlagSpec> Flags(ParseState& s) {
       {"max-connections", "N", std::to_string(server.max_connections),
        "more get a BUSY error and are closed. Must fit the open-files\n"
        "limit, which idemstored raises to the hard limit at start:\n"
-       "N + 352 (BUSY replies, the server's own files, RocksDB's minimum\n"
-       "of 256) descriptors; RocksDB's table files get the rest. The\n"
-       "default is lowered to fit (with a warning); a number given here\n"
-       "or in --config that does not fit stops the start (exit 2). Raise\n"
-       "the limit with LimitNOFILE= (systemd) or ulimit -n",
+       "N + 352 (BUSY replies, the server's own files, RocksDB's\n"
+       "minimum of 256) descriptors; RocksDB's table files get the\n"
+       "rest. The default is lowered to fit (with a warning); a number\n"
+       "given here or in --config that does not fit stops the start\n"
+       "(exit 2). Raise the limit with LimitNOFILE= (systemd) or\n"
+       "ulimit -n",
        false,
        [&s](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--max-connections", v, 1, 1'000'000);
