@@ -1,9 +1,13 @@
-# The tools' own units: durations as typed, base64, JSON text, idemstored's flags and its
-# descriptor budget.
+# The tools' own units: durations as typed, base64, JSON text, the command line every program
+# shares, idemstored's flags and its descriptor budget.
 idem_add_test(duration_test tools/duration_test.cc LIBS idem_tool_common)
 idem_add_test(base64_test tools/base64_test.cc LIBS idem_tool_common)
 idem_add_test(json_writer_test tools/json_writer_test.cc LIBS idem_tool_common)
+idem_add_test(cli_app_test tools/cli_app_test.cc LIBS idem_tool_cli)
 idem_add_test(server_flags_test tools/server_flags_test.cc LIBS idem_server_config)
+# The example configuration file the package installs must parse and list every option.
+target_compile_definitions(server_flags_test PRIVATE
+  IDEM_EXAMPLE_CONFIG="${PROJECT_SOURCE_DIR}/packaging/idemstored.conf")
 idem_add_test(fd_budget_test tools/fd_budget_test.cc LIBS idem_server_config)
 
 idem_add_test(idemctl_test tools/idemctl_test.cc LIBS idemctl_core)

@@ -7,15 +7,17 @@
 // the server's own events), nothing per request. Only a bad command line is reported before the
 // format is known: a plain "idemstored: ..." line and exit 2.
 //
-// Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad flags (including a
-// --max-connections the open-files limit cannot serve), 1 when the database or the listening
-// socket cannot be opened. Flags, the descriptor budget and the listening socket are checked
-// before the database is opened: a refused start creates no data directory.
+// Exit codes: 0 after a clean stop (SIGINT/SIGTERM) and after --help, --version and
+// --print-config, 2 for bad flags or a bad --config file (including a --max-connections the
+// open-files limit cannot serve), 1 when the database or the listening socket cannot be opened.
+// Flags, the descriptor budget and the listening socket are checked before the database is opened:
+// a refused start creates no data directory.
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli_app.h"
 #include "duration.h"
 #include "fd_budget.h"
 #include "idem/log.h"
@@ -44,12 +46,17 @@ const char* malloc_conf =
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   idem::Result<idem::ServerFlags> flags = idem::ParseServerFlags(args);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "idemstored: %s\n", flags.status().ToString().c_str());
-    return 2;
-  }
+  if (!flags.ok()) return idem::ReportUsageError("idemstored", flags.status());
   if (flags->help) {
     std::fputs(idem::ServerFlagsUsage().c_str(), stdout);
+    return 0;
+  }
+  if (flags->version) {
+    std::printf("%s\n", idem::VersionLine("idemstored").c_str());
+    return 0;
+  }
+  if (flags->print_config) {
+    std::fputs(flags->effective_config.c_str(), stdout);
     return 0;
   }
   const idem::LogSink log = idem::StderrLogSink(flags->server.log_format);

@@ -1063,7 +1063,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   if (Status st = RaiseFencesToBackupFloor(db.get(), dir, &*reserved, &raised); !st.ok()) {
     return st;
   }
-  if (!raised.empty()) LogToOperator(options.log, LogRecord(LogLevel::kWarn, "fences_raised", raised));
+  if (!raised.empty()) options.log(LogRecord(LogLevel::kWarn, "fences_raised", raised));
   if (clock_mark) {
     Result<std::optional<int64_t>> mark = clock_mark->Load(db.get());
     if (!mark.ok()) return mark.status();

@@ -73,8 +73,9 @@ void CommitQueue::Run(std::function<void(bool stopped)> task) {
   cv_.notify_one();
 }
 
-void CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
+Status CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
   std::vector<BlockingThread> finished;
+  Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
@@ -83,6 +84,13 @@ void CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
       finished.assign(std::make_move_iterator(blocking_.begin()),
                       std::make_move_iterator(first_running));
       blocking_.erase(blocking_.begin(), first_running);
+    }
+    if (!stopping_ && blocking_.size() >= max_blocking_tasks_) {
+      refused = Status::Busy(std::to_string(blocking_.size()) +
+                             " admin requests (backup, scan, purge, compact) are running, the "
+                             "most at once (max_admin_requests): retry when one has finished");
+      task = nullptr;
+    } else if (!stopping_) {
       auto done = std::make_shared<std::atomic<bool>>(false);
       blocking_.push_back(BlockingThread{std::thread([task = std::move(task), done] {
                                            task(false);
@@ -94,6 +102,7 @@ void CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
   }
   for (BlockingThread& b : finished) b.thread.join();
   if (task) task(true);  // stopping
+  return refused;
 }
 
 void CommitQueue::Stop() {

@@ -92,8 +92,11 @@ class CommitQueue {
   // Runs `task`, which may block for long (a backup's checkpoint: a flush, then links or copies
   // of every table file), on a thread of its own: never on the event loop (engine_threads == 0)
   // nor on an engine thread, whose group commits would wait behind it. Stop() waits for it.
-  // After Stop(): runs it inline with `stopped`=true.
-  void RunBlocking(std::function<void(bool stopped)> task);
+  // After Stop(): runs it inline with `stopped`=true. At most max_blocking_tasks run at once:
+  // past that, Busy naming the limit, and `task` is not run.
+  [[nodiscard]] Status RunBlocking(std::function<void(bool stopped)> task);
+  // Before the first RunBlocking (ServerOptions::max_admin_requests); >= 1.
+  void SetMaxBlockingTasks(size_t n) { max_blocking_tasks_ = n; }
 
   // Applies everything already queued, then joins the engine threads and RunBlocking's
   // threads. Idempotent.
@@ -155,6 +158,7 @@ class CommitQueue {
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::vector<BlockingThread> blocking_;
+  size_t max_blocking_tasks_ = 4;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;
   // On the loop, a ServingEngine, Durability::kSync (see above); else null.

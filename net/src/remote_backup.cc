@@ -25,13 +25,14 @@ void RunRemoteBackup(CommitQueue* queue, Engine* engine, std::string to,
     done(st);
     return;
   }
-  queue->RunBlocking([engine, to = std::move(to), done = std::move(done)](bool stopped) {
+  Status started = queue->RunBlocking([engine, to = std::move(to), done](bool stopped) {
     if (stopped) {
       done(Status::Shutdown("the server is stopping: no backup taken"));
       return;
     }
     done(engine->Backup(to));
   });
+  if (!started.ok()) done(started);
 }
 
 }  // namespace idem

@@ -29,7 +29,8 @@ Status CheckRemoteBackupPath(const std::string& to);
 // Checks `to`, then runs engine->Backup(to) on a thread of its own (CommitQueue::RunBlocking:
 // never the event loop nor an engine thread, whose group commits would wait seconds behind a
 // checkpoint's flush and copies) and calls `done` with its result, on that thread or, if `to`
-// is refused or the queue has stopped (Shutdown), on the caller's.
+// is refused, the queue has stopped (Shutdown) or max_admin_requests are running (Busy), on
+// the caller's.
 void RunRemoteBackup(CommitQueue* queue, Engine* engine, std::string to,
                      std::function<void(Result<BackupManifest>)> done);
 

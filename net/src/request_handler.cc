@@ -230,7 +230,7 @@ void RequestHandler::HandleCompact(uint64_t id, const wire::CompactRequest& requ
 }
 
 void RequestHandler::RunAdmin(uint64_t id, Reply reply, std::function<Result<FrameBytes>()> work) {
-  queue_->RunBlocking([this, id, reply = std::move(reply), work = std::move(work)](bool stopped) {
+  Status started = queue_->RunBlocking([this, id, reply, work = std::move(work)](bool stopped) {
     if (stopped) {
       AnswerError(id, Status::Shutdown("server is stopping"), reply);
       return;
@@ -242,6 +242,7 @@ void RequestHandler::RunAdmin(uint64_t id, Reply reply, std::function<Result<Fra
     }
     reply(std::move(*response));
   });
+  if (!started.ok()) AnswerError(id, started, reply);
 }
 
 }  // namespace idem

@@ -156,7 +156,7 @@ Status ServerImpl::Listen() {
       options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
       options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1 ||
       options_.max_reply_bytes < 1024 || options_.max_reply_bytes > 0xffffffffu ||
-      options_.max_queued_reply_bytes < 1) {
+      options_.max_queued_reply_bytes < 1 || options_.max_admin_requests < 1) {
     return Status::InvalidArgument("server options out of range");
   }
   Result<uint16_t> port =
@@ -187,6 +187,7 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   queue_ = std::make_unique<CommitQueue>(
       engine, options_.limits.max_batch_ops, options_.engine_threads,
       [this](std::function<void()> flush) { asio::post(io_, std::move(flush)); }, &metrics_);
+  queue_->SetMaxBlockingTasks(options_.max_admin_requests);
   waiter_ = MakeWaiter(engine);
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
                                               MakeInfo(options_), &metrics_, engine);

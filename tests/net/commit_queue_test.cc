@@ -196,12 +196,12 @@ TEST(CommitQueueTest, BlockingTasksRunOnTheirOwnThreadAndStopWaitsForThem) {
   std::atomic<int> finished{0};
   std::thread::id ran_on;
   for (int i = 0; i < 2; ++i) {
-    queue.RunBlocking([&, i](bool stopped) {
+    ASSERT_OK(queue.RunBlocking([&, i](bool stopped) {
       EXPECT_FALSE(stopped);
       if (i == 0) ran_on = std::this_thread::get_id();
       released.wait();
       finished++;
-    });
+    }));
   }
   EXPECT_EQ(0, finished.load());  // RunBlocking returned while both tasks wait
   release.set_value();
@@ -209,8 +209,42 @@ TEST(CommitQueueTest, BlockingTasksRunOnTheirOwnThreadAndStopWaitsForThem) {
   EXPECT_EQ(2, finished.load());
   EXPECT_NE(std::this_thread::get_id(), ran_on);
   bool saw_stop = false;
-  queue.RunBlocking([&](bool stopped) { saw_stop = stopped; });
+  ASSERT_OK(queue.RunBlocking([&](bool stopped) { saw_stop = stopped; }));
   EXPECT_TRUE(saw_stop);
+}
+
+// Every admin request holds a thread until it finishes: a client sending many must not make the
+// server start a thread for each. Past the cap a task is refused (Busy) and never run; a finished
+// task frees its place.
+TEST(CommitQueueTest, BlockingTasksBeyondTheCapAreRefusedBusy) {
+  GatedStore store;
+  store.Release();
+  CommitQueue queue(&store, 100, 0);
+  queue.SetMaxBlockingTasks(2);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> ran{0};
+  const auto held = [&](bool) {
+    ran++;
+    released.wait();
+  };
+  ASSERT_OK(queue.RunBlocking(held));
+  ASSERT_OK(queue.RunBlocking(held));
+  bool third_ran = false;
+  Status third = queue.RunBlocking([&](bool) { third_ran = true; });
+  EXPECT_TRUE(third.IsBusy()) << third.ToString();
+  EXPECT_NE(std::string::npos, third.message().find("max_admin_requests")) << third.ToString();
+  release.set_value();
+  // Once the held tasks have returned, their places are free again.
+  Status later = Status::Busy("");
+  for (int i = 0; i < 2000 && !later.ok(); ++i) {
+    later = queue.RunBlocking([](bool) {});
+    if (!later.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(later.ok()) << later.ToString();
+  queue.Stop();
+  EXPECT_FALSE(third_ran);
+  EXPECT_EQ(2, ran.load());
 }
 
 TEST(CommitQueueTest, WithoutEngineThreadsSubmitAppliesInline) {

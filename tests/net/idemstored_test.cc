@@ -50,7 +50,9 @@ TEST(IdemstoredTest, HelpAndBadFlags) {
   EXPECT_EQ(0, RunToExit({"--help"}, &out));
   EXPECT_NE(std::string::npos, out.find("--durability")) << out;
   EXPECT_EQ(2, RunToExit({"--no-such-flag"}, &out));
-  EXPECT_NE(std::string::npos, out.find("--no-such-flag")) << out;
+  EXPECT_NE(std::string::npos,
+            out.find("idemstored: error (USAGE): unknown flag --no-such-flag (see --help)"))
+      << out;
   EXPECT_EQ(2, RunToExit({"--key-format", "payments=min=16,max=8"}, &out));
   EXPECT_NE(std::string::npos, out.find("--key-format payments: key format: max=8 is below min=16"))
       << out;
@@ -58,6 +60,31 @@ TEST(IdemstoredTest, HelpAndBadFlags) {
   EXPECT_EQ(1, RunToExit({"--listen", "0.0.0.0:0", "--data", dir.Sub("db")}, &out));
   EXPECT_NE(std::string::npos, out.find("--allow-remote")) << out;
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("db"))) << "a refused start created the database";
+}
+
+TEST(IdemstoredTest, VersionAndPrintedConfigReadBack) {
+  std::string out;
+  EXPECT_EQ(0, RunToExit({"--version"}, &out));
+  EXPECT_EQ(0u, out.find("idemstored ")) << out;
+
+  // `idemstored --print-config > my.conf` and then `idemstored --config my.conf` run with the
+  // same configuration.
+  testing::TempDir dir;
+  std::string printed;
+  EXPECT_EQ(0, RunToExit({"--listen", "127.0.0.1:0", "--data", dir.Sub("db"), "--retention",
+                          "payments=1d,remember=7d", "--print-config"},
+                         &printed));
+  EXPECT_NE(std::string::npos, printed.find("retention = [\"payments=1d,remember=7d\"]"))
+      << printed;
+  const std::string conf = dir.Sub("my.conf");
+  std::ofstream(conf) << printed;
+  EXPECT_EQ(0, RunToExit({"--config", conf, "--print-config"}, &out));
+  EXPECT_EQ(printed, out);
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("db"))) << "--print-config opened the database";
+
+  std::ofstream(conf, std::ios::app) << "max-conections = 10\n";
+  EXPECT_EQ(2, RunToExit({"--config", conf}, &out));
+  EXPECT_NE(std::string::npos, out.find("unknown key \"max-conections\"")) << out;
 }
 
 // A start refused for its address, its port or its flags creates nothing: the checks run before

@@ -67,12 +67,20 @@ cmp "$root/etc/idemstore/idemstored.conf" "$source_dir/packaging/idemstored.conf
   fail "the shipped configuration is not packaging/idemstored.conf"
 help=$("$root/usr/bin/idemstored" --help 2>&1) || fail "idemstored --help failed: $help"
 expect_line "$help" '--data' "idemstored --help"
+# The unit starts idemstored on the shipped configuration: it must read as the default one.
+config=$("$root/usr/bin/idemstored" --config "$root/etc/idemstore/idemstored.conf" \
+  --print-config 2>&1) || fail "idemstored refuses the shipped configuration: $config"
+default_config=$("$root/usr/bin/idemstored" --print-config 2>&1) || fail "--print-config: $default_config"
+[ "$config" = "$default_config" ] || {
+  printf '%s\n' "$default_config" >"$work/default.conf"; printf '%s\n' "$config" >"$work/shipped.conf"
+  fail "the shipped configuration is not the default one: $(diff "$work/default.conf" "$work/shipped.conf")"
+}
 help=$("$root/usr/bin/idemctl" --help 2>&1) || fail "idemctl --help failed: $help"
 expect_line "$help" '--server' "idemctl --help"
 
 unit_file="$root/lib/systemd/system/idemstored.service"
 unit=$(grep -v '^#' "$unit_file")
-for setting in '^ExecStart=/usr/bin/idemstored ' '^User=idemstore$' '^Group=idemstore$' \
+for setting in '^ExecStart=/usr/bin/idemstored --config /etc/idemstore/idemstored.conf$' '^User=idemstore$' '^Group=idemstore$' \
     '^StateDirectory=idemstore$' '^Restart=on-failure$' '^LimitNOFILE=[0-9]+$' \
     '^NoNewPrivileges=yes$' '^ProtectSystem=strict$' '^ProtectHome=yes$' '^PrivateTmp=yes$' \
     '^WantedBy=multi-user.target$'; do

@@ -70,7 +70,7 @@ TEST(BenchFlags, Workloads) {
 }
 
 TEST(BenchFlags, RejectsBadInputNamingTheFlag) {
-  EXPECT_EQ("unknown flag --bogus", Error({"--bogus", "1"}));
+  EXPECT_EQ("unknown flag --bogus (see --help)", Error({"--bogus", "1"}));
   EXPECT_EQ("--connections: needs a value", Error({"--connections"}));
   EXPECT_EQ("--connections: \"x\" is not an integer", Error({"--connections", "x"}));
   EXPECT_EQ("--connections: 0 is out of range [1, 10000]", Error({"--connections", "0"}));
@@ -90,7 +90,9 @@ TEST(BenchFlags, RejectsBadInputNamingTheFlag) {
 
 TEST(BenchFlags, Help) {
   EXPECT_TRUE(Parse({"--help"})->help);
+  EXPECT_TRUE(Parse({"--version"})->version);
   EXPECT_NE(std::string::npos, BenchUsage().find("--rate"));
+  EXPECT_NE(std::string::npos, BenchUsage().find("-c,--connections N"));
 }
 
 }  // namespace

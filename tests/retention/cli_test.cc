@@ -87,7 +87,7 @@ TEST(RetentionCommandLineTest, ReadsEveryKindOfValue) {
 }
 
 TEST(RetentionCommandLineTest, BadInputNamesTheFlag) {
-  EXPECT_NE(std::string::npos, ErrorOf({"--bogus"}).find("unknown flag '--bogus'"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--bogus"}).find("unknown flag --bogus (see --help)"));
   EXPECT_NE(std::string::npos, ErrorOf({"--rate"}).find("--rate: needs a value"));
   EXPECT_NE(std::string::npos, ErrorOf({"--rate", "fast"}).find("--rate:"));
   EXPECT_NE(std::string::npos, ErrorOf({"--rate", "0"}).find("--rate:"));
@@ -139,6 +139,8 @@ TEST(RetentionCommandLineTest, HelpDocumentsEveryFlag) {
     EXPECT_NE(std::string::npos, help.find(flag)) << flag;
   }
   EXPECT_NE(std::string::npos, help.find("default"));
+  EXPECT_TRUE(Parse({"--help"})->help);
+  EXPECT_TRUE(Parse({"--version"})->version);
 }
 
 int ExitCode(const std::string& args) {
@@ -149,6 +151,7 @@ int ExitCode(const std::string& args) {
 
 TEST(RetentionBinaryTest, ExitCodes) {
   EXPECT_EQ(0, ExitCode("--help"));
+  EXPECT_EQ(0, ExitCode("--version"));
   EXPECT_EQ(2, ExitCode("--bogus"));
   EXPECT_EQ(2, ExitCode("--ttls 1q"));
   EXPECT_EQ(1, ExitCode("--trace /nonexistent/trace.csv --quiet"));

@@ -148,7 +148,41 @@ TEST(IdemctlParse, BothFormsOfAByteFieldOrBadBase64AreRefusedByName) {
   // Only byte fields have a base64 form.
   auto status = Parse({"--data", "d", "insert", "p", "k", "--status-b64", "eA=="});
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ("insert does not take --status-b64", status.status().message());
+  EXPECT_EQ("unknown flag --status-b64 (see --help)", status.status().message());
+}
+
+TEST(IdemctlParse, GlobalFlagsStandAnywhereInEitherSpelling) {
+  auto inv = Parse({"get", "ns", "k", "--json", "--data=d", "--timeout", "3s"});
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ("get", inv->command);
+  EXPECT_EQ("d", inv->data_dir);
+  EXPECT_TRUE(inv->json);
+  EXPECT_EQ(3'000, inv->timeout_ms);
+  EXPECT_EQ((std::vector<std::string>{"ns", "k"}), inv->positional);
+  inv = Parse({"--server=h:1", "begin", "--lease=5s", "p", "k"});
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ("5s", inv->flags.at("lease"));
+  EXPECT_EQ("--timeout: needs a value",
+            Parse({"--data", "d", "stats", "--timeout"}).status().message());
+  EXPECT_EQ("stats takes 0 arguments, got 1 (see idemctl stats --help)",
+            Parse({"--data", "d", "stats", "extra"}).status().message());
+  EXPECT_EQ("unknown command 'frobnicate' (see idemctl --help)",
+            Parse({"--data", "d", "frobnicate"}).status().message());
+  EXPECT_EQ("no command given (see idemctl --help)", Parse({"--data", "d"}).status().message());
+}
+
+TEST(IdemctlHelp, EachCommandHasItsOwnHelp) {
+  auto inv = Parse({"begin", "--help"});
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ("help", inv->command);
+  EXPECT_EQ("begin", inv->help_command);
+  const std::string help = CommandUsage("begin");
+  for (const char* flag : {"--fingerprint F", "--fingerprint-b64 B64", "--lease D", "--wait D",
+                           "--owner O", "--ttl D|forever", "idemctl begin [OPTIONS] [NS] [KEY]"}) {
+    EXPECT_NE(std::string::npos, help.find(flag)) << flag << " is not in\n" << help;
+  }
+  EXPECT_EQ("version", Parse({"--version"})->command);
+  EXPECT_EQ("", Parse({"--help"})->help_command);
 }
 
 // One command as --help shows it: its name, how many arguments it takes, the flags its
@@ -702,6 +736,12 @@ TEST(IdemctlBinary, ErrorsAreErrorObjectsOnStderrNeverOutcomes) {
                       "{\"error\":{\"code\":\"USAGE\",\"message\":\"complete needs --fence"));
   EXPECT_TRUE(IsError(RunIdemctl(missing + " complete ns k --fence x"), 2,
                       "idemctl: error (USAGE): --fence"));
+  EXPECT_TRUE(IsError(RunIdemctl(missing + " get ns k --bogus 1"), 2,
+                      "idemctl: error (USAGE): unknown flag --bogus (see --help)"));
+  Ran help = RunIdemctl("begin --help");
+  EXPECT_EQ(0, help.code);
+  EXPECT_NE(std::string::npos, help.out.find("--lease D")) << help.out;
+  EXPECT_EQ(0, RunIdemctl("--version").code);
   EXPECT_TRUE(IsError(RunIdemctl(missing + " --json repair"), 4,
                       "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"nothing to repair"));
 

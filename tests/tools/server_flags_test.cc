@@ -1,5 +1,9 @@
 #include "server_flags.h"
 
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -10,6 +14,23 @@ namespace idem {
 namespace {
 
 Result<ServerFlags> Parse(std::vector<std::string_view> args) { return ParseServerFlags(args); }
+
+// A configuration file in a temporary directory.
+class ConfigFile {
+ public:
+  explicit ConfigFile(const std::string& text) { std::ofstream(path_) << text; }
+  const std::string& path() const { return path_; }
+
+ private:
+  testing::TempDir dir_;
+  std::string path_ = dir_.Sub("idemstored.conf");
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ostringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
 
 TEST(ServerFlagsTest, Defaults) {
   Result<ServerFlags> f = Parse({});
@@ -195,6 +216,173 @@ TEST(ServerFlagsTest, Help) {
   EXPECT_TRUE(Parse({"--help"})->help);
   EXPECT_TRUE(Parse({"-h"})->help);
   EXPECT_NE(std::string::npos, ServerFlagsUsage().find("--retention"));
+  // Defaults come from EngineOptions and ServerOptions, written as they would be typed.
+  EXPECT_NE(
+      std::string::npos,
+      ServerFlagsUsage().find(
+          "--default-ttl DUR           TTL of records in namespaces without a policy (default 1d)"))
+      << ServerFlagsUsage();
+  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("Durations: a number and a unit"));
+  EXPECT_NE(std::string::npos, ServerFlagsUsage().find("SIGINT/SIGTERM"));
+  EXPECT_TRUE(Parse({"--version"})->version);
+}
+
+TEST(ServerFlagsTest, ConfigFileSetsFlagsAndTheCommandLineReplacesThem) {
+  ConfigFile file(R"(# comments and blank lines are skipped
+
+listen = "127.0.0.1:9100"
+allow-remote = true
+data = "/srv/idem"
+durability = "async"
+idle-timeout = "90s"
+max-connections = 10
+rocksdb-options = "level0_file_num_compaction_trigger=8;max_background_jobs=4"
+retention = ["payments=1d,max=30d,remember=30d", "locks=10s,forever"]
+lifecycle = ["pay=lease=10s,remember-failures"]
+state-graph = ["order=NEW>PAID>SHIPPED,NEW>CANCELLED"]
+key-format = ["payments=min=16,max=64,chars=[A-Za-z0-9,_-]", "orders=uuid"]
+)");
+  Result<ServerFlags> f = Parse({"--config", file.path(), "--durability=sync"});
+  ASSERT_OK(f);
+  EXPECT_EQ(9100, f->server.port);
+  EXPECT_TRUE(f->server.allow_remote);
+  EXPECT_EQ("/srv/idem", f->data_dir);
+  EXPECT_EQ(Durability::kSync, f->engine.durability);  // the command line's
+  EXPECT_EQ(90'000, f->server.idle_timeout_ms);
+  EXPECT_EQ(10u, f->server.max_connections);
+  EXPECT_TRUE(f->max_connections_set);  // the operator's number, if from the file
+  EXPECT_EQ("level0_file_num_compaction_trigger=8;max_background_jobs=4",
+            f->engine.rocksdb_options);
+  ASSERT_EQ(2u, f->engine.retention.size());
+  EXPECT_EQ(30LL * 86'400'000, f->engine.retention.at("payments").remember_ms);
+  EXPECT_TRUE(f->engine.retention.at("locks").allow_forever);
+  EXPECT_TRUE(f->engine.lifecycle.at("pay").remember_failures);
+  EXPECT_TRUE(f->engine.state_graphs.at("order").Allows("NEW", "CANCELLED"));
+  EXPECT_EQ("16..64 bytes of [A-Za-z0-9,_-]", f->engine.key_formats.at("payments").Describe());
+  EXPECT_TRUE(f->engine.key_formats.at("orders").uuid());
+
+  // A repeatable flag on the command line replaces the file's whole array.
+  f = Parse({"--config", file.path(), "--retention", "other=1h"});
+  ASSERT_OK(f);
+  ASSERT_EQ(1u, f->engine.retention.size());
+  EXPECT_EQ(3'600'000, f->engine.retention.at("other").default_ttl_ms);
+}
+
+TEST(ServerFlagsTest, ConfigFileValuesAreCheckedLikeFlags) {
+  ConfigFile file("listen = \"127.0.0.1:9100\"\nidle-timeout = \"0s\"\n");
+  Result<ServerFlags> f = Parse({"--config", file.path()});
+  EXPECT_EQ("--config: " + file.path() + ":2: idle-timeout: must be positive",
+            f.status().message());
+  // Even where the command line replaces it: the file is wrong.
+  f = Parse({"--config", file.path(), "--idle-timeout", "1s"});
+  EXPECT_EQ("--config: " + file.path() + ":2: idle-timeout: must be positive",
+            f.status().message());
+
+  ConfigFile bad_array("\nretention = [\"payments=1d\", \"nosep\"]\n");
+  f = Parse({"--config", bad_array.path()});
+  EXPECT_EQ("--config: " + bad_array.path() +
+                ":2: retention: expected NS=DEFAULT_TTL[,max=DUR][,forever][,remember=DUR]",
+            f.status().message());
+
+  ConfigFile bad_switch("allow-remote = \"maybe\"\n");
+  f = Parse({"--config", bad_switch.path()});
+  EXPECT_EQ("--config: " + bad_switch.path() + ":1: allow-remote: expected true or false",
+            f.status().message());
+}
+
+TEST(ServerFlagsTest, UnknownConfigKeyNamesTheKeyAndItsLine) {
+  ConfigFile file("listen = \"127.0.0.1:9100\"\n\n# retention: below\nretension = [\"a=1d\"]\n");
+  Result<ServerFlags> f = Parse({"--config", file.path()});
+  ASSERT_TRUE(f.status().IsInvalidArgument());
+  EXPECT_EQ("--config: " + file.path() + ":4: unknown key \"retension\" (see --help)",
+            f.status().message());
+
+  ConfigFile in_a_section("[server]\nlisten = \"127.0.0.1:9100\"\n");
+  f = Parse({"--config", in_a_section.path()});
+  EXPECT_EQ("--config: " + in_a_section.path() + ":2: unknown key \"server.listen\" (see --help)",
+            f.status().message());
+
+  ConfigFile not_a_flag("print-config = true\n");
+  f = Parse({"--config", not_a_flag.path()});
+  ASSERT_TRUE(f.status().IsInvalidArgument());
+  EXPECT_NE(std::string::npos, f.status().message().find("print-config")) << f.status().message();
+
+  f = Parse({"--config", "/nonexistent/idemstored.conf"});
+  ASSERT_TRUE(f.status().IsInvalidArgument());
+  EXPECT_NE(std::string::npos, f.status().message().find("/nonexistent/idemstored.conf"))
+      << f.status().message();
+}
+
+TEST(ServerFlagsTest, PrintedConfigReadsBackAsTheSameConfiguration) {
+  Result<ServerFlags> given =
+      Parse({"--listen", "[::1]:9000", "--allow-remote", "--http-listen", "127.0.0.1:0",
+             "--http-max-body-bytes=65536", "--idle-timeout", "1h30m", "--rocksdb-options",
+             "a=1;b=2", "--retention", "payments=1d,max=30d", "--retention", "locks=10s,forever",
+             "--key-format", "payments=min=16,max=64,chars=[A-Za-z0-9,_ -]", "--print-config"});
+  ASSERT_OK(given);
+  EXPECT_TRUE(given->print_config);
+  EXPECT_NE(std::string::npos, given->effective_config.find("listen = \"[::1]:9000\"\n"))
+      << given->effective_config;
+  EXPECT_NE(std::string::npos, given->effective_config.find("# max-connections = 1024\n"))
+      << given->effective_config;
+
+  ConfigFile file(given->effective_config);
+  Result<ServerFlags> read = Parse({"--config", file.path()});
+  ASSERT_OK(read);
+  EXPECT_EQ(given->effective_config, read->effective_config);
+  EXPECT_FALSE(read->print_config);
+  EXPECT_EQ("::1", read->server.host);
+  EXPECT_TRUE(read->server.allow_remote);
+  ASSERT_TRUE(read->server.http.has_value());
+  EXPECT_EQ(65536u, read->server.http->max_body_bytes);
+  EXPECT_EQ(5'400'000, read->server.idle_timeout_ms);
+  EXPECT_EQ("a=1;b=2", read->engine.rocksdb_options);
+  EXPECT_EQ(2u, read->engine.retention.size());
+  EXPECT_EQ("16..64 bytes of [A-Za-z0-9,_ -]", read->engine.key_formats.at("payments").Describe());
+  EXPECT_FALSE(read->max_connections_set);  // a default stays a default
+}
+
+// packaging/idemstored.conf parses, documents every option --help lists with its real
+// default, and its examples parse when uncommented.
+TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
+  ASSERT_OK(Parse({"--config", IDEM_EXAMPLE_CONFIG}));
+  const std::string example = ReadFile(IDEM_EXAMPLE_CONFIG);
+  const std::string usage = ServerFlagsUsage();
+  const std::set<std::string> not_in_a_file = {"help", "config", "print-config", "version"};
+  const std::regex option(R"(\n  (?:-h,)?--([a-z-]+))");
+  int listed = 0;
+  for (auto it = std::sregex_iterator(usage.begin(), usage.end(), option);
+       it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    if (not_in_a_file.count(name)) continue;
+    ++listed;
+    EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
+        << name << " is not in " << IDEM_EXAMPLE_CONFIG;
+  }
+  EXPECT_EQ(31, listed);
+
+  // Each "# key = value" line: a default as --print-config shows it (unless the option has
+  // none, or it is an example of a repeatable one); uncommented, they all parse.
+  const std::string defaults = Parse({})->effective_config;
+  const std::regex commented_key(R"(^# ([a-z-]+) = (.*)$)");
+  std::string uncommented;
+  std::istringstream lines(example);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, commented_key)) continue;
+    const std::string key = m[1], value = m[2];
+    if (value == "[]") continue;
+    uncommented += key + " = " + value + "\n";
+    if (value.front() == '[' || defaults.find("# " + key + " = \"\"\n") != std::string::npos) {
+      continue;
+    }
+    EXPECT_NE(std::string::npos, defaults.find("# " + key + " = " + value + "\n"))
+        << key << " = " << value << " is not its default:\n"
+        << defaults;
+  }
+  ConfigFile file(uncommented);
+  Result<ServerFlags> all = Parse({"--config", file.path()});
+  EXPECT_TRUE(all.ok()) << all.status().ToString() << "\n" << uncommented;
 }
 
 TEST(ServerFlagsTest, LogFormat) {
@@ -236,6 +424,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
+           {{"--allow-remote=maybe"}, "--allow-remote"},
        }) {
     Result<ServerFlags> f = Parse(c.args);
     ASSERT_FALSE(f.ok()) << c.args[0];

@@ -2,7 +2,10 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 
+#include "cli_app.h"
 #include "duration.h"
 
 namespace idem::bench {
@@ -92,121 +95,194 @@ Result<std::vector<MixEntry>> ParseMix(std::string_view spec) {
   return mix;
 }
 
+// One flag: its names as CLI11 takes them ("-c,--connections"), the name of its value in --help
+// (empty for a switch), its default as --help shows it, and what applies a value given.
+struct BenchFlag {
+  std::string names;
+  std::string value;
+  std::string default_text;
+  std::string help;
+  std::function<Status(std::string_view)> apply;  // a switch gets ""
+};
+
+// Every flag, in --help order; `mix_spec` receives --mix, checked against --workload later.
+std::vector<BenchFlag> Flags(BenchConfig& c, std::string& mix_spec) {
+  const BenchConfig defaults;
+  auto integer = [](std::string_view name, auto min, auto max, auto* out) {
+    return [=](std::string_view v) { return ParseInt(name, v, min, max, out); };
+  };
+  auto real = [](std::string_view name, double min, double max, double* out) {
+    return [=](std::string_view v) { return ParseDouble(name, v, min, max, out); };
+  };
+  return {
+      {"--server", "HOST:PORT", defaults.host + ":" + std::to_string(defaults.port),
+       "server address",
+       [&c](std::string_view v) {
+         const size_t colon = v.rfind(':');
+         if (colon == std::string_view::npos || colon == 0)
+           return Bad("server", "expected HOST:PORT");
+         c.host = std::string(v.substr(0, colon));
+         return ParseInt<uint16_t>("server", v.substr(colon + 1), 1, 65535, &c.port);
+       }},
+      {"--protocol", "binary|http", "binary",
+       "binary: the wire protocol; http: POST /v1/apply over keep-alive\n"
+       "HTTP/1.1 at --server (idemstored --http-listen), for --workload\n"
+       "insert without pipelining",
+       [&c](std::string_view v) {
+         if (v != "binary" && v != "http") return Bad("protocol", "must be binary or http");
+         c.http = v == "http";
+         return Status::Ok();
+       }},
+      {"-c,--connections", "N", std::to_string(defaults.connections), "TCP connections",
+       integer("connections", 1, 10'000, &c.connections)},
+      {"-P,--pipeline", "N", std::to_string(defaults.pipeline), "requests in flight per connection",
+       integer("pipeline", 1, 4'096, &c.pipeline)},
+      {"--batch", "N", std::to_string(defaults.batch), "ops per request",
+       integer("batch", 1, 10'000, &c.batch)},
+      {"--threads", "N", std::to_string(defaults.threads),
+       "event-loop threads, connections split between them", integer("threads", 1, 64, &c.threads)},
+      {"--duration", "D", FormatDurationMs(defaults.duration_ms),
+       "run time, e.g. 10s; ignored with --requests",
+       [&c](std::string_view v) {
+         Result<int64_t> ms = ParseDurationMs(v);
+         if (!ms.ok()) return Bad("duration", ms.status().message());
+         if (*ms <= 0) return Bad("duration", "must be positive");
+         c.duration_ms = *ms;
+         return Status::Ok();
+       }},
+      {"-n,--requests", "N", "", "stop after N requests instead",
+       integer("requests", uint64_t{1}, UINT64_MAX, &c.requests)},
+      {"--workload", "W", defaults.workload,
+       "insert | begin (Begin then Complete) | cas | get | mix",
+       [&c](std::string_view v) {
+         c.workload = std::string(v);
+         return Status::Ok();
+       }},
+      {"--mix", "K:W,...", "", "with --workload mix, e.g. insert:50,get:30,cas:20",
+       [&mix_spec](std::string_view v) {
+         mix_spec = std::string(v);
+         return Status::Ok();
+       }},
+      {"--dup-ratio", "R", "0", "insert: share of requests that repeat an inserted key",
+       real("dup-ratio", 0.0, 1.0, &c.dup_ratio)},
+      {"--keys", "N", std::to_string(defaults.keys), "key space of cas/get/mix",
+       integer("keys", uint64_t{1}, uint64_t{1} << 40, &c.keys)},
+      {"--preload", "", "", "insert keys 0..N-1 (status PROCESSING) before measuring",
+       [&c](std::string_view) {
+         c.preload = true;
+         return Status::Ok();
+       }},
+      {"--preload-only", "", "", "only that (e.g. to load a store before measuring its size)",
+       [&c](std::string_view) {
+         c.preload = c.preload_only = true;
+         return Status::Ok();
+       }},
+      {"--distribution", "D", "uniform", "uniform | zipfian, for cas/get/mix keys",
+       [&c](std::string_view v) {
+         Result<Distribution> d = ParseDistribution(v);
+         if (!d.ok()) return Bad("distribution", d.status().message());
+         c.distribution = *d;
+         return Status::Ok();
+       }},
+      {"--zipf-theta", "T", "0.99", "Zipfian skew", real("zipf-theta", 0.01, 0.999, &c.zipf_theta)},
+      {"--key-order", "O", "random",
+       "random | sequential: how key numbers are spelled; random\n"
+       "scatters them like UUIDs, sequential keeps them ascending",
+       [&c](std::string_view v) {
+         if (v != "random" && v != "sequential") {
+           return Bad("key-order", "must be random or sequential");
+         }
+         c.sequential_keys = v == "sequential";
+         return Status::Ok();
+       }},
+      {"--payload", "BYTES", std::to_string(defaults.payload_bytes), "payload size",
+       integer("payload", size_t{0}, size_t{1} << 20, &c.payload_bytes)},
+      {"--ttl", "D", FormatDurationMs(defaults.ttl_ms), "record TTL",
+       [&c](std::string_view v) {
+         // Every op sends this TTL, and the store refuses a zero one (it is not "the default").
+         Result<int64_t> ms = ParsePositiveDurationMs(v);
+         if (!ms.ok()) return Bad("ttl", ms.status().message());
+         c.ttl_ms = *ms;
+         return Status::Ok();
+       }},
+      {"--rate", "R", "0",
+       "open loop at R requests/s in total; latency counts from the\n"
+       "intended send time (coordinated omission is not hidden).\n"
+       "0 = closed loop",
+       real("rate", 0.0, 1e9, &c.rate)},
+      {"--namespace", "NS", defaults.ns, "namespace of the keys",
+       [&c](std::string_view v) {
+         if (v.empty()) return Bad("namespace", "must not be empty");
+         c.ns = std::string(v);
+         return Status::Ok();
+       }},
+      {"--key-prefix", "P", "random per run", "prefix of every key",
+       [&c](std::string_view v) {
+         c.key_prefix = std::string(v);
+         return Status::Ok();
+       }},
+      {"--seed", "N", "from the clock", "random seed",
+       integer("seed", uint64_t{0}, UINT64_MAX, &c.seed)},
+      {"--server-pid", "PID", "", "also report the server's CPU time per op, and by thread",
+       integer("server-pid", 1, 1 << 30, &c.server_pid)},
+      {"--drain-timeout", "D", FormatDurationMs(defaults.drain_timeout_ms),
+       "after the run, how long to wait for requests in flight",
+       [&c](std::string_view v) {
+         Result<int64_t> ms = ParseDurationMs(v);
+         if (!ms.ok()) return Bad("drain-timeout", ms.status().message());
+         c.drain_timeout_ms = *ms;
+         return Status::Ok();
+       }},
+      {"--json", "", "", "print one JSON object instead of text",
+       [&c](std::string_view) {
+         c.json = true;
+         return Status::Ok();
+       }},
+      {"--quiet", "", "", "no progress line every second (on stderr)",
+       [&c](std::string_view) {
+         c.progress = false;
+         return Status::Ok();
+       }},
+  };
+}
+
+// The command line's grammar: CLI11 reads each flag's text; the BenchFlags check and apply it.
+struct Grammar {
+  std::unique_ptr<CLI::App> app =
+      NewCliApp("idem-bench", "Load generator for idemstored (speaks the wire protocol directly).");
+  std::vector<CLI::Option*> options;  // options[i] reads flags[i]
+
+  explicit Grammar(const std::vector<BenchFlag>& flags) {
+    for (const BenchFlag& f : flags) {
+      CLI::Option* opt =
+          f.value.empty()
+              ? AddSwitch(*app, f.names, f.help)
+              : app->add_option(f.names, f.help)->type_name(f.value)->default_str(f.default_text);
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      options.push_back(opt);
+    }
+  }
+};
+
 }  // namespace
 
 Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args) {
   BenchConfig c;
   std::string mix_spec;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      c.help = true;
-      continue;
-    }
-    if (arg == "-c" || arg == "-P" || arg == "-n") {
-      arg.remove_prefix(1);  // short forms of --connections, --pipeline, --requests
-    } else if (arg.substr(0, 2) == "--") {
-      arg.remove_prefix(2);
-    } else {
-      return Status::InvalidArgument("unexpected argument \"" + std::string(arg) + "\"");
-    }
-    std::string_view name = arg, value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    // Boolean flags take no value.
-    if (name == "json" || name == "quiet" || name == "preload" || name == "preload-only") {
-      if (has_value) return Bad(name, "takes no value");
-      if (name == "json") c.json = true;
-      if (name == "quiet") c.progress = false;
-      if (name == "preload") c.preload = true;
-      if (name == "preload-only") c.preload = c.preload_only = true;
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) return Bad(name, "needs a value");
-      value = args[++i];
-    }
-    Status s;
-    if (name == "server") {
-      const size_t colon = value.rfind(':');
-      if (colon == std::string_view::npos || colon == 0) return Bad(name, "expected HOST:PORT");
-      c.host = std::string(value.substr(0, colon));
-      s = ParseInt<uint16_t>(name, value.substr(colon + 1), 1, 65535, &c.port);
-    } else if (name == "protocol") {
-      if (value == "binary") {
-        c.http = false;
-      } else if (value == "http") {
-        c.http = true;
-      } else {
-        return Bad(name, "must be binary or http");
-      }
-    } else if (name == "connections" || name == "c") {
-      s = ParseInt(name, value, 1, 10'000, &c.connections);
-    } else if (name == "pipeline" || name == "P") {
-      s = ParseInt(name, value, 1, 4'096, &c.pipeline);
-    } else if (name == "batch") {
-      s = ParseInt(name, value, 1, 10'000, &c.batch);
-    } else if (name == "threads") {
-      s = ParseInt(name, value, 1, 64, &c.threads);
-    } else if (name == "duration") {
-      Result<int64_t> ms = ParseDurationMs(value);
-      if (!ms.ok()) return Bad(name, ms.status().message());
-      if (*ms <= 0) return Bad(name, "must be positive");
-      c.duration_ms = *ms;
-    } else if (name == "requests" || name == "n") {
-      s = ParseInt<uint64_t>(name, value, 1, UINT64_MAX, &c.requests);
-    } else if (name == "workload") {
-      c.workload = std::string(value);
-    } else if (name == "mix") {
-      mix_spec = std::string(value);
-    } else if (name == "dup-ratio") {
-      s = ParseDouble(name, value, 0.0, 1.0, &c.dup_ratio);
-    } else if (name == "keys") {
-      s = ParseInt<uint64_t>(name, value, 1, uint64_t{1} << 40, &c.keys);
-    } else if (name == "distribution") {
-      Result<Distribution> d = ParseDistribution(value);
-      if (!d.ok()) return Bad(name, d.status().message());
-      c.distribution = *d;
-    } else if (name == "key-order") {
-      if (value == "random") {
-        c.sequential_keys = false;
-      } else if (value == "sequential") {
-        c.sequential_keys = true;
-      } else {
-        return Bad(name, "must be random or sequential");
-      }
-    } else if (name == "zipf-theta") {
-      s = ParseDouble(name, value, 0.01, 0.999, &c.zipf_theta);
-    } else if (name == "payload") {
-      s = ParseInt<size_t>(name, value, 0, 1 << 20, &c.payload_bytes);
-    } else if (name == "ttl") {
-      // Every op sends this TTL, and the store refuses a zero one (it is not "the default").
-      Result<int64_t> ms = ParsePositiveDurationMs(value);
-      if (!ms.ok()) return Bad(name, ms.status().message());
-      c.ttl_ms = *ms;
-    } else if (name == "rate") {
-      s = ParseDouble(name, value, 0.0, 1e9, &c.rate);
-    } else if (name == "namespace") {
-      if (value.empty()) return Bad(name, "must not be empty");
-      c.ns = std::string(value);
-    } else if (name == "key-prefix") {
-      c.key_prefix = std::string(value);
-    } else if (name == "seed") {
-      s = ParseInt<uint64_t>(name, value, 0, UINT64_MAX, &c.seed);
-    } else if (name == "server-pid") {
-      s = ParseInt(name, value, 1, 1 << 30, &c.server_pid);
-    } else if (name == "drain-timeout") {
-      Result<int64_t> ms = ParseDurationMs(value);
-      if (!ms.ok()) return Bad(name, ms.status().message());
-      c.drain_timeout_ms = *ms;
-    } else {
-      return Status::InvalidArgument("unknown flag --" + std::string(name));
-    }
-    if (!s.ok()) return s;
+  const std::vector<BenchFlag> flags = Flags(c, mix_spec);
+  Grammar grammar(flags);
+  Result<CliRequest> request = ParseCli(*grammar.app, args);
+  if (!request.ok()) return request.status();
+  if (*request != CliRequest::kRun) {
+    c.help = *request == CliRequest::kHelp;
+    c.version = *request == CliRequest::kVersion;
+    return c;
+  }
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const CLI::Option* opt = grammar.options[i];
+    if (opt->count() == 0) continue;
+    const std::string value = flags[i].value.empty() ? "" : opt->as<std::string>();
+    if (Status s = flags[i].apply(value); !s.ok()) return s;
   }
   if (c.workload == "mix") {
     if (mix_spec.empty()) return Bad("mix", "--workload mix needs --mix KIND:WEIGHT,...");
@@ -230,38 +306,10 @@ Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args) {
 }
 
 std::string BenchUsage() {
-  return R"(idem-bench: load generator for idemstored (speaks the wire protocol directly).
-
-  --server HOST:PORT      server address (127.0.0.1:7878)
-  --protocol binary|http  binary (default): the wire protocol; http: POST /v1/apply over
-                          keep-alive HTTP/1.1 at --server (idemstored --http-listen), for
-                          --workload insert without pipelining
-  --connections N, -c N   TCP connections (16)
-  --pipeline N, -P N      requests in flight per connection (1)
-  --batch N               ops per request (1)
-  --threads N             event-loop threads, connections split between them (1)
-  --duration D            run time, e.g. 10s (10s); ignored with --requests
-  --requests N, -n N      stop after N requests instead
-  --workload W            insert | begin (Begin then Complete) | cas | get | mix (insert)
-  --mix K:W,...           with --workload mix, e.g. insert:50,get:30,cas:20
-  --dup-ratio R           insert: share of requests that repeat an inserted key (0)
-  --keys N                key space of cas/get/mix (100000)
-  --preload               insert keys 0..N-1 (status PROCESSING) before measuring
-  --preload-only          only that (e.g. to load a store before measuring its size)
-  --distribution D        uniform | zipfian, for cas/get/mix keys (uniform)
-  --zipf-theta T          Zipfian skew (0.99)
-  --key-order O           random | sequential: how key numbers are spelled; random (default)
-                          scatters them like UUIDs, sequential keeps them ascending
-  --payload BYTES         payload size (100)
-  --ttl D                 record TTL (24h)
-  --rate R                open loop at R requests/s in total; latency counts from the
-                          intended send time (coordinated omission is not hidden).
-                          0 = closed loop (default)
-  --namespace NS          (bench)   --key-prefix P (random per run)   --seed N
-  --server-pid PID        also report the server's CPU time per op, and by thread
-  --json                  print one JSON object instead of text
-  --quiet                 no progress line every second (on stderr)
-)";
+  BenchConfig unused_config;
+  std::string unused_mix;
+  const std::vector<BenchFlag> flags = Flags(unused_config, unused_mix);
+  return Grammar(flags).app->help();
 }
 
 }  // namespace idem::bench

@@ -31,7 +31,8 @@ struct MixEntry {
 };
 
 struct BenchConfig {
-  bool help = false;
+  bool help = false;     // --help: print BenchUsage() and exit 0
+  bool version = false;  // --version: print the version and exit 0
   std::string host = "127.0.0.1";
   uint16_t port = 7878;
   // binary: the wire protocol (docs/protocol.md); http: POST /v1/apply with keep-alive
@@ -70,8 +71,8 @@ struct BenchConfig {
   int64_t drain_timeout_ms = 10'000;
 };
 
-// `args` excludes the program name; "--flag value" and "--flag=value". InvalidArgument names
-// the offending flag.
+// `args` excludes the program name; "--flag value" and "--flag=value" (tools/common/cli_app.h).
+// InvalidArgument names the offending flag. With --help or --version nothing else is checked.
 Result<BenchConfig> ParseBenchFlags(std::span<const std::string_view> args);
 std::string BenchUsage();
 

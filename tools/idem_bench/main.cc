@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "cli_app.h"
 #include "json_report.h"
 #include "load_generator.h"
 #include "text_report.h"
@@ -15,12 +16,13 @@
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   idem::Result<idem::bench::BenchConfig> config = idem::bench::ParseBenchFlags(args);
-  if (!config.ok()) {
-    std::fprintf(stderr, "idem-bench: %s\n", config.status().ToString().c_str());
-    return 2;
-  }
+  if (!config.ok()) return idem::ReportUsageError("idem-bench", config.status());
   if (config->help) {
     std::fputs(idem::bench::BenchUsage().c_str(), stdout);
+    return 0;
+  }
+  if (config->version) {
+    std::printf("%s\n", idem::VersionLine("idem-bench").c_str());
     return 0;
   }
   idem::Result<idem::bench::BenchReport> report = idem::bench::RunBenchmark(*config);

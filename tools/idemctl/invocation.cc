@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <set>
+#include <map>
+#include <memory>
 #include <utility>
 
 #include "base64.h"
+#include "cli_app.h"
 #include "duration.h"
 #include "output.h"
 
@@ -43,6 +45,32 @@ constexpr std::string_view kAdmin = "admin queries";
 constexpr std::string_view kBackups = "backups";
 constexpr std::string_view kMaintenance =
     "maintenance (--data only, with no server running on the directory)";
+
+// What a flag means in `idemctl COMMAND --help`: the same in every command that takes it ("" for
+// a flag not listed here).
+std::string_view FlagHelp(std::string_view name) {
+  static const std::map<std::string_view, std::string_view> help = {
+      {"status", "the record's status"},
+      {"payload", "the payload, as text (any bytes: --payload-b64)"},
+      {"fingerprint", "the request's fingerprint, as text (any bytes: --fingerprint-b64)"},
+      {"ttl", "how long the record lives (default: the namespace's)"},
+      {"lease", "how long the attempt or lock is held (default: the namespace's)"},
+      {"wait", "wait up to D for a holder to finish instead of answering at once"},
+      {"owner", "who holds the attempt or lock"},
+      {"fence", "the fence begin or lock answered"},
+      {"expect-status", "only if the status is one of these"},
+      {"expect-version", "only if the record has this version"},
+      {"expect-fence", "only if the record has this fence"},
+      {"backup", "copy the directory here first"},
+      {"to", "the new directory the backup is written into"},
+      {"prefix", "only keys starting with these bytes (any bytes: --prefix-b64)"},
+      {"limit", "print at most N records in all"},
+      {"lease-ended", "only attempts in progress whose lease ended (stuck work)"},
+      {"yes", "confirm: the purge cannot be undone"},
+  };
+  auto it = help.find(name);
+  return it == help.end() ? std::string_view() : it->second;
+}
 
 // In --help's order.
 const std::vector<CommandSpec>& Commands() {
@@ -126,32 +154,7 @@ const std::vector<CommandSpec>& Commands() {
   return commands;
 }
 
-const CommandSpec* FindCommand(std::string_view name) {
-  for (const CommandSpec& c : Commands()) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
-}
-
 constexpr std::string_view kBase64Suffix = "-b64";
-
-// The flag `name` names: NAME, or NAME-b64 for a byte field (*base64 then says so). Null if the
-// command takes no such flag.
-const FlagSpec* FindFlag(const CommandSpec& command, std::string_view name, bool* base64) {
-  *base64 = false;
-  for (const FlagSpec& f : command.flags) {
-    if (f.name == name) return &f;
-  }
-  if (!name.ends_with(kBase64Suffix)) return nullptr;
-  name.remove_suffix(kBase64Suffix.size());
-  for (const FlagSpec& f : command.flags) {
-    if (f.name == name && f.bytes) {
-      *base64 = true;
-      return &f;
-    }
-  }
-  return nullptr;
-}
 
 Result<uint64_t> ParseUnsigned(std::string_view flag, std::string_view text) {
   uint64_t v = 0;
@@ -304,43 +307,147 @@ it never has an "outcome" key, so a NOT_FOUND error is never read as the NOT_FOU
 )";
 }
 
+// A positional argument's name for CLI11, which takes no brackets: "[NS]" (optional) -> "NS".
+std::string ArgumentName(std::string_view argument) {
+  if (argument.starts_with('[') && argument.ends_with(']')) {
+    argument = argument.substr(1, argument.size() - 2);
+  }
+  return std::string(argument);
+}
+
+// idemctl's grammar, generated from Commands(): the global flags on the root, one CLI11
+// subcommand per command (its positional arguments and its flags, a byte field also as
+// NAME-b64). Global flags may stand anywhere: a subcommand passes the flags it does not know up
+// to the root (fallthrough).
+struct Grammar {
+  std::unique_ptr<CLI::App> app = NewCliApp(
+      "idemctl", "Inspect and change an idemstore, on a server or a local database directory.");
+  std::string server, data_dir, timeout;
+  CLI::Option* json = app->add_flag("--json")->description("print results as JSON");
+  // A first positional that names no command lands here (CLI11 tries command names first).
+  std::vector<std::string> unknown_command;
+
+  struct Command {
+    const CommandSpec* spec;
+    CLI::App* app;
+    std::vector<std::string> arguments;  // arguments[i] reads spec->arguments[i]
+    // flags[i] reads spec->flags[i]; base64[i] its NAME-b64 form (null for a text flag).
+    std::vector<CLI::Option*> flags, base64;
+  };
+  std::vector<std::unique_ptr<Command>> commands;
+
+  Grammar() {
+    app->add_option("--server", server, "a server's address")->type_name("HOST:PORT");
+    app->add_option("--data", data_dir, "a local database directory (no server on it)")
+        ->type_name("DIR");
+    app->add_option("--timeout", timeout, "how long to wait for an answer")
+        ->type_name("D")
+        ->default_str("10s");
+    app->add_option("command", unknown_command)->expected(0, -1);
+    for (const CommandSpec& spec : Commands()) {
+      auto c = std::make_unique<Command>();
+      c->spec = &spec;
+      c->app = app->add_subcommand(std::string(spec.name), std::string(spec.note));
+      c->app->fallthrough();
+      c->arguments.resize(spec.arguments.size());
+      for (size_t i = 0; i < spec.arguments.size(); ++i) {
+        // Not required: a missing one is counted with the others ("takes 2 arguments, got 1").
+        c->app->add_option(ArgumentName(spec.arguments[i]), c->arguments[i])->type_name("");
+      }
+      for (const FlagSpec& f : spec.flags) {
+        const std::string what = std::string(FlagHelp(f.name)) + (f.required ? " (required)" : "");
+        CLI::Option* text =
+            f.value.empty()
+                ? c->app->add_flag("--" + std::string(f.name), what)->disable_flag_override()
+                : c->app->add_option("--" + std::string(f.name), what)
+                      ->type_name(std::string(f.value))
+                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        c->flags.push_back(text);
+        c->base64.push_back(
+            f.bytes ? c->app
+                          ->add_option("--" + std::string(f.name) + std::string(kBase64Suffix),
+                                       "the same bytes in base64")
+                          ->type_name("B64")
+                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                    : nullptr);
+      }
+      commands.push_back(std::move(c));
+    }
+  }
+
+  const Command* Parsed() const {
+    for (const auto& c : commands) {
+      if (c->app->parsed()) return c.get();
+    }
+    return nullptr;
+  }
+};
+
+// Sets inv.flags from the command's options: the last value of a text flag; a byte field given
+// once, in one form (decoded from base64 if given so).
+Status ReadFlags(const Grammar::Command& c, Invocation& inv) {
+  for (size_t i = 0; i < c.spec->flags.size(); ++i) {
+    const FlagSpec& f = c.spec->flags[i];
+    const CLI::Option* text = c.flags[i];
+    const CLI::Option* base64 = c.base64[i];
+    const std::string text_form = "--" + std::string(f.name);
+    if (base64 == nullptr) {
+      if (text->count() > 0) {
+        inv.flags[std::string(f.name)] = f.value.empty() ? "" : text->results().back();
+      }
+      continue;
+    }
+    const std::string base64_form = text_form + std::string(kBase64Suffix);
+    if (text->count() > 0 && base64->count() > 0) {
+      return Status::InvalidArgument(text_form + " and " + base64_form +
+                                     " are two forms of one value: give one");
+    }
+    if (text->count() > 1) return Status::InvalidArgument(text_form + " given twice");
+    if (base64->count() > 1) return Status::InvalidArgument(base64_form + " given twice");
+    if (text->count() == 1) inv.flags[std::string(f.name)] = text->results().front();
+    if (base64->count() == 1) {
+      Result<std::string> bytes = Base64Decode(base64->results().front());
+      if (!bytes.ok())
+        return Status::InvalidArgument(base64_form + ": " + bytes.status().message());
+      inv.flags[std::string(f.name)] = std::move(*bytes);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   Invocation inv;
-  size_t i = 0;
-  auto value_of = [&](std::string_view flag) -> Result<std::string> {
-    if (i + 1 >= args.size()) return Status::InvalidArgument(std::string(flag) + " needs a value");
-    return std::string(args[++i]);
-  };
-  // Global flags come before the command.
-  for (; i < args.size() && args[i].starts_with("--"); ++i) {
-    std::string_view a = args[i];
-    if (a == "--json") {
-      inv.json = true;
-    } else if (a == "--help") {
-      inv.command = "help";
-      return inv;
-    } else if (a == "--server" || a == "--data" || a == "--timeout") {
-      Result<std::string> v = value_of(a);
-      if (!v.ok()) return v.status();
-      if (a == "--server") inv.server = *v;
-      if (a == "--data") inv.data_dir = *v;
-      if (a == "--timeout") {
-        Result<int64_t> ms = ParseDurationMs(*v);
-        if (!ms.ok()) return Status::InvalidArgument("--timeout: " + ms.status().message());
-        inv.timeout_ms = *ms;
-      }
-    } else {
-      return Status::InvalidArgument("unknown option " + std::string(a) + " (see idemctl --help)");
-    }
+  Grammar g;
+  Result<CliRequest> request = ParseCli(*g.app, args);
+  const Grammar::Command* command = g.Parsed();
+  if (!request.ok()) return request.status();
+  if (*request == CliRequest::kHelp) {
+    inv.command = "help";
+    if (command != nullptr) inv.help_command = std::string(command->spec->name);
+    return inv;
   }
-  if (i >= args.size()) return Status::InvalidArgument("no command given (see idemctl --help)");
-  inv.command = std::string(args[i++]);
-  if (inv.command == "help") return inv;
-  const CommandSpec* spec = FindCommand(inv.command);
-  if (spec == nullptr) {
+  if (*request == CliRequest::kVersion) {
+    inv.command = "version";
+    return inv;
+  }
+  if (command == nullptr) {
+    if (g.unknown_command.empty()) {
+      return Status::InvalidArgument("no command given (see idemctl --help)");
+    }
+    inv.command = g.unknown_command.front();
+    if (inv.command == "help") return inv;
     return Status::InvalidArgument("unknown command '" + inv.command + "' (see idemctl --help)");
+  }
+  inv.command = std::string(command->spec->name);
+  inv.server = g.server;
+  inv.data_dir = g.data_dir;
+  inv.json = g.json->count() > 0;
+  if (!g.timeout.empty()) {
+    Result<int64_t> ms = ParseDurationMs(g.timeout);
+    if (!ms.ok()) return Status::InvalidArgument("--timeout: " + ms.status().message());
+    inv.timeout_ms = *ms;
   }
   if (inv.server.empty() == inv.data_dir.empty()) {
     return Status::InvalidArgument("say where the store is: --server HOST:PORT or --data DIR");
@@ -348,65 +455,29 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   if ((inv.command == "repair" || inv.command == "verify") && inv.data_dir.empty()) {
     return Status::InvalidArgument(inv.command + " works on a database directory: --data DIR");
   }
-  std::map<std::string_view, bool> given_forms;  // byte field -> given in base64
-  for (; i < args.size(); ++i) {
-    std::string_view a = args[i];
-    if (!a.starts_with("--")) {
-      inv.positional.emplace_back(a);
-      continue;
+  if (Status s = ReadFlags(*command, inv); !s.ok()) return s;
+  // Arguments past the command's own fall through to the root's catch-all: counted here.
+  for (size_t i = 0; i < command->arguments.size(); ++i) {
+    if (command->app->get_option(ArgumentName(command->spec->arguments[i]))->count() > 0) {
+      inv.positional.push_back(command->arguments[i]);
     }
-    std::string name(a.substr(2));
-    std::optional<std::string> inline_value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      inline_value = name.substr(eq + 1);
-      name.resize(eq);
-    }
-    bool base64 = false;
-    const FlagSpec* flag = FindFlag(*spec, name, &base64);
-    if (flag == nullptr) return Status::InvalidArgument(inv.command + " does not take --" + name);
-    std::string value;
-    if (flag->value.empty()) {
-      if (inline_value) return Status::InvalidArgument("--" + name + " takes no value");
-    } else if (inline_value) {
-      value = std::move(*inline_value);
-    } else {
-      Result<std::string> v = value_of(a);
-      if (!v.ok()) return v.status();
-      value = *v;
-    }
-    if (flag->bytes) {
-      const std::string text_form = "--" + std::string(flag->name);
-      const std::string base64_form = text_form + std::string(kBase64Suffix);
-      if (auto [it, first] = given_forms.emplace(flag->name, base64); !first) {
-        if (it->second == base64) {
-          return Status::InvalidArgument((base64 ? base64_form : text_form) + " given twice");
-        }
-        return Status::InvalidArgument(text_form + " and " + base64_form +
-                                       " are two forms of one value: give one");
-      }
-      if (base64) {
-        Result<std::string> bytes = Base64Decode(value);
-        if (!bytes.ok())
-          return Status::InvalidArgument(base64_form + ": " + bytes.status().message());
-        value = std::move(*bytes);
-      }
-    }
-    inv.flags[std::string(flag->name)] = value;
+  }
+  inv.positional.insert(inv.positional.end(), g.unknown_command.begin(), g.unknown_command.end());
+  const auto& arguments = command->spec->arguments;
+  const size_t most = arguments.size();
+  const size_t least = static_cast<size_t>(std::count_if(
+      arguments.begin(), arguments.end(), [](std::string_view a) { return !a.starts_with('['); }));
+  if (inv.positional.size() < least || inv.positional.size() > most) {
+    return Status::InvalidArgument(inv.command + " takes " +
+                                   (least == most
+                                        ? std::to_string(most)
+                                        : std::to_string(least) + " or " + std::to_string(most)) +
+                                   " arguments, got " + std::to_string(inv.positional.size()) +
+                                   " (see idemctl " + inv.command + " --help)");
   }
   if (auto to = inv.flags.find("to");
       inv.command == "backup" && (to == inv.flags.end() || to->second.empty())) {
     return Status::InvalidArgument("backup needs --to DIR");
-  }
-  const size_t optional = static_cast<size_t>(
-      std::count_if(spec->arguments.begin(), spec->arguments.end(),
-                    [](std::string_view name) { return name.starts_with('['); }));
-  const size_t most = spec->arguments.size(), least = most - optional;
-  if (inv.positional.size() < least || inv.positional.size() > most) {
-    return Status::InvalidArgument(
-        inv.command + " takes " +
-        (least == most ? std::to_string(most)
-                       : std::to_string(least) + " or " + std::to_string(most)) +
-        " arguments, got " + std::to_string(inv.positional.size()) + " (see idemctl --help)");
   }
   if (inv.command == "purge" && !inv.flags.contains("yes")) {
     return Status::InvalidArgument("purge deletes every record of namespace " +
@@ -435,6 +506,14 @@ PurgeRequest BuildPurge(const Invocation& inv) {
   purge.ns = inv.positional.at(0);
   if (auto p = Flag(inv, "prefix")) purge.prefix = *p;
   return purge;
+}
+
+std::string CommandUsage(std::string_view command) {
+  Grammar g;
+  for (const auto& c : g.commands) {
+    if (c->spec->name == command) return c->app->help("idemctl");
+  }
+  return Usage();
 }
 
 Result<Op> BuildOp(Invocation& inv) {
@@ -515,7 +594,8 @@ std::string Usage() {
       R"(idemctl: inspect and change an idemstore, on a server or a local database directory.
 
 usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] COMMAND ARGS...
-       idemctl --help
+       idemctl --help | --version | COMMAND --help
+       (the global flags may also stand after the command)
 )";
   std::string_view section;
   for (const CommandSpec& c : Commands()) {

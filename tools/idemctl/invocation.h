@@ -23,7 +23,8 @@ struct Invocation {
   bool json = false;
   int64_t timeout_ms = 10'000;
 
-  std::string command;                  // "insert", "get", ... "stats", "help"
+  std::string command;                  // "insert", "get", ... "stats", "help", "version"
+  std::string help_command;             // with "help": the command whose --help was asked
   std::vector<std::string> positional;  // after the command
   // --name value (value "" for switches). A byte field given as --NAME-b64 is stored decoded,
   // under NAME.
@@ -33,7 +34,8 @@ struct Invocation {
   std::vector<std::string> status_set;
 };
 
-// Parses argv (without the program name). InvalidArgument names what is wrong.
+// Parses argv (without the program name): global flags anywhere, "--flag value" and
+// "--flag=value" (tools/common/cli_app.h). InvalidArgument names what is wrong.
 Result<Invocation> ParseInvocation(std::span<const std::string_view> args);
 
 // Builds the operation for a data command (everything except "stats" and "help"). The Op borrows
@@ -45,6 +47,9 @@ Result<Op> BuildOp(Invocation& inv);
 Result<ScanRequest> BuildScan(const Invocation& inv, uint64_t* total_limit);
 PurgeRequest BuildPurge(const Invocation& inv);
 
+// idemctl --help: every command with its synopsis, from the same table the parser uses.
 std::string Usage();
+// idemctl COMMAND --help (CLI11's layout); Usage() for a name that is no command.
+std::string CommandUsage(std::string_view command);
 
 }  // namespace idem::ctl

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_app.h"
 #include "idem/engine.h"
 #include "idem/repair.h"
 #include "idem/verify.h"
@@ -179,7 +180,13 @@ int main(int argc, char** argv) {
     return Fail(idem::ctl::UsageError(inv.status().message()), json);
   }
   if (inv->command == "help") {
-    std::fputs(idem::ctl::Usage().c_str(), stdout);
+    const std::string help =
+        inv->help_command.empty() ? idem::ctl::Usage() : idem::ctl::CommandUsage(inv->help_command);
+    std::fputs(help.c_str(), stdout);
+    return idem::ctl::kExitSuccess;
+  }
+  if (inv->command == "version") {
+    std::printf("%s\n", idem::VersionLine("idemctl").c_str());
     return idem::ctl::kExitSuccess;
   }
   if (inv->command == "repair") return Repair(*inv);

@@ -5,8 +5,10 @@
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <set>
+#include <memory>
+#include <string_view>
 
+#include "cli_app.h"
 #include "duration.h"
 
 namespace idem::retention {
@@ -75,115 +77,186 @@ std::vector<std::string_view> SplitList(std::string_view text) {
   return parts;
 }
 
-// Flags that take a value, and those that do not.
-const std::set<std::string, std::less<>> kValueFlags = {"--seed",
-                                                        "--rate",
-                                                        "--duration",
-                                                        "--mix",
-                                                        "--param",
-                                                        "--trace",
-                                                        "--key-order",
-                                                        "--ttls",
-                                                        "--ns-ttl",
-                                                        "--remember",
-                                                        "--strategies",
-                                                        "--reclaim-every",
-                                                        "--sample-every",
-                                                        "--drain",
-                                                        "--write-buffer",
-                                                        "--payload-bytes",
-                                                        "--reclaim-fraction",
-                                                        "--work-dir",
-                                                        "--json",
-                                                        "--out"};
-const std::set<std::string, std::less<>> kSwitches = {"--quick", "--help",     "-h",
-                                                      "--quiet", "--no-flush", "--keep-dbs"};
+constexpr const char* kWorkload = "Workload (generated from a seed, or replayed from a trace)";
+constexpr const char* kPolicies =
+    "Policies (every TTL, every --ns-ttl and every --remember pair, each under every strategy)";
+constexpr const char* kSimulation = "Simulation";
+constexpr const char* kOutput = "Output";
+
+// A flag's value in force: the last one given, or `fallback`.
+std::string ValueOf(const CLI::Option* opt, const std::string& fallback) {
+  return opt->count() > 0 ? opt->as<std::string>() : fallback;
+}
+
+// The command line's grammar: every flag as CLI11 reads it (text; ParseCommandLine checks it),
+// with its --help text and default.
+struct Grammar {
+  std::unique_ptr<CLI::App> app = NewCliApp(
+      "idem-retention",
+      "Replays a workload of first requests and their late duplicates against several retention\n"
+      "policies, each on its own idemstore Engine in simulated time, and reports per policy how\n"
+      "many duplicates were caught or missed (missed = executed twice) and what the disk paid\n"
+      "for it. See docs/retention.md.");
+
+  // A flag taking a value; a repeated one keeps its last, or all with `repeatable`.
+  CLI::Option* Value(const char* group, const std::string& name, const std::string& value,
+                     const std::string& default_text, const std::string& help,
+                     bool repeatable = false) {
+    return app->add_option(name, help)
+        ->type_name(value)
+        ->default_str(default_text)
+        ->group(group)
+        ->multi_option_policy(repeatable ? CLI::MultiOptionPolicy::TakeAll
+                                         : CLI::MultiOptionPolicy::TakeLast);
+  }
+  CLI::Option* Switch(const char* group, const std::string& name, const std::string& help) {
+    return AddSwitch(*app, name, help)->group(group);
+  }
+
+  CLI::Option* seed =
+      Value(kWorkload, "--seed", "N", "1", "random seed; the same seed gives the same workload");
+  CLI::Option* rate =
+      Value(kWorkload, "--rate", "R", std::string(kFull.rate) + "; --quick: " + kQuick.rate,
+            "first requests per second, Poisson arrivals");
+  CLI::Option* duration = Value(kWorkload, "--duration", "D",
+                                std::string(kFull.duration) + "; --quick: " + kQuick.duration,
+                                "first requests arrive for D; their duplicates may come later");
+  CLI::Option* mix = Value(kWorkload, "--mix", "SPEC", kDefaultMix,
+                           "NAMESPACE:MODEL:WEIGHT,... models: retry, redelivery,\n"
+                           "callbacks, human");
+  CLI::Option* param = Value(kWorkload, "--param", "M.NAME=V", "",
+                             "set a model parameter, repeatable, e.g.\n"
+                             "callbacks.again_prob=0.5",
+                             true);
+  CLI::Option* key_order = Value(kWorkload, "--key-order", "ORDER", "random",
+                                 "random (UUIDv4-like keys) or time (ULID-like keys)");
+  CLI::Option* trace = Value(kWorkload, "--trace", "FILE", "",
+                             "replay FILE (CSV time_s,namespace,key) instead of generating;\n"
+                             "excludes --seed, --rate, --duration, --mix, --param, --key-order");
+
+  CLI::Option* ttls = Value(kPolicies, "--ttls", "LIST", kFull.ttls,
+                            "one TTL for all namespaces, e.g. 1h,6h,24h,7d; \"none\" for no\n"
+                            "such policy");
+  CLI::Option* ns_ttl = Value(kPolicies, "--ns-ttl", "SPEC", kDefaultNsTtl,
+                              "per-namespace TTLs NS=TTL,...,*=TTL ('*': unlisted namespaces,\n"
+                              "default 1d), repeatable; \"none\" for no such policy",
+                              true);
+  CLI::Option* remember =
+      Value(kPolicies, "--remember", "LIST", kDefaultRemember,
+            "KEEP:REMEMBER,... keep records KEEP (one TTL for all namespaces),\n"
+            "then remember their keys REMEMBER more: a duplicate then is\n"
+            "answered EXPIRED (not executed again, its response gone) instead\n"
+            "of missed; \"none\" for no such policy. The default drain does not\n"
+            "wait for the markers to go");
+  CLI::Option* strategies =
+      Value(kPolicies, "--strategies", "LIST", "reclaim,compaction-only",
+            "reclaim (compaction filter + Engine::ReclaimExpired on a\n"
+            "schedule), compaction-only (compaction filter in write-triggered\n"
+            "compactions only)");
+
+  CLI::Option* reclaim_every = Value(kSimulation, "--reclaim-every", "D", "10m",
+                                     "simulated interval between ReclaimExpired calls");
+  CLI::Option* sample_every =
+      Value(kSimulation, "--sample-every", "D", "1h", "simulated interval between disk samples");
+  CLI::Option* no_flush = Switch(kSimulation, "--no-flush",
+                                 "do not flush the memtable before each sample (default: flush)");
+  CLI::Option* drain = Value(kSimulation, "--drain", "D", "the longest TTL studied + 2h",
+                             "keep the clock running D after the last arrival, so expired\n"
+                             "data can be seen leaving the disk");
+  CLI::Option* write_buffer =
+      Value(kSimulation, "--write-buffer", "SIZE", "4MiB", "RocksDB memtable size, e.g. 4MiB");
+  CLI::Option* payload_bytes =
+      Value(kSimulation, "--payload-bytes", "N", "100", "stored response size per record");
+  CLI::Option* reclaim_fraction = Value(kSimulation, "--reclaim-fraction", "F", "0.5",
+                                        "the engine's reclaim_min_expired_fraction");
+  CLI::Option* work_dir = Value(kSimulation, "--work-dir", "DIR",
+                                "a new temp dir, removed afterwards", "where the databases go");
+  CLI::Option* keep_dbs =
+      Switch(kSimulation, "--keep-dbs", "keep each policy's database (under the work dir)");
+
+  CLI::Option* json = Value(kOutput, "--json", "FILE", "",
+                            "write every figure as JSON (layout in docs/retention.md)");
+  CLI::Option* out =
+      Value(kOutput, "--out", "DIR", "", "write ttl_tradeoff.svg and disk_over_time.svg into DIR");
+  CLI::Option* quick = Switch(kOutput, "--quick",
+                              std::string("a small run (under a minute): --rate ") + kQuick.rate +
+                                  " --duration " + kQuick.duration);
+  CLI::Option* quiet = Switch(kOutput, "--quiet", "no progress line on stderr");
+
+  Grammar() { app->footer(Footer()); }
+
+  static std::string Footer() {
+    std::string models;
+    ModelParamSet defaults;
+    for (DelayModel m : kAllModels) {
+      models += "  " + std::string(ModelName(m)) + ": " + defaults.Describe(m) + "\n";
+    }
+    return "Model parameters (times in ms) and their defaults:\n" + models +
+           "\nSizes accept B, K/KiB, M/MiB, G/GiB; durations ms, s, m, h, d (e.g. 1h30m).\n"
+           "Exit codes: 0 ok, 1 the simulation failed, 2 bad command line.";
+  }
+};
 
 }  // namespace
 
 Result<Config> ParseCommandLine(int argc, const char* const* argv) {
-  // Pass 1: split into (flag, value) pairs, so --quick can set defaults whatever its position
-  // and explicit flags still win.
-  std::vector<std::pair<std::string, std::string>> given;
   Config c;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    const size_t eq = arg.find('=');
-    const bool inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inline_value) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    if (kSwitches.count(arg)) {
-      if (inline_value) return Bad(arg, "takes no value");
-      if (arg == "--help" || arg == "-h") c.help = true;
-      if (arg == "--quick") c.quick = true;
-      if (arg == "--quiet") c.quiet = true;
-      if (arg == "--no-flush") c.sim.flush_at_samples = false;
-      if (arg == "--keep-dbs") c.keep_dbs = true;
-      continue;
-    }
-    if (!kValueFlags.count(arg)) {
-      return Status::InvalidArgument("unknown flag '" + arg + "' (see --help)");
-    }
-    if (!inline_value) {
-      if (i + 1 >= argc) return Bad(arg, "needs a value");
-      value = argv[++i];
-    }
-    given.emplace_back(arg, value);
+  Grammar g;
+  const std::vector<std::string_view> args(argv + std::min(argc, 1), argv + argc);
+  Result<CliRequest> request = ParseCli(*g.app, args);
+  if (!request.ok()) return request.status();
+  if (*request != CliRequest::kRun) {
+    c.help = *request == CliRequest::kHelp;
+    c.version = *request == CliRequest::kVersion;
+    return c;
   }
-  if (c.help) return c;
+  // --quick sets defaults whatever its position; flags given explicitly still win.
+  c.quick = g.quick->count() > 0;
+  c.quiet = g.quiet->count() > 0;
+  c.sim.flush_at_samples = g.no_flush->count() == 0;
+  c.keep_dbs = g.keep_dbs->count() > 0;
 
   const Preset& preset = c.quick ? kQuick : kFull;
-  std::map<std::string, std::string> single;  // last value of each non-repeatable flag
-  std::vector<std::string> params, ns_ttls;
-  for (const auto& [flag, value] : given) {
-    if (flag == "--param")
-      params.push_back(value);
-    else if (flag == "--ns-ttl")
-      ns_ttls.push_back(value);
-    else
-      single[flag] = value;
-  }
-  auto value_of = [&](const std::string& flag, const std::string& fallback) {
-    auto it = single.find(flag);
-    return it == single.end() ? fallback : it->second;
-  };
+  const std::vector<std::string> params =
+      g.param->count() > 0 ? g.param->as<std::vector<std::string>>() : std::vector<std::string>();
+  std::vector<std::string> ns_ttls =
+      g.ns_ttl->count() > 0 ? g.ns_ttl->as<std::vector<std::string>>() : std::vector<std::string>();
 
-  c.trace_path = value_of("--trace", "");
+  c.trace_path = ValueOf(g.trace, "");
   if (!c.trace_path.empty()) {
-    for (const char* flag : {"--seed", "--rate", "--duration", "--mix", "--key-order"}) {
-      if (single.count(flag)) return Bad(flag, "does not apply to a replayed --trace");
+    for (const CLI::Option* opt : {g.seed, g.rate, g.duration, g.mix, g.key_order}) {
+      if (opt->count() > 0) {
+        return Bad(opt->get_name(), "does not apply to a replayed --trace");
+      }
     }
     if (!params.empty()) return Bad("--param", "does not apply to a replayed --trace");
   }
 
   // Workload.
-  const std::string seed = value_of("--seed", "1");
+  const std::string seed = ValueOf(g.seed, "1");
   {
     auto [end, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), c.workload.seed);
     if (seed.empty() || ec != std::errc() || end != seed.data() + seed.size()) {
       return Bad("--seed", "'" + seed + "' is not a non-negative integer");
     }
   }
-  const std::string rate = value_of("--rate", preset.rate);
+  const std::string rate = ValueOf(g.rate, preset.rate);
   auto rate_v = ParseNumber("--rate", rate);
   if (!rate_v.ok()) return rate_v.status();
   if (*rate_v <= 0 || *rate_v > 1e6) return Bad("--rate", "must be in (0, 1e6] per second");
   c.workload.rate_per_s = *rate_v;
-  const std::string duration = value_of("--duration", preset.duration);
+  const std::string duration = ValueOf(g.duration, preset.duration);
   auto duration_v = ParsePositiveDurationMs(duration);
   if (!duration_v.ok()) return Bad("--duration", duration_v.status().message());
   c.workload.duration_ms = *duration_v;
-  const std::string mix = value_of("--mix", kDefaultMix);
+  const std::string mix = ValueOf(g.mix, kDefaultMix);
   auto mix_v = ParseMix(mix);
   if (!mix_v.ok()) return Bad("--mix", mix_v.status().message());
   c.workload.mix = std::move(*mix_v);
   for (const std::string& p : params) {
     if (Status s = c.workload.params.Set(p); !s.ok()) return Bad("--param", s.message());
   }
-  const std::string key_order = value_of("--key-order", "random");
+  const std::string key_order = ValueOf(g.key_order, "random");
   if (key_order == "random")
     c.workload.key_order = KeyOrder::kRandom;
   else if (key_order == "time")
@@ -192,7 +265,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     return Bad("--key-order", "'" + key_order + "' is not one of: random, time");
 
   // Policies.
-  const std::string ttls = value_of("--ttls", preset.ttls);
+  const std::string ttls = ValueOf(g.ttls, preset.ttls);
   if (ttls != "none") {
     for (std::string_view t : SplitList(ttls)) {
       auto ttl = ParsePositiveDurationMs(t);
@@ -210,7 +283,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     if (!parsed.ok()) return Bad("--ns-ttl", parsed.status().message());
     c.ns_ttls.push_back(std::move(*parsed));
   }
-  const std::string remember = value_of("--remember", kDefaultRemember);
+  const std::string remember = ValueOf(g.remember, kDefaultRemember);
   if (remember != "none") {
     auto parsed = ParseKeepRemember(remember);
     if (!parsed.ok()) return Bad("--remember", parsed.status().message());
@@ -220,7 +293,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     return Bad("--ttls",
                "no policy left to study (--ttls none, --ns-ttl none and --remember none)");
   }
-  const std::string strategies = value_of("--strategies", "reclaim,compaction-only");
+  const std::string strategies = ValueOf(g.strategies, "reclaim,compaction-only");
   for (std::string_view s : SplitList(strategies)) {
     auto strategy = ParseStrategy(s);
     if (!strategy.ok()) return Bad("--strategies", strategy.status().message());
@@ -231,38 +304,37 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   }
 
   // Simulation.
-  auto duration_flag = [&](const std::string& flag, const std::string& fallback,
+  auto duration_flag = [&](const CLI::Option* opt, const std::string& fallback,
                            int64_t* out) -> Status {
-    auto v = ParsePositiveDurationMs(value_of(flag, fallback));
-    if (!v.ok()) return Bad(flag, v.status().message());
+    auto v = ParsePositiveDurationMs(ValueOf(opt, fallback));
+    if (!v.ok()) return Bad(opt->get_name(), v.status().message());
     *out = *v;
     return Status::Ok();
   };
-  if (Status s = duration_flag("--reclaim-every", "10m", &c.sim.reclaim_every_ms); !s.ok())
-    return s;
-  if (Status s = duration_flag("--sample-every", "1h", &c.sim.sample_every_ms); !s.ok()) return s;
-  if (single.count("--drain")) {
-    auto v = ParseDurationMs(single["--drain"]);
+  if (Status s = duration_flag(g.reclaim_every, "10m", &c.sim.reclaim_every_ms); !s.ok()) return s;
+  if (Status s = duration_flag(g.sample_every, "1h", &c.sim.sample_every_ms); !s.ok()) return s;
+  if (g.drain->count() > 0) {
+    auto v = ParseDurationMs(g.drain->as<std::string>());
     if (!v.ok()) return Bad("--drain", v.status().message());
     c.drain_ms = *v;
   }
-  auto write_buffer = ParseBytes("--write-buffer", value_of("--write-buffer", "4MiB"));
+  auto write_buffer = ParseBytes("--write-buffer", ValueOf(g.write_buffer, "4MiB"));
   if (!write_buffer.ok()) return write_buffer.status();
   if (*write_buffer < (64u << 10)) return Bad("--write-buffer", "must be at least 64KiB");
   c.sim.write_buffer_bytes = *write_buffer;
-  auto payload = ParseBytes("--payload-bytes", value_of("--payload-bytes", "100"));
+  auto payload = ParseBytes("--payload-bytes", ValueOf(g.payload_bytes, "100"));
   if (!payload.ok()) return payload.status();
   if (*payload > (1u << 20))
     return Bad("--payload-bytes", "must be at most 1MiB (the engine's limit)");
   c.sim.payload_bytes = *payload;
-  auto fraction = ParseNumber("--reclaim-fraction", value_of("--reclaim-fraction", "0.5"));
+  auto fraction = ParseNumber("--reclaim-fraction", ValueOf(g.reclaim_fraction, "0.5"));
   if (!fraction.ok()) return fraction.status();
   if (*fraction <= 0 || *fraction > 1) return Bad("--reclaim-fraction", "must be in (0, 1]");
   c.sim.reclaim_min_expired_fraction = *fraction;
 
-  c.work_dir = value_of("--work-dir", "");
-  c.json_path = value_of("--json", "");
-  c.out_dir = value_of("--out", "");
+  c.work_dir = ValueOf(g.work_dir, "");
+  c.json_path = ValueOf(g.json, "");
+  c.out_dir = ValueOf(g.out, "");
 
   // What the reports echo.
   if (c.trace_path.empty()) {
@@ -293,78 +365,6 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   return c;
 }
 
-std::string HelpText() {
-  std::string models;
-  ModelParamSet defaults;
-  for (DelayModel m : kAllModels) {
-    models += "  " + std::string(ModelName(m)) + ": " + defaults.Describe(m) + "\n";
-  }
-  return std::string(R"(Usage: idem-retention [flags]
-
-Replays a workload of first requests and their late duplicates against several retention
-policies, each on its own idemstore Engine in simulated time, and reports per policy how many
-duplicates were caught or missed (missed = executed twice) and what the disk paid for it.
-See docs/retention.md.
-
-Workload (generated from a seed, or replayed from a trace):
-  --seed N              random seed; the same seed gives the same workload (default 1)
-  --rate R              first requests per second, Poisson arrivals (default )") +
-         kFull.rate + R"(; --quick: )" + kQuick.rate + R"()
-  --duration D          first requests arrive for D; their duplicates may come later
-                        (default )" +
-         kFull.duration + R"(; --quick: )" + kQuick.duration + R"()
-  --mix SPEC            NAMESPACE:MODEL:WEIGHT,... models: retry, redelivery, callbacks, human
-                        (default )" +
-         kDefaultMix + R"()
-  --param M.NAME=V      set a model parameter, repeatable, e.g. callbacks.again_prob=0.5
-  --key-order ORDER     random (UUIDv4-like keys) or time (ULID-like keys) (default random)
-  --trace FILE          replay FILE (CSV time_s,namespace,key) instead of generating; excludes
-                        --seed, --rate, --duration, --mix, --param, --key-order
-
-Policies (every TTL, every --ns-ttl and every --remember pair, each under every strategy):
-  --ttls LIST           one TTL for all namespaces, e.g. 1h,6h,24h,7d; "none" for no such
-                        policy (default )" +
-         kFull.ttls + R"()
-  --ns-ttl SPEC         per-namespace TTLs NS=TTL,...,*=TTL ('*': unlisted namespaces, default
-                        1d), repeatable; "none" for no such policy
-                        (default )" +
-         kDefaultNsTtl + R"()
-  --remember LIST       KEEP:REMEMBER,... keep records KEEP (one TTL for all namespaces), then
-                        remember their keys REMEMBER more: a duplicate then is answered EXPIRED
-                        (not executed again, its response gone) instead of missed; "none" for
-                        no such policy. The default drain does not wait for the markers to
-                        go (default )" +
-         kDefaultRemember + R"()
-  --strategies LIST     reclaim (compaction filter + Engine::ReclaimExpired on a schedule),
-                        compaction-only (compaction filter in write-triggered compactions only)
-                        (default reclaim,compaction-only)
-
-Simulation:
-  --reclaim-every D     simulated interval between ReclaimExpired calls (default 10m)
-  --sample-every D      simulated interval between disk samples (default 1h)
-  --no-flush            do not flush the memtable before each sample (default: flush)
-  --drain D             keep the clock running D after the last arrival (default: the longest
-                        TTL studied + 2h, so expired data can be seen leaving the disk)
-  --write-buffer SIZE   RocksDB memtable size, e.g. 4MiB (default 4MiB)
-  --payload-bytes N     stored response size per record (default 100)
-  --reclaim-fraction F  the engine's reclaim_min_expired_fraction (default 0.5)
-  --work-dir DIR        where the databases go (default: a new temp dir, removed afterwards)
-  --keep-dbs            keep each policy's database (under the work dir)
-
-Output:
-  --json FILE           write every figure as JSON (layout in docs/retention.md)
-  --out DIR             write ttl_tradeoff.svg and disk_over_time.svg into DIR
-  --quick               a small run (under a minute): --rate )" +
-         kQuick.rate + " --duration " + kQuick.duration + R"(
-  --quiet               no progress line on stderr
-  -h, --help            this text
-
-Model parameters (times in ms) and their defaults:
-)" + models +
-         R"(
-Sizes accept B, K/KiB, M/MiB, G/GiB; durations ms, s, m, h, d (e.g. 1h30m).
-Exit codes: 0 ok, 1 the simulation failed, 2 bad command line.
-)";
-}
+std::string HelpText() { return Grammar().app->help(); }
 
 }  // namespace idem::retention

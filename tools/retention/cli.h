@@ -17,7 +17,8 @@
 namespace idem::retention {
 
 struct Config {
-  bool help = false;
+  bool help = false;     // --help: print HelpText() and exit 0
+  bool version = false;  // --version: print the version and exit 0
   bool quick = false;
   bool quiet = false;  // no progress line
   WorkloadSpec workload;
@@ -36,8 +37,9 @@ struct Config {
   std::vector<std::pair<std::string, std::string>> settings;
 };
 
-// argv[0] is skipped. InvalidArgument for an unknown flag, a missing or bad value, or flags
-// that contradict each other (e.g. --trace with --mix).
+// argv[0] is skipped; "--flag value" and "--flag=value" (tools/common/cli_app.h). InvalidArgument
+// for an unknown flag, a missing or bad value, or flags that contradict each other (e.g. --trace
+// with --mix). With --help or --version nothing else is checked.
 Result<Config> ParseCommandLine(int argc, const char* const* argv);
 
 // The --help text: usage, every flag with its default, the models and their parameters.

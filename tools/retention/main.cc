@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli.h"
+#include "cli_app.h"
 #include "duration.h"
 #include "json_report.h"
 #include "plots.h"
@@ -73,12 +74,13 @@ int Fail(const Status& s) {
 
 int Main(int argc, char** argv) {
   auto config = ParseCommandLine(argc, argv);
-  if (!config.ok()) {
-    std::fprintf(stderr, "idem-retention: %s\n", config.status().message().c_str());
-    return 2;
-  }
+  if (!config.ok()) return ReportUsageError("idem-retention", config.status());
   if (config->help) {
     std::fputs(HelpText().c_str(), stdout);
+    return 0;
+  }
+  if (config->version) {
+    std::printf("%s\n", VersionLine("idem-retention").c_str());
     return 0;
   }
   Config& c = *config;
@@ -86,18 +88,18 @@ int Main(int argc, char** argv) {
   if (!c.json_path.empty()) {
     const std::filesystem::path parent = std::filesystem::path(c.json_path).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent)) {
-      std::fprintf(stderr, "idem-retention: --json: directory '%s' does not exist\n",
-                   parent.c_str());
-      return 2;
+      return ReportUsageError(
+          "idem-retention",
+          Status::InvalidArgument("--json: directory '" + parent.string() + "' does not exist"));
     }
   }
   if (!c.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(c.out_dir, ec);
     if (ec) {
-      std::fprintf(stderr, "idem-retention: --out: cannot create '%s': %s\n", c.out_dir.c_str(),
-                   ec.message().c_str());
-      return 2;
+      return ReportUsageError(
+          "idem-retention",
+          Status::InvalidArgument("--out: cannot create '" + c.out_dir + "': " + ec.message()));
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli_app.h"
 #include "duration.h"
 
 namespace idem {
@@ -178,184 +180,301 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
+// What a parse collects before it resolves the per-namespace policies.
+struct ParseState {
   ServerFlags flags;
-  flags.engine.durability = Durability::kSync;
   std::map<std::string, RetentionSpec> retention;
   std::map<std::string, LifecycleSpec> lifecycle;
   HttpListenerOptions http;
   bool http_listen = false;
-  std::string_view http_limit_flag;  // the last --http-* limit given, for the error below
+  std::string http_limit_flag;  // the last --http-* limit given, for the error it may cause
+};
 
-  // Flags that take a value; each handler parses it into `flags`.
-  using Setter = std::function<Status(std::string_view)>;
-  const std::map<std::string_view, Setter> valued = {
-      {"--listen",
-       [&](std::string_view v) {
-         return ParseListen("--listen", v, &flags.server.host, &flags.server.port);
+// One flag. Its name without the dashes is also its key in a configuration file.
+struct FlagSpec {
+  std::string name;
+  std::string value_form;    // shown in --help, e.g. "HOST:PORT"; empty for a switch
+  std::string default_text;  // the default as it would be typed; empty: none (off)
+  std::string help;
+  bool repeatable = false;
+  // Checks one value as typed (a switch gets "true" or "false") and applies it.
+  std::function<Status(std::string_view)> apply;
+};
+
+std::string Listen(const std::string& host, uint16_t port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+// Every flag, in --help order. Defaults are read from EngineOptions and ServerOptions, never
+// restated. Every apply function validates as strictly as its flag always has.
+std::vector<FlagSpec> Flags(ParseState& s) {
+  const EngineOptions engine;
+  const ServerOptions server;
+  const HttpListenerOptions http;
+  auto mib = [](size_t bytes) { return std::to_string(bytes >> 20); };
+  auto http_limit = [&s](std::string_view flag, Status status) {
+    s.http_limit_flag = std::string(flag);
+    return status;
+  };
+  return {
+      {"listen", "HOST:PORT", Listen(server.host, server.port),
+       "address to listen on (port 0 = any free port, printed in the start\nline)", false,
+       [&s](std::string_view v) {
+         return ParseListen("--listen", v, &s.flags.server.host, &s.flags.server.port);
        }},
-      {"--http-listen",
-       [&](std::string_view v) {
-         http_listen = true;
-         return ParseListen("--http-listen", v, &http.host, &http.port);
+      {"allow-remote", "", "false", "required to listen on a non-loopback address (both listeners)",
+       false,
+       [&s](std::string_view v) {
+         return ParseChoice("--allow-remote", v, {"true", true}, {"false", false},
+                            &s.flags.server.allow_remote);
        }},
-      {"--http-max-connections",
-       [&](std::string_view v) {
+      {"http-listen", "HOST:PORT", "",
+       "also serve the HTTP/JSON API, /healthz, /readyz (and /metrics)\n"
+       "there (docs/http-api.md); off unless given. ./dev run: 7879",
+       false,
+       [&s](std::string_view v) {
+         s.http_listen = true;
+         return ParseListen("--http-listen", v, &s.http.host, &s.http.port);
+       }},
+      {"http-max-connections", "N", std::to_string(http.max_connections),
+       "HTTP connections; more get 503 and are closed; counted in the\n"
+       "open-files budget beside --max-connections",
+       false,
+       [&s, http_limit](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--http-max-connections", v, 1, 1'000'000);
-         if (n.ok()) http.max_connections = *n;
-         http_limit_flag = "--http-max-connections";
-         return n.status();
+         if (n.ok()) s.http.max_connections = *n;
+         return http_limit("--http-max-connections", n.status());
        }},
-      {"--http-max-header-bytes",
-       [&](std::string_view v) {
+      {"http-max-header-bytes", "N", std::to_string(http.max_header_bytes),
+       "request line and headers; larger: 431", false,
+       [&s, http_limit](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--http-max-header-bytes", v, 1024, 64u << 20);
-         if (n.ok()) http.max_header_bytes = *n;
-         http_limit_flag = "--http-max-header-bytes";
-         return n.status();
+         if (n.ok()) s.http.max_header_bytes = *n;
+         return http_limit("--http-max-header-bytes", n.status());
        }},
-      {"--http-max-body-bytes",
-       [&](std::string_view v) {
+      {"http-max-body-bytes", "N", std::to_string(http.max_body_bytes),
+       "request body; larger: 413, refused from Content-Length before\nthe body is read", false,
+       [&s, http_limit](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--http-max-body-bytes", v, 1024, size_t{1} << 32);
-         if (n.ok()) http.max_body_bytes = *n;
-         http_limit_flag = "--http-max-body-bytes";
-         return n.status();
+         if (n.ok()) s.http.max_body_bytes = *n;
+         return http_limit("--http-max-body-bytes", n.status());
        }},
-      {"--http-idle-timeout",
-       [&](std::string_view v) {
+      {"http-idle-timeout", "DUR", FormatDurationMs(http.idle_timeout_ms),
+       "close HTTP connections with no complete request this long after\n"
+       "their last response",
+       false,
+       [&s, http_limit](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--http-idle-timeout", v);
          if (ms.ok() && *ms == 0) return Bad("--http-idle-timeout", "must be positive");
-         if (ms.ok()) http.idle_timeout_ms = *ms;
-         http_limit_flag = "--http-idle-timeout";
-         return ms.status();
+         if (ms.ok()) s.http.idle_timeout_ms = *ms;
+         return http_limit("--http-idle-timeout", ms.status());
        }},
-      {"--data",
-       [&](std::string_view v) {
-         flags.data_dir = std::string(v);
+      {"data", "DIR", s.flags.data_dir, "database directory, created if missing", false,
+       [&s](std::string_view v) {
+         s.flags.data_dir = std::string(v);
          return Status::Ok();
        }},
-      {"--durability",
-       [&](std::string_view v) {
+      {"durability", "sync|async", "sync",
+       "sync: acknowledge after the WAL is fsynced;\n"
+       "async: after the OS has the write (survives a process crash only)",
+       false,
+       [&s](std::string_view v) {
          return ParseChoice("--durability", v, {"sync", Durability::kSync},
-                            {"async", Durability::kAsync}, &flags.engine.durability);
+                            {"async", Durability::kAsync}, &s.flags.engine.durability);
        }},
-      {"--log-format",
-       [&](std::string_view v) {
+      {"log-format", "text|json", "text",
+       "the log on stderr: text lines or JSON lines with ts, level,\n"
+       "event, msg and fields (docs/operations.md#logging)",
+       false,
+       [&s](std::string_view v) {
          return ParseChoice("--log-format", v, {"text", LogFormat::kText},
-                            {"json", LogFormat::kJson}, &flags.server.log_format);
+                            {"json", LogFormat::kJson}, &s.flags.server.log_format);
        }},
-      {"--io-threads",
-       [&](std::string_view v) {
+      {"io-threads", "N", std::to_string(server.io_threads), "event-loop threads: sockets, parsing",
+       false,
+       [&s](std::string_view v) {
          Result<int> n = ParseInt<int>("--io-threads", v, 1, 256);
-         if (n.ok()) flags.server.io_threads = *n;
+         if (n.ok()) s.flags.server.io_threads = *n;
          return n.status();
        }},
-      {"--engine-threads",
-       [&](std::string_view v) {
+      {"engine-threads", "N", std::to_string(server.engine_threads),
+       "threads applying group commits to the database (0: the event\n"
+       "loop applies each turn's requests as one batch and, with\n"
+       "--durability sync, a sync thread fsyncs while it goes on)",
+       false,
+       [&s](std::string_view v) {
          Result<int> n = ParseInt<int>("--engine-threads", v, 0, 256);
-         if (n.ok()) flags.server.engine_threads = *n;
+         if (n.ok()) s.flags.server.engine_threads = *n;
          return n.status();
        }},
-      {"--max-connections",
-       [&](std::string_view v) {
+      {"max-connections", "N", std::to_string(server.max_connections),
+       "more get a BUSY error and are closed. Must fit the open-files\n"
+       "limit, which idemstored raises to the hard limit at start:\n"
+       "N + 352 (BUSY replies, the server's own files, RocksDB's\n"
+       "minimum of 256) descriptors; RocksDB's table files get the\n"
+       "rest. The default is lowered to fit (with a warning); a number\n"
+       "given here or in --config that does not fit stops the start\n"
+       "(exit 2). Raise the limit with LimitNOFILE= (systemd) or\n"
+       "ulimit -n",
+       false,
+       [&s](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--max-connections", v, 1, 1'000'000);
-         if (n.ok()) flags.server.max_connections = *n;
-         flags.max_connections_set = n.ok();
+         if (n.ok()) s.flags.server.max_connections = *n;
+         s.flags.max_connections_set = n.ok();
          return n.status();
        }},
-      {"--max-frame-bytes",
-       [&](std::string_view v) {
+      {"max-frame-bytes", "N", std::to_string(server.max_frame_bytes), "largest frame accepted",
+       false,
+       [&s](std::string_view v) {
          // Floor: a HelloReply or an error frame must fit; ceiling: the 32-bit length prefix.
          Result<size_t> n = ParseInt<size_t>("--max-frame-bytes", v, 1024, 0xffffffffu);
-         if (n.ok()) flags.server.max_frame_bytes = *n;
+         if (n.ok()) s.flags.server.max_frame_bytes = *n;
          return n.status();
        }},
-      {"--max-reply-bytes",
-       [&](std::string_view v) {
+      {"max-reply-bytes", "N", std::to_string(server.max_reply_bytes),
+       "largest response sent, announced to clients; a request whose\n"
+       "response would be larger gets INVALID_ARGUMENT naming this limit\n"
+       "(its operations were applied, their results are not returned):\n"
+       "read fewer or smaller records per request",
+       false,
+       [&s](std::string_view v) {
          // Floor: an error frame must fit; ceiling: the 32-bit length prefix.
          Result<size_t> n = ParseInt<size_t>("--max-reply-bytes", v, 1024, 0xffffffffu);
-         if (n.ok()) flags.server.max_reply_bytes = *n;
+         if (n.ok()) s.flags.server.max_reply_bytes = *n;
          return n.status();
        }},
-      {"--max-queued-reply-bytes",
-       [&](std::string_view v) {
+      {"max-queued-reply-bytes", "N", std::to_string(server.max_queued_reply_bytes),
+       "per connection: while this many response bytes wait for a client\n"
+       "that does not read them, no more of its requests are read",
+       false,
+       [&s](std::string_view v) {
          Result<size_t> n = ParseInt<size_t>("--max-queued-reply-bytes", v, 1, size_t{1} << 40);
-         if (n.ok()) flags.server.max_queued_reply_bytes = *n;
+         if (n.ok()) s.flags.server.max_queued_reply_bytes = *n;
          return n.status();
        }},
-      {"--idle-timeout",
-       [&](std::string_view v) {
+      {"max-admin-requests", "N", std::to_string(server.max_admin_requests),
+       "admin requests (backup, scan, purge, compact) running at once,\n"
+       "each on a thread of its own; more are answered BUSY",
+       false,
+       [&s](std::string_view v) {
+         Result<size_t> n = ParseInt<size_t>("--max-admin-requests", v, 1, 1024);
+         if (n.ok()) s.flags.server.max_admin_requests = *n;
+         return n.status();
+       }},
+      {"idle-timeout", "DUR", FormatDurationMs(server.idle_timeout_ms),
+       "close connections idle this long", false,
+       [&s](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--idle-timeout", v);
          if (ms.ok() && *ms == 0) return Bad("--idle-timeout", "must be positive");
-         if (ms.ok()) flags.server.idle_timeout_ms = *ms;
+         if (ms.ok()) s.flags.server.idle_timeout_ms = *ms;
          return ms.status();
        }},
-      {"--default-ttl",
-       [&](std::string_view v) {
+      {"default-ttl", "DUR", FormatDurationMs(engine.default_retention.default_ttl_ms),
+       "TTL of records in namespaces without a policy", false,
+       [&s](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--default-ttl", v);
-         if (ms.ok()) flags.engine.default_retention.default_ttl_ms = *ms;
+         if (ms.ok()) s.flags.engine.default_retention.default_ttl_ms = *ms;
          return ms.status();
        }},
-      {"--max-ttl",
-       [&](std::string_view v) {
+      {"max-ttl", "DUR", FormatDurationMs(engine.default_retention.max_ttl_ms),
+       "longest TTL they accept", false,
+       [&s](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--max-ttl", v);
-         if (ms.ok()) flags.engine.default_retention.max_ttl_ms = *ms;
+         if (ms.ok()) s.flags.engine.default_retention.max_ttl_ms = *ms;
          return ms.status();
        }},
-      {"--retention", [&](std::string_view v) { return ParseRetention(v, &retention); }},
-      {"--default-lease",
-       [&](std::string_view v) {
+      {"retention", "NS=DUR[,max=DUR][,forever][,remember=DUR]", "",
+       "a namespace's policy: default TTL, longest TTL, whether records\n"
+       "may live forever, how long a finished record's key is remembered\n"
+       "after it expired: Begin and Insert on it answer EXPIRED instead of\n"
+       "running again (default 0: not remembered) (repeatable)",
+       true, [&s](std::string_view v) { return ParseRetention(v, &s.retention); }},
+      {"default-lease", "DUR", FormatDurationMs(engine.default_lifecycle.default_lease_ms),
+       "lease of Begin/Lock without one", false,
+       [&s](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--default-lease", v);
          if (ms.ok() && *ms == 0) return Bad("--default-lease", "must be positive");
-         if (ms.ok()) flags.engine.default_lifecycle.default_lease_ms = *ms;
+         if (ms.ok()) s.flags.engine.default_lifecycle.default_lease_ms = *ms;
          return ms.status();
        }},
-      {"--lifecycle", [&](std::string_view v) { return ParseLifecycle(v, &lifecycle); }},
-      {"--block-cache-mb",
-       [&](std::string_view v) {
-         return ParseMiB("--block-cache-mb", v, 1 << 20, &flags.engine.block_cache_bytes);
+      {"lifecycle", "NS=PART[,PART...]", "",
+       "a namespace's request-lifecycle policy (repeatable); parts:\n"
+       "lease=DUR (default lease), max-lease=DUR, completed-ttl=DUR\n"
+       "(retention of completed attempts; default: the TTL policy),\n"
+       "remember-failures (Abort keeps a FAILED record that Begin\n"
+       "replays; default: release the key), max-response=BYTES",
+       true, [&s](std::string_view v) { return ParseLifecycle(v, &s.lifecycle); }},
+      {"block-cache-mb", "N", mib(engine.block_cache_bytes),
+       "RocksDB block cache: caps the memory that reads use", false,
+       [&s](std::string_view v) {
+         return ParseMiB("--block-cache-mb", v, 1 << 20, &s.flags.engine.block_cache_bytes);
        }},
-      {"--write-buffer-mb",
-       [&](std::string_view v) {
-         return ParseMiB("--write-buffer-mb", v, 1 << 14, &flags.engine.write_buffer_bytes);
+      {"write-buffer-mb", "N", mib(engine.write_buffer_bytes),
+       "size of one memtable (RocksDB's write buffer); up to 3 exist at\nonce", false,
+       [&s](std::string_view v) {
+         return ParseMiB("--write-buffer-mb", v, 1 << 14, &s.flags.engine.write_buffer_bytes);
        }},
-      {"--memtable",
-       [&](std::string_view v) {
+      {"memtable", "hash|skiplist", "hash",
+       "how a memtable indexes its records: hash (O(1) insert and lookup\n"
+       "of keys in any order, sorted when flushed) or RocksDB's skiplist",
+       false,
+       [&s](std::string_view v) {
          using Memtable = EngineOptions::Memtable;
          return ParseChoice("--memtable", v, {"hash", Memtable::kHash},
-                            {"skiplist", Memtable::kSkipList}, &flags.engine.memtable);
+                            {"skiplist", Memtable::kSkipList}, &s.flags.engine.memtable);
        }},
-      {"--background-priority",
-       [&](std::string_view v) {
+      {"background-priority", "normal|low", "normal",
+       "CPU priority of RocksDB's flush and compaction threads: normal\n"
+       "shares the CPU evenly; low (nice 19) keeps them from delaying\n"
+       "requests, but only for a server with CPUs to itself: next to any\n"
+       "busy process on its CPUs, flushes starve and writes stop for\n"
+       "seconds",
+       false,
+       [&s](std::string_view v) {
          using Priority = EngineOptions::BackgroundPriority;
          return ParseChoice("--background-priority", v, {"normal", Priority::kNormal},
-                            {"low", Priority::kLow}, &flags.engine.background_priority);
+                            {"low", Priority::kLow}, &s.flags.engine.background_priority);
        }},
-      {"--wal-prezero",
-       [&](std::string_view v) {
+      {"wal-prezero", "on|off", engine.wal_prezero_chunk_bytes != 0 ? "on" : "off",
+       "with --durability sync: keep zeros written ahead of the WAL's end\n"
+       "so that each fsync overwrites instead of appending (on: no\n"
+       "file-system journal commit per fsync)",
+       false,
+       [&s](std::string_view v) {
          return ParseChoice<uint64_t>("--wal-prezero", v,
                                       {"on", EngineOptions::kDefaultWalPrezeroChunkBytes},
-                                      {"off", 0}, &flags.engine.wal_prezero_chunk_bytes);
+                                      {"off", 0}, &s.flags.engine.wal_prezero_chunk_bytes);
        }},
-      {"--rocksdb-options",
-       [&](std::string_view v) {
-         flags.engine.rocksdb_options = std::string(v);
+      {"rocksdb-options", "\"NAME=VALUE;...\"", "",
+       "RocksDB options over idemstore's own (RocksDB's option-string\n"
+       "form; e.g. \"level0_file_num_compaction_trigger=8\")",
+       false,
+       [&s](std::string_view v) {
+         s.flags.engine.rocksdb_options = std::string(v);
          return Status::Ok();
        }},
-      {"--state-graph",
-       [&](std::string_view v) {
+      {"state-graph", "NS=A>B>C[,A>D]", "",
+       "the statuses Transition may move a namespace's records between\n"
+       "(repeatable; namespaces without one allow any)",
+       true,
+       [&s](std::string_view v) {
          size_t eq = v.find('=');
          if (eq == std::string_view::npos || eq == 0) {
            return Bad("--state-graph", "expected NS=FROM>TO>...[,FROM>TO...]");
          }
          Result<StateGraph> graph = StateGraph::Parse(v.substr(eq + 1));
          if (!graph.ok()) return Bad("--state-graph", graph.status().message());
-         flags.engine.state_graphs[std::string(v.substr(0, eq))] = std::move(*graph);
+         s.flags.engine.state_graphs[std::string(v.substr(0, eq))] = std::move(*graph);
          return Status::Ok();
        }},
-      {"--key-format",
-       [&](std::string_view v) {
+      {"key-format", "NS=min=N,max=N,chars=[SET]|NS=uuid", "",
+       "the keys a namespace accepts (repeatable; parts optional; e.g.\n"
+       "payments=min=16,max=64,chars=[A-Za-z0-9_-]): every operation\n"
+       "naming another key is refused with INVALID_ARGUMENT naming the\n"
+       "rule. uuid: 36 bytes of 8-4-4-4-12 lowercase hex digits",
+       true,
+       [&s](std::string_view v) {
          size_t eq = v.find('=');
          if (eq == std::string_view::npos || eq == 0) {
            return Bad("--key-format", "expected NS=uuid or NS=min=N,max=N,chars=[SET]");
@@ -363,39 +482,185 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
          const std::string ns(v.substr(0, eq));
          Result<KeyFormat> format = KeyFormat::Parse(v.substr(eq + 1));
          if (!format.ok()) return Bad("--key-format " + ns, format.status().message());
-         flags.engine.key_formats[ns] = std::move(*format);
+         s.flags.engine.key_formats[ns] = std::move(*format);
          return Status::Ok();
        }},
   };
+}
 
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      flags.help = true;
-      continue;
+constexpr const char* kFooter =
+    R"(Durations: a number and a unit: 500ms, 30s, 15m, 24h, 7d (or a sum: 1h30m).
+Every flag can also be a key of the --config file, named without its dashes
+(`listen = "127.0.0.1:7878"`; repeatable flags take arrays: `retention = ["a=1d", "b=1h"]`);
+a flag given on the command line replaces that key of the file.
+SIGINT/SIGTERM: stop accepting, answer requests in flight, close the database, exit 0.
+Exit codes: 0 after a clean stop, 2 for a bad flag or file, 1 when the database or a listening
+socket cannot be opened.)";
+
+// The command line's grammar: CLI11 reads the command line and the --config file into text per
+// flag (with its own wording for unknown flags, missing values and malformed files); the
+// FlagSpecs then check and apply that text, so a value means the same in both places.
+struct Grammar {
+  std::unique_ptr<CLI::App> app = NewCliApp(
+      "idemstored", "Serves an idemstore database over TCP (protocol: docs/protocol.md).");
+  std::vector<CLI::Option*> options;  // options[i] reads specs[i]
+  CLI::Option* config = nullptr;
+  CLI::Option* print_config = nullptr;
+
+  explicit Grammar(const std::vector<FlagSpec>& specs) {
+    app->footer(kFooter);
+    for (const FlagSpec& spec : specs) {
+      CLI::Option* opt;
+      if (spec.value_form.empty()) {
+        // A switch that a --config file can also turn off: "allow-remote = false".
+        opt = app->add_flag("--" + spec.name, spec.help);
+      } else {
+        opt = app->add_option("--" + spec.name, spec.help)->type_name(spec.value_form);
+        if (!spec.default_text.empty()) opt->default_str(spec.default_text);
+      }
+      // A repeated flag: a repeatable one adds a value, any other keeps its last.
+      opt->multi_option_policy(spec.repeatable ? CLI::MultiOptionPolicy::TakeAll
+                                               : CLI::MultiOptionPolicy::TakeLast);
+      options.push_back(opt);
     }
-    if (arg == "--allow-remote") {
-      flags.server.allow_remote = true;
-      continue;
-    }
-    std::string_view name = arg, value;
-    bool inline_value = false;
-    if (size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      inline_value = true;
-    }
-    auto it = valued.find(name);
-    if (it == valued.end()) return Bad(name, "unknown flag (see --help)");
-    if (!inline_value) {
-      if (i + 1 >= args.size()) return Bad(name, "missing value");
-      value = args[++i];
-    }
-    if (Status s = it->second(value); !s.ok()) return s;
+    config = app->set_config("--config", "",
+                             "read flags from FILE (TOML, or INI: key = value, one a line); a\n"
+                             "flag given on the command line replaces the file's")
+                 ->type_name("FILE");
+    print_config =
+        app->add_flag("--print-config")
+            ->description("print the effective configuration in --config's format and exit")
+            ->configurable(false);
   }
+};
+
+std::string Trimmed(std::string_view text) {
+  size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string_view::npos) return {};
+  size_t end = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(begin, end - begin + 1));
+}
+
+// The line of `path` that sets `key` (0 if none is found): CLI11's items carry no lines.
+int LineOf(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string name = Trimmed(line.substr(0, line.find('=')));
+    if (name == key || name == "\"" + key + "\"") return number;
+  }
+  return 0;
+}
+
+std::string Where(const std::string& path, const std::string& key) {
+  const int line = LineOf(path, key);
+  return path + (line > 0 ? ":" + std::to_string(line) : "") + ": ";
+}
+
+// Checks every key of the --config file on its own, so that an error names the file and the
+// line: CLI11 (2.1) skips keys that no flag has, and a value is checked by its FlagSpec only
+// after the file and the command line are merged. A value's error reads
+// "FILE:LINE: KEY: why" (the FlagSpec's own message, without its flag's dashes).
+Status CheckConfigFile(const CLI::App& app, const std::string& path) {
+  std::vector<CLI::ConfigItem> items = app.get_config_formatter_base()->from_file(path);
+  ParseState scratch;
+  const std::vector<FlagSpec> specs = Flags(scratch);
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // a [section]'s start and end
+    const std::string key = item.fullname();
+    const CLI::Option* opt = item.parents.empty() ? app.get_option_no_throw("--" + key) : nullptr;
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&key](const FlagSpec& f) { return f.name == key; });
+    if (opt == nullptr || !opt->get_configurable() || spec == specs.end()) {
+      return Bad("--config", Where(path, item.name) + "unknown key \"" + key + "\" (see --help)");
+    }
+    for (const std::string& value : item.inputs) {
+      Status st = spec->apply(value);
+      if (st.ok()) continue;
+      std::string why = st.message();
+      if (why.starts_with("--")) why.erase(0, 2);
+      return Bad("--config", Where(path, item.name) + why);
+    }
+  }
+  return Status::Ok();
+}
+
+// A value as --config reads it back: a number as is, anything else quoted, so that commas and
+// spaces stay inside it.
+std::string Quoted(const std::string& value) {
+  if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos) return value;
+  const char quote = value.find('"') == std::string::npos ? '"' : '\'';
+  return quote + value + quote;
+}
+
+// Every flag in --config's format: the ones given (on the command line or in a file) as keys,
+// the others as comments showing their default, so that reading the text back gives the same
+// flags, none of them more explicit than before (--max-connections' default may be lowered).
+std::string EffectiveConfig(const std::vector<FlagSpec>& specs, const Grammar& grammar) {
+  std::string out =
+      "# idemstored's configuration (idemstored --print-config); read by idemstored --config "
+      "FILE.\n"
+      "# Commented keys show defaults.\n";
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const FlagSpec& spec = specs[i];
+    const CLI::Option* opt = grammar.options[i];
+    std::string value;
+    if (opt->count() == 0) {
+      value = spec.repeatable ? "[]" : Quoted(spec.default_text);
+      if (spec.value_form.empty()) value = spec.default_text;
+      out += "# " + spec.name + " = " + value + "\n";
+      continue;
+    }
+    if (spec.value_form.empty()) {
+      value = opt->as<std::string>();  // "true" or "false": checked by its FlagSpec
+    } else if (spec.repeatable) {
+      for (const std::string& v : opt->reduced_results()) {
+        value += (value.empty() ? "[" : ", ") + Quoted(v);
+      }
+      value += "]";
+    } else {
+      value = Quoted(opt->as<std::string>());
+    }
+    out += spec.name + " = " + value + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
+  ParseState s;
+  s.flags.engine.durability = Durability::kSync;
+  const std::vector<FlagSpec> specs = Flags(s);
+  Grammar grammar(specs);
+  Result<CliRequest> request = ParseCli(*grammar.app, args);
+  if (!request.ok()) return request.status();
+  if (*request != CliRequest::kRun) {
+    s.flags.help = *request == CliRequest::kHelp;
+    s.flags.version = *request == CliRequest::kVersion;
+    return std::move(s.flags);
+  }
+  if (grammar.config->count() > 0) {
+    if (Status st = CheckConfigFile(*grammar.app, grammar.config->as<std::string>()); !st.ok()) {
+      return st;
+    }
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const CLI::Option* opt = grammar.options[i];
+    if (opt->count() == 0) continue;
+    if (specs[i].value_form.empty()) {
+      // A switch's text: "true" when given bare, else the value given (--allow-remote=false).
+      if (Status st = specs[i].apply(opt->as<std::string>()); !st.ok()) return st;
+      continue;
+    }
+    for (const std::string& value : opt->reduced_results()) {
+      if (Status st = specs[i].apply(value); !st.ok()) return st;
+    }
+  }
+  ServerFlags& flags = s.flags;
 
   // Retention policies are resolved last, so --max-ttl applies whatever the flag order.
-  for (const auto& [ns, spec] : retention) {
+  for (const auto& [ns, spec] : s.retention) {
     RetentionPolicy policy;
     policy.default_ttl_ms = spec.default_ttl_ms;
     policy.max_ttl_ms = spec.max_ttl_ms.value_or(
@@ -405,7 +670,7 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     flags.engine.retention[ns] = policy;
   }
   // Lifecycle policies start from the defaults (including --default-lease), whatever the order.
-  for (const auto& [ns, spec] : lifecycle) {
+  for (const auto& [ns, spec] : s.lifecycle) {
     LifecyclePolicy policy = flags.engine.default_lifecycle;
     policy.default_lease_ms = spec.lease_ms.value_or(policy.default_lease_ms);
     policy.max_lease_ms =
@@ -424,103 +689,22 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
                                            " bytes (max_key_bytes)");
     }
   }
-  if (http_listen) {
-    flags.server.http = std::move(http);
-  } else if (!http_limit_flag.empty()) {
-    return Bad(http_limit_flag, "needs --http-listen (the HTTP listener is off without it)");
+  if (s.http_listen) {
+    flags.server.http = std::move(s.http);
+  } else if (!s.http_limit_flag.empty()) {
+    return Bad(s.http_limit_flag, "needs --http-listen (the HTTP listener is off without it)");
   }
   flags.server.limits = flags.engine.limits;
-  return flags;
+  flags.print_config = grammar.print_config->count() > 0;
+  flags.effective_config = EffectiveConfig(specs, grammar);
+  return std::move(s.flags);
 }
 
 std::string ServerFlagsUsage() {
-  return R"(usage: idemstored [flags]
-
-Serves an idemstore database over TCP (protocol: docs/protocol.md).
-
-  --listen HOST:PORT        address to listen on (default 127.0.0.1:7878; port 0 = any free
-                            port, printed in the start line)
-  --allow-remote            required to listen on a non-loopback address (both listeners)
-  --http-listen HOST:PORT   also serve the HTTP/JSON API, /healthz, /readyz (and /metrics)
-                            there (docs/http-api.md); off unless given. ./dev run: 7879
-  --http-max-connections N  HTTP connections; more get 503 and are closed (default 256);
-                            counted in the open-files budget beside --max-connections
-  --http-max-header-bytes N request line and headers; larger: 431 (default 16384)
-  --http-max-body-bytes N   request body; larger: 413, refused from Content-Length before
-                            the body is read (default 8388608)
-  --http-idle-timeout DUR   close HTTP connections with no complete request this long after
-                            their last response (default 60s)
-  --data DIR                database directory, created if missing (default ./data)
-  --durability sync|async   sync (default): acknowledge after the WAL is fsynced;
-                            async: after the OS has the write (survives a process crash only)
-  --log-format text|json    the log on stderr: text lines (default) or JSON lines with ts,
-                            level, event, msg and fields (docs/operations.md#logging)
-  --io-threads N            event-loop threads: sockets, parsing (default 1)
-  --engine-threads N        threads applying group commits to the database (default 0: the
-                            event loop applies each turn's requests as one batch and, with
-                            --durability sync, a sync thread fsyncs while it goes on)
-  --max-connections N       more get a BUSY error and are closed (default 1024). Must fit the
-                            open-files limit, which idemstored raises to the hard limit at
-                            start: N + 352 (BUSY replies, the server's own files, RocksDB's
-                            minimum of 256) descriptors; RocksDB's table files get the rest.
-                            The default is lowered to fit (with a warning); a number given
-                            here that does not fit stops the start (exit 2). Raise the limit
-                            with LimitNOFILE= (systemd) or ulimit -n
-  --max-frame-bytes N       largest frame accepted (default 4194304)
-  --max-reply-bytes N       largest response sent, announced to clients (default 4194304);
-                            a request whose response would be larger gets INVALID_ARGUMENT
-                            naming this limit (its operations were applied, their results
-                            are not returned): read fewer or smaller records per request
-  --max-queued-reply-bytes N
-                            per connection: while this many response bytes wait for a client
-                            that does not read them, no more of its requests are read
-                            (default 8388608)
-  --idle-timeout DUR        close connections idle this long (default 5m)
-  --default-ttl DUR         TTL of records in namespaces without a policy (default 24h)
-  --max-ttl DUR             longest TTL they accept (default 30d)
-  --retention NS=DUR[,max=DUR][,forever][,remember=DUR]
-                            a namespace's policy: default TTL, longest TTL, whether records
-                            may live forever, how long a finished record's key is remembered
-                            after it expired: Begin and Insert on it answer EXPIRED instead of
-                            running again (default 0: not remembered) (repeatable)
-  --default-lease DUR       lease of Begin/Lock without one (default 30s)
-  --lifecycle NS=PART[,PART...]
-                            a namespace's request-lifecycle policy (repeatable); parts:
-                            lease=DUR (default lease), max-lease=DUR, completed-ttl=DUR
-                            (retention of completed attempts; default: the TTL policy),
-                            remember-failures (Abort keeps a FAILED record that Begin
-                            replays; default: release the key), max-response=BYTES
-  --block-cache-mb N        RocksDB block cache: caps the memory that reads use (default 256)
-  --write-buffer-mb N       size of one memtable (RocksDB's write buffer); up to 3 exist at
-                            once (default 64)
-  --memtable hash|skiplist  how a memtable indexes its records: hash (default; O(1) insert and
-                            lookup of keys in any order, sorted when flushed) or RocksDB's
-                            skiplist
-  --background-priority normal|low
-                            CPU priority of RocksDB's flush and compaction threads: normal
-                            (default) shares the CPU evenly; low (nice 19) keeps them from
-                            delaying requests, but only for a server with CPUs to itself:
-                            next to any busy process on its CPUs, flushes starve and writes
-                            stop for seconds
-  --wal-prezero on|off      with --durability sync: keep zeros written ahead of the WAL's
-                            end so that each fsync overwrites instead of appending (default
-                            on: no file-system journal commit per fsync)
-  --rocksdb-options "NAME=VALUE;..."
-                            RocksDB options over idemstore's own (RocksDB's option-string
-                            form; e.g. "level0_file_num_compaction_trigger=8")
-  --state-graph NS=A>B>C[,A>D]
-                            the statuses Transition may move a namespace's records
-                            between (repeatable; namespaces without one allow any)
-  --key-format NS=min=N,max=N,chars=[SET] | NS=uuid
-                            the keys a namespace accepts (repeatable; parts optional; e.g.
-                            payments=min=16,max=64,chars=[A-Za-z0-9_-]): every operation
-                            naming another key is refused with INVALID_ARGUMENT naming the
-                            rule. uuid: 36 bytes of 8-4-4-4-12 lowercase hex digits
-  -h, --help                this text
-
-Durations: a number and a unit: 500ms, 30s, 15m, 24h, 7d.
-SIGINT/SIGTERM: stop accepting, answer requests in flight, close the database, exit 0.
-)";
+  ParseState unused;
+  const std::vector<FlagSpec> specs = Flags(unused);
+  Grammar grammar(specs);
+  return grammar.app->help();
 }
 
 }  // namespace idem

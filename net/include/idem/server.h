@@ -83,6 +83,9 @@ struct ServerOptions {
   // read still answer, so a connection holds at most about this plus max_inflight_per_connection
   // responses of up to max_reply_bytes.
   size_t max_queued_reply_bytes = 8u << 20;
+  // Admin requests (backup, scan, purge, compact; either listener) each run on a thread of their
+  // own until they finish; past this many at once, another is answered BUSY naming the limit.
+  size_t max_admin_requests = 4;
   // Stop() waits this long for in-flight requests to be answered before closing connections.
   int64_t stop_grace_ms = 5'000;
   bool handle_signals = false;  // SIGINT/SIGTERM end Wait()
