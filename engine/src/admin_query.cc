@@ -101,9 +101,12 @@ bool ScanAdmits(const ScanRequest& request, const Record& record, int64_t now_ms
 }
 
 size_t ScanEntryBytes(std::string_view key, const Record& record) {
-  constexpr size_t kFixedFieldBytes = 64;  // version, fence, times, kind, and their framing
+  // Version, fence, times and kind (64), and the entry's framing in a ScanResponse (160: the
+  // entry and record tables with their vtables, four strings' and two vectors' length words,
+  // padding). A server bounds a page by this alone, so it must cover the whole entry.
+  constexpr size_t kFixedBytes = 64 + 160;
   return key.size() + record.status.size() + record.fingerprint.size() + record.payload.size() +
-         record.owner.size() + kFixedFieldBytes;
+         record.owner.size() + kFixedBytes;
 }
 
 }  // namespace idem

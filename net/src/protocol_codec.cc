@@ -709,11 +709,10 @@ Result<ScanPage> DecodeScanResponse(const wire::ScanResponse& in, size_t frame_b
   return page;
 }
 
-size_t ScanResponseBytesBound(size_t records_bytes, size_t records) {
-  // Per entry: the entry and record tables with their vtables, four strings' and two vectors'
-  // length words and padding; per response: the frame, the body and the cursor.
-  constexpr size_t kPerEntry = 160, kPerResponse = 2048;
-  return records_bytes + records * kPerEntry + kPerResponse;
+size_t ScanResponseBytesBound(size_t records_bytes) {
+  // ScanEntryBytes covers each entry's framing; per response: the frame, the body, the cursor.
+  constexpr size_t kPerResponse = 2048;
+  return records_bytes + kPerResponse;
 }
 
 FrameBytes EncodePurgeRequest(uint64_t id, const PurgeRequest& r) {

@@ -111,7 +111,7 @@ FrameBytes EncodeScanResponse(uint64_t id, const ScanPage& page);
 // At least the size, length prefix included, of a ScanResponse frame whose `records` entries
 // add up to `records_bytes` of ScanEntryBytes (engine/src/admin_query.h counts them): what
 // a server subtracts from its max_reply_bytes to bound a page (ScanRequest::max_bytes).
-size_t ScanResponseBytesBound(size_t records_bytes, size_t records);
+size_t ScanResponseBytesBound(size_t records_bytes);
 FrameBytes EncodePurgeRequest(uint64_t id, const PurgeRequest& request);
 FrameBytes EncodePurgeResponse(uint64_t id, const PurgeStep& step);
 FrameBytes EncodeCompactRequest(uint64_t id, std::string_view ns);  // "": the whole database

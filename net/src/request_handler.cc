@@ -192,7 +192,7 @@ void RequestHandler::HandleScan(uint64_t id, const wire::ScanRequest& request, R
   }
   // A page stops before the records that would not fit a response (its first one always comes:
   // a record larger than a response is refused below, as an ApplyResponse would be).
-  const size_t overhead = ScanResponseBytesBound(0, 0);
+  const size_t overhead = ScanResponseBytesBound(0);
   if (info_.max_reply_bytes != 0) {
     scan->max_bytes = info_.max_reply_bytes > overhead ? info_.max_reply_bytes - overhead : 1;
   }
@@ -201,7 +201,7 @@ void RequestHandler::HandleScan(uint64_t id, const wire::ScanRequest& request, R
     if (!page.ok()) return page.status();
     size_t bytes = 0;
     for (const ScanEntry& e : page->records) bytes += ScanEntryBytes(e.key, e.record);
-    const size_t bound = ScanResponseBytesBound(bytes, page->records.size());
+    const size_t bound = ScanResponseBytesBound(bytes);
     if (info_.max_reply_bytes != 0 && bound > info_.max_reply_bytes) {
       return Status::InvalidArgument("the record at key '" + page->records.front().key +
                                      "' makes a page of about " + std::to_string(bound) +

@@ -37,11 +37,11 @@ class AdminRequestTest : public ::testing::Test {
   // Sends one frame and waits for its reply (a frame body); the connection must stay usable.
   const wire::Frame* Ask(const FrameBytes& frame) {
     std::promise<std::vector<uint8_t>> replied;
-    Status s = handler_->Handle(std::vector<uint8_t>(frame.data() + 4, frame.data() + frame.size()),
-                                &session_, [&](FrameBytes f) {
-                                  replied.set_value(std::vector<uint8_t>(f.data() + 4,
-                                                                         f.data() + f.size()));
-                                });
+    Status s = handler_->Handle(
+        std::vector<uint8_t>(frame.data() + 4, frame.data() + frame.size()), &session_,
+        [&](FrameBytes f) {
+          replied.set_value(std::vector<uint8_t>(f.data() + 4, f.data() + f.size()));
+        });
     EXPECT_TRUE(s.ok()) << s.ToString();
     reply_ = replied.get_future().get();
     const wire::Frame* reply = VerifyFrame(reply_.data(), reply_.size());
@@ -83,6 +83,32 @@ TEST_F(AdminRequestTest, AScanPageFitsMaxReplyBytesAndThePagesListEveryRecord) {
   }
   EXPECT_EQ(20u, records);
   EXPECT_GT(pages, 2u);  // 20 records of 2 KB do not fit one 16 KiB reply
+}
+
+// A page cut by the reply size must still fit it: the engine and the server count an entry's
+// bytes the same way, whatever the records' size (small records: many entries' framing).
+TEST_F(AdminRequestTest, PagesOfManySmallRecordsFitMaxReplyBytes) {
+  for (size_t payload : {100u, 1000u}) {
+    const std::string prefix = "p" + std::to_string(payload) + "-";
+    for (int i = 0; i < 200; ++i) InsertWithPayload(prefix + std::to_string(1000 + i), payload);
+    ScanRequest request{.ns = "pay", .prefix = prefix, .limit = 1000};
+    size_t records = 0, pages = 0;
+    while (true) {
+      const wire::Frame* reply = Ask(EncodeScanRequest(100 + pages, request));
+      ASSERT_NE(nullptr, reply);
+      ASSERT_TRUE(DecodeError(reply->error()).ok())
+          << payload << ": " << DecodeError(reply->error()).ToString();
+      EXPECT_LE(reply_.size() + 4, kMaxReplyBytes);
+      Result<ScanPage> page = DecodeScanResponse(*reply->body_as_ScanResponse(), reply_.size());
+      ASSERT_TRUE(page.ok()) << page.status().ToString();
+      records += page->records.size();
+      ++pages;
+      if (page->cursor.empty()) break;
+      request.cursor = page->cursor;
+    }
+    EXPECT_EQ(200u, records) << payload;
+    EXPECT_GT(pages, 1u) << payload;
+  }
 }
 
 TEST_F(AdminRequestTest, ARecordLargerThanAReplyIsRefusedNamingTheLimit) {

@@ -65,7 +65,8 @@ struct ScanEntry {
 };
 
 // What an entry counts towards ScanRequest::max_bytes: its key's and record's variable bytes
-// plus a fixed allowance for the other fields.
+// plus a fixed allowance for the other fields and the entry's framing on the wire: at least
+// the bytes the entry takes in a ScanResponse.
 size_t ScanEntryBytes(std::string_view key, const Record& record);
 
 struct ScanPage {
