@@ -268,6 +268,29 @@ key-format = ["payments=min=16,max=64,chars=[A-Za-z0-9,_-]", "orders=uuid"]
   EXPECT_EQ(3'600'000, f->engine.retention.at("other").default_ttl_ms);
 }
 
+// CLI11 2.1 reads a '#' as the start of a comment even inside quotes: "/srv/a#b" would silently
+// become "/srv/a" (a new, empty database there). Such a value is refused, naming its line.
+TEST(ServerFlagsTest, AHashInsideAQuotedConfigValueIsRefused) {
+  ConfigFile file(
+      "# a comment\nlisten = \"127.0.0.1:9100\"  # a comment after a value\n"
+      "data = \"/srv/idem#2\"\n");
+  Result<ServerFlags> f = Parse({"--config", file.path()});
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ("--config: " + file.path() +
+                ":3: a '#' inside a quoted value is not supported (it would be read as the start "
+                "of a comment)",
+            f.status().message());
+  ConfigFile single("data = '/srv/idem#2'\n");
+  f = Parse({"--config", single.path()});
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(std::string::npos, f.status().message().find(":1: a '#' inside"))
+      << f.status().message();
+  ConfigFile fine("data = \"/srv/idem\" # the data\n");
+  f = Parse({"--config", fine.path()});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ("/srv/idem", f->data_dir);
+}
+
 TEST(ServerFlagsTest, ConfigFileValuesAreCheckedLikeFlags) {
   ConfigFile file("listen = \"127.0.0.1:9100\"\nidle-timeout = \"0s\"\n");
   Result<ServerFlags> f = Parse({"--config", file.path()});
