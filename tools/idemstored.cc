@@ -23,6 +23,7 @@
 #include "idem/log.h"
 #include "idem/server.h"
 #include "idem/serving.h"
+#include "idem/version.h"
 #include "server_flags.h"
 
 #ifndef IDEM_ALLOCATOR
@@ -38,9 +39,6 @@ extern const char* malloc_conf;
 const char* malloc_conf =
     "background_thread:true,max_background_threads:1,dirty_decay_ms:1000,muzzy_decay_ms:0";
 }
-#endif
-#ifndef IDEM_VERSION
-#define IDEM_VERSION "dev"
 #endif
 
 int main(int argc, char** argv) {
@@ -124,8 +122,9 @@ int main(int argc, char** argv) {
     http = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
            std::to_string((*server)->http_port());
   }
-  log(idem::LogRecord(idem::LogLevel::kInfo, "start",
-                      "idemstored " IDEM_VERSION ": listening on " + (*server)->address())
+  log(idem::LogRecord(
+          idem::LogLevel::kInfo, "start",
+          "idemstored " + std::string(idem::Version()) + ": listening on " + (*server)->address())
           .With("http", http)
           .With("data", flags->data_dir)
           .With("durability", durability)
@@ -142,9 +141,9 @@ int main(int argc, char** argv) {
   (*server)->Stop();  // drains connections and the commit queue
   server->reset();
   engine->reset();  // closes the database (WAL synced)
-  log(idem::LogRecord(
-          idem::LogLevel::kInfo, "stop",
-          "idemstored " IDEM_VERSION ": stopped; database " + flags->data_dir + " closed")
+  log(idem::LogRecord(idem::LogLevel::kInfo, "stop",
+                      "idemstored " + std::string(idem::Version()) + ": stopped; database " +
+                          flags->data_dir + " closed")
           .With("data", flags->data_dir));
   return 0;
 }

@@ -8,11 +8,8 @@
 #include <rocksdb/utilities/checkpoint.h>
 
 #include "fence_allocator.h"
+#include "idem/version.h"
 #include "rocks_status.h"
-
-#ifndef IDEM_VERSION
-#define IDEM_VERSION "unknown"
-#endif
 
 namespace idem {
 namespace {
@@ -120,7 +117,7 @@ Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
   BackupManifest manifest;
   manifest.created_ms = now_ms;
   manifest.created_utc = UtcStamp(now_ms);
-  manifest.idemstore_version = IDEM_VERSION;
+  manifest.idemstore_version = std::string(Version());
   manifest.fence_high_water = fence_high_water();
   manifest.fence_floor = manifest.fence_high_water + kBackupFenceMargin;
   uint64_t keys = 0;

@@ -25,6 +25,7 @@
 #include "connection.h"
 #include "http_handler.h"
 #include "http_server.h"
+#include "idem/version.h"
 #include "listen_socket.h"
 #include "log_rate_limiter.h"
 #include "op_waiter.h"
@@ -32,10 +33,6 @@
 #include "remote_backup.h"
 #include "request_handler.h"
 #include "server_metrics.h"
-
-#ifndef IDEM_VERSION
-#define IDEM_VERSION "dev"
-#endif
 
 namespace idem {
 namespace {
@@ -89,7 +86,7 @@ class ServerImpl final : public Server {
  private:
   static ServerInfo MakeInfo(const ServerOptions& o) {
     ServerInfo info;
-    info.server_version = "idemstored " IDEM_VERSION;
+    info.server_version = "idemstored " + std::string(Version());
     info.max_frame_bytes = o.max_frame_bytes;
     info.max_reply_bytes = o.max_reply_bytes;
     info.max_inflight_requests = o.max_inflight_per_connection;

@@ -3,9 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#ifndef IDEM_VERSION
-#define IDEM_VERSION "dev"
-#endif
+#include "idem/version.h"
 
 namespace idem {
 namespace {
@@ -73,7 +71,7 @@ Status Reworded(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 std::string VersionLine(std::string_view program) {
-  return std::string(program) + " " + IDEM_VERSION;
+  return std::string(program) + " " + std::string(Version());
 }
 
 std::unique_ptr<CLI::App> NewCliApp(const std::string& program, const std::string& description) {
