@@ -1,9 +1,6 @@
 #include "credentials.h"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +11,10 @@
 #include <memory>
 #include <unordered_map>
 #include <utility>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 namespace idem {
 namespace {
@@ -128,11 +129,9 @@ struct Where {
 };
 
 Status CheckName(std::string_view name, const Where& where) {
-  if (name.size() > kMaxNameBytes ||
-      !std::all_of(name.begin(), name.end(), IsPrincipalNameChar)) {
+  if (name.size() > kMaxNameBytes || !std::all_of(name.begin(), name.end(), IsPrincipalNameChar)) {
     return where.Error("principal name " + Quote(name) +
-                       ": 1 to 64 characters of [A-Za-z0-9._-] (" + std::string(kLineFormat) +
-                       ")");
+                       ": 1 to 64 characters of [A-Za-z0-9._-] (" + std::string(kLineFormat) + ")");
   }
   return Status::Ok();
 }
@@ -143,8 +142,8 @@ Status CheckPattern(std::string_view pattern, std::string_view grant, const Wher
   if (pattern.size() > kMaxPatternBytes) {
     return where.Error("grant " + Quote(grant) + ": a namespace is at most 255 characters");
   }
-  const std::string_view body = pattern.ends_with('*') ? pattern.substr(0, pattern.size() - 1)
-                                                       : pattern;
+  const std::string_view body =
+      pattern.ends_with('*') ? pattern.substr(0, pattern.size() - 1) : pattern;
   if (body.find('*') != std::string_view::npos) {
     return where.Error("grant " + Quote(grant) +
                        ": '*' stands alone (every namespace) or ends a prefix (\"tenant-a.*\")");
@@ -314,8 +313,7 @@ Result<std::shared_ptr<const Credentials>> Credentials::Parse(std::string_view t
     const auto [same_hash, new_hash] = hash_lines.emplace(principal->secret_hash, where.line);
     if (!new_hash) {
       return where.Error("principal " + Quote(principal->name) +
-                         " has the same secret hash as line " +
-                         std::to_string(same_hash->second) +
+                         " has the same secret hash as line " + std::to_string(same_hash->second) +
                          ": each principal needs its own secret (idemctl auth token)");
     }
     principals.push_back(std::move(*principal));
@@ -349,10 +347,9 @@ const Principal* Credentials::Find(std::string_view name) const {
 
 Result<std::string> HashSecret(std::string_view secret) {
   if (secret.size() < kMinSecretBytes) {
-    return Status::InvalidArgument("the secret is " + std::to_string(secret.size()) +
-                                   " bytes; a secret has at least " +
-                                   std::to_string(kMinSecretBytes) +
-                                   " (idemctl auth token makes a random one)");
+    return Status::InvalidArgument(
+        "the secret is " + std::to_string(secret.size()) + " bytes; a secret has at least " +
+        std::to_string(kMinSecretBytes) + " (idemctl auth token makes a random one)");
   }
   if (secret.size() > Credentials::kMaxTokenBytes) {
     return Status::InvalidArgument("the secret is " + std::to_string(secret.size()) +

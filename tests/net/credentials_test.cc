@@ -3,8 +3,8 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <cctype>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -28,7 +28,8 @@ const std::string& HashOf(const std::string& secret) {
 // documented, SHA-256(SALT bytes || secret), not only consistent with itself.
 const std::string kZeroSalt = "sha256$00000000000000000000000000000000$";
 const std::string kKnownHash =
-    kZeroSalt + "c714269629411af80671a81528bea20e523122cfd2668673d898d4244ae5b2f1";  // 0123456789abcdef
+    kZeroSalt +
+    "c714269629411af80671a81528bea20e523122cfd2668673d898d4244ae5b2f1";  // 0123456789abcdef
 const std::string kShortSecretHash =
     kZeroSalt + "48816ea6f3d73d41e576b0ca88ac5d9bbbbd7540bdbe788c2dd66c726cef5ee4";  // short-secret
 const std::string kOverlongSecretHash =
@@ -67,10 +68,10 @@ constexpr uint8_t kWrite = static_cast<uint8_t>(Permission::kWrite);
 constexpr uint8_t kAdmin = static_cast<uint8_t>(Permission::kAdmin);
 
 TEST(CredentialsParse, AGoodFileWithCommentsBlankLinesAndTabs) {
-  const std::string text = "# name  hash  grants\n\n" +
-                           Line("checkout", kCheckoutSecret,
-                                "payments:read,write  refunds:read   # the shop") +
-                           "   \t \n" + "ops\t" + HashOf(kOpsSecret) + "\t*:read,write,admin\r\n";
+  const std::string text =
+      "# name  hash  grants\n\n" +
+      Line("checkout", kCheckoutSecret, "payments:read,write  refunds:read   # the shop") +
+      "   \t \n" + "ops\t" + HashOf(kOpsSecret) + "\t*:read,write,admin\r\n";
   auto c = Credentials::Parse(text, "auth.conf");
   ASSERT_OK(c);
   ASSERT_EQ(2u, (*c)->principals().size());
@@ -102,8 +103,8 @@ TEST(CredentialsParse, NamesMayUseLettersDigitsDotUnderscoreAndDash) {
 }
 
 TEST(CredentialsParse, NamespacesWithColonsSplitAtTheLastColon) {
-  auto c = Credentials::Parse(Line("svc", kOpsSecret, "tenant:a:read tenant:b.*:write"),
-                              "auth.conf");
+  auto c =
+      Credentials::Parse(Line("svc", kOpsSecret, "tenant:a:read tenant:b.*:write"), "auth.conf");
   ASSERT_OK(c);
   const Principal& p = (*c)->principals()[0];
   EXPECT_EQ("tenant:a", p.grants[0].pattern);
@@ -172,8 +173,8 @@ TEST(CredentialsParse, ControlCharactersInAnErrorAreEscaped) {
 }
 
 TEST(CredentialsParse, ADuplicateNameIsRefusedNamingBothLines) {
-  const std::string text = Line("ops", kOpsSecret, "*:admin") + "\n" +
-                           Line("ops", kCheckoutSecret, "payments:read");
+  const std::string text =
+      Line("ops", kOpsSecret, "*:admin") + "\n" + Line("ops", kCheckoutSecret, "payments:read");
   EXPECT_EQ("auth.conf:3: duplicate principal 'ops' (first on line 1)", ParseError(text));
 }
 
@@ -302,9 +303,10 @@ TEST(Grant, StarCoversEveryNamespace) {
 }
 
 TEST(Principal, AllowsNeedsAGrantCoveringTheNamespaceWithThePermission) {
-  Principal p{"checkout", HashOf(kCheckoutSecret),
-              {GrantOf("payments", kRead | kWrite), GrantOf("refunds", kRead),
-               GrantOf("audit.*", kAdmin)}};
+  Principal p{
+      "checkout",
+      HashOf(kCheckoutSecret),
+      {GrantOf("payments", kRead | kWrite), GrantOf("refunds", kRead), GrantOf("audit.*", kAdmin)}};
   EXPECT_TRUE(p.Allows("payments", Permission::kRead));
   EXPECT_TRUE(p.Allows("payments", Permission::kWrite));
   EXPECT_FALSE(p.Allows("payments", Permission::kAdmin));
@@ -402,8 +404,9 @@ TEST(SecretHash, NewSecretsAreBase64UrlWithoutPaddingAndDiffer) {
   for (int i = 0; i < 100; ++i) {
     const std::string s = NewSecret();
     ASSERT_EQ(43u, s.size()) << s;
-    EXPECT_EQ(std::string::npos, s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
-                                                     "vwxyz0123456789-_"))
+    EXPECT_EQ(std::string::npos,
+              s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                                  "vwxyz0123456789-_"))
         << s;
     EXPECT_TRUE(seen.insert(s).second) << "repeated: " << s;
   }
@@ -447,9 +450,8 @@ TEST_F(CredentialsAuthenticate, TokensOutsideTheSecretLengthsMatchNone) {
   const std::string shorter = "short-secret", longer(Credentials::kMaxTokenBytes + 1, 'L');
   ASSERT_TRUE(SecretMatches(shorter, kShortSecretHash));
   ASSERT_TRUE(SecretMatches(longer, kOverlongSecretHash));
-  auto c = Credentials::Parse("short " + kShortSecretHash + " a:read\nlong " +
-                                  kOverlongSecretHash + " a:read\n" +
-                                  Line("known", "0123456789abcdef", "a:read"),
+  auto c = Credentials::Parse("short " + kShortSecretHash + " a:read\nlong " + kOverlongSecretHash +
+                                  " a:read\n" + Line("known", "0123456789abcdef", "a:read"),
                               "auth.conf");
   ASSERT_OK(c);
   EXPECT_EQ(nullptr, (*c)->Authenticate(shorter));
