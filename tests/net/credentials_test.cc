@@ -461,5 +461,37 @@ TEST_F(CredentialsAuthenticate, TokensOutsideTheSecretLengthsMatchNone) {
   EXPECT_EQ("known", known->name);
 }
 
+// docs/security.md's example file is one the server accepts, with the grants it says.
+TEST(CredentialsParse, TheDocumentedExampleParses) {
+  std::ifstream doc(IDEM_SECURITY_DOC);
+  ASSERT_TRUE(doc.good()) << IDEM_SECURITY_DOC;
+  std::string text, line;
+  bool in_section = false, in_block = false;
+  while (std::getline(doc, line)) {
+    if (line.starts_with("## ")) in_section = line == "## The credentials file";
+    if (!in_section || !line.starts_with("```")) {
+      if (in_block) text += line + "\n";
+      continue;
+    }
+    if (in_block) break;  // the section's first block is the example
+    in_block = true;
+  }
+  auto c = Credentials::Parse(text, "docs/security.md");
+  ASSERT_OK(c);
+  ASSERT_EQ(4u, (*c)->principals().size()) << text;
+  const Principal* checkout = (*c)->Find("checkout");
+  ASSERT_NE(nullptr, checkout);
+  EXPECT_TRUE(checkout->Allows("payments", Permission::kWrite));
+  EXPECT_FALSE(checkout->Allows("refunds", Permission::kWrite));
+  const Principal* tenant = (*c)->Find("tenant-a");
+  ASSERT_NE(nullptr, tenant);
+  EXPECT_TRUE(tenant->Allows("tenant-a.orders", Permission::kWrite));
+  EXPECT_FALSE(tenant->Allows("tenant-ab.orders", Permission::kRead));
+  const Principal* prometheus = (*c)->Find("prometheus");
+  ASSERT_NE(nullptr, prometheus);
+  EXPECT_TRUE(prometheus->AllowsEverywhere(Permission::kAdmin));
+  EXPECT_FALSE(prometheus->Allows("payments", Permission::kRead));
+}
+
 }  // namespace
 }  // namespace idem

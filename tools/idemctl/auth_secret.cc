@@ -97,8 +97,8 @@ Result<std::string> ReadSecret(int fd) {
   if (!text.ok()) return text.status();
   std::string_view line = *text;
   const size_t newline = line.find('\n');
-  std::string_view rest = newline == std::string_view::npos ? std::string_view()
-                                                             : line.substr(newline + 1);
+  std::string_view rest =
+      newline == std::string_view::npos ? std::string_view() : line.substr(newline + 1);
   line = line.substr(0, newline);
   if (line.ends_with('\r')) line.remove_suffix(1);
   if (line.size() > Credentials::kMaxTokenBytes) {
