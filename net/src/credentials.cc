@@ -42,20 +42,25 @@ std::string Hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-// Lower-case hex only, so that a hash has one spelling. False for anything else.
+// Lower-case hex only, so that a hash has one spelling. False for anything else. Table-driven:
+// Authenticate decodes every principal's hash.
 bool DecodeHex(std::string_view hex, unsigned char* out, size_t n) {
+  static constexpr std::array<int8_t, 256> kNibble = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    for (int c = '0'; c <= '9'; ++c) t[c] = static_cast<int8_t>(c - '0');
+    for (int c = 'a'; c <= 'f'; ++c) t[c] = static_cast<int8_t>(c - 'a' + 10);
+    return t;
+  }();
   if (hex.size() != 2 * n) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
+  int invalid = 0;
   for (size_t i = 0; i < n; ++i) {
-    const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
+    const int hi = kNibble[static_cast<unsigned char>(hex[2 * i])];
+    const int lo = kNibble[static_cast<unsigned char>(hex[2 * i + 1])];
+    invalid |= hi | lo;  // negative once any is
     out[i] = static_cast<unsigned char>(hi << 4 | lo);
   }
-  return true;
+  return invalid >= 0;
 }
 
 // "sha256$SALT$DIGEST" -> its bytes; false when malformed.
@@ -68,15 +73,35 @@ bool ParseHash(std::string_view hash, Salt* salt, Digest* digest) {
          DecodeHex(hash.substr(dollar + 1), digest->data(), digest->size());
 }
 
-// SHA-256(salt || secret). False only when OpenSSL fails (out of memory).
-bool ComputeDigest(const Salt& salt, std::string_view secret, Digest* digest) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  unsigned int size = 0;
-  return ctx != nullptr && EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) == 1 &&
-         EVP_DigestUpdate(ctx.get(), salt.data(), salt.size()) == 1 &&
-         EVP_DigestUpdate(ctx.get(), secret.data(), secret.size()) == 1 &&
-         EVP_DigestFinal_ex(ctx.get(), digest->data(), &size) == 1 && size == digest->size();
-}
+// SHA-256(salt || secret), with one digest context for a series of hashes (Authenticate hashes
+// once per principal). SHA-256 is fetched from OpenSSL's provider once per process: fetching it
+// for each hash (what EVP_sha256() in EVP_DigestInit does) costs more than hashing a token.
+class SaltedSha256 {
+ public:
+  // False only when OpenSSL fails (out of memory, no SHA-256 provider).
+  bool Compute(const Salt& salt, std::string_view secret, Digest* digest) {
+    static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);  // never freed
+    unsigned int size = 0;
+    return sha256 != nullptr && ctx_ != nullptr &&
+           EVP_DigestInit_ex2(ctx_.get(), sha256, nullptr) == 1 &&
+           EVP_DigestUpdate(ctx_.get(), salt.data(), salt.size()) == 1 &&
+           EVP_DigestUpdate(ctx_.get(), secret.data(), secret.size()) == 1 &&
+           EVP_DigestFinal_ex(ctx_.get(), digest->data(), &size) == 1 && size == digest->size();
+  }
+
+  // `secret` hashes to `hash`; false for a malformed hash. The comparison takes the same time
+  // wherever the digests differ.
+  bool Matches(std::string_view secret, std::string_view hash) {
+    Salt salt;
+    Digest expected, actual;
+    if (!ParseHash(hash, &salt, &expected)) return false;
+    if (!Compute(salt, secret, &actual)) return false;
+    return CRYPTO_memcmp(actual.data(), expected.data(), actual.size()) == 0;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_{EVP_MD_CTX_new(), EVP_MD_CTX_free};
+};
 
 // Text from the file as an error message shows it: printable ASCII as is, other bytes as \xNN,
 // cut after 80 characters, so a bad line cannot put control characters into a log.
@@ -329,10 +354,11 @@ Result<std::shared_ptr<const Credentials>> Credentials::Parse(std::string_view t
 const Principal* Credentials::Authenticate(std::string_view token) const {
   if (token.size() > kMaxTokenBytes || token.size() < kMinSecretBytes) return nullptr;
   const Principal* found = nullptr;
+  SaltedSha256 sha256;
   for (const Principal& p : principals_) {
     // Every hash is computed and compared, whatever matched before: the time taken depends on
     // the number of principals and the token's length, not on which one (if any) it is.
-    const bool match = SecretMatches(token, p.secret_hash);
+    const bool match = sha256.Matches(token, p.secret_hash);
     if (match && found == nullptr) found = &p;
   }
   return found;
@@ -361,7 +387,7 @@ Result<std::string> HashSecret(std::string_view secret) {
     return Status::IOError("no random bytes for the salt (OpenSSL RAND_bytes failed)");
   }
   Digest digest;
-  if (!ComputeDigest(salt, secret, &digest)) {
+  if (!SaltedSha256().Compute(salt, secret, &digest)) {
     return Status::IOError("SHA-256 failed (OpenSSL EVP_Digest)");
   }
   return std::string(kHashScheme) + Hex(salt.data(), salt.size()) + "$" +
@@ -369,11 +395,7 @@ Result<std::string> HashSecret(std::string_view secret) {
 }
 
 bool SecretMatches(std::string_view secret, std::string_view hash) {
-  Salt salt;
-  Digest expected, actual;
-  if (!ParseHash(hash, &salt, &expected)) return false;
-  if (!ComputeDigest(salt, secret, &actual)) return false;
-  return CRYPTO_memcmp(actual.data(), expected.data(), actual.size()) == 0;
+  return SaltedSha256().Matches(secret, hash);
 }
 
 std::string NewSecret() {
