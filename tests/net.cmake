@@ -5,6 +5,9 @@ set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
 idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
 idem_add_test(net_accept_backoff_test net/accept_backoff_test.cc LIBS idem_net_internal)
 idem_add_test(net_log_rate_limiter_test net/log_rate_limiter_test.cc LIBS idem_net_internal)
+idem_add_test(net_credentials_test net/credentials_test.cc LIBS idem_net_internal)
+target_compile_definitions(net_credentials_test PRIVATE
+  IDEM_SECURITY_DOC="${PROJECT_SOURCE_DIR}/docs/security.md")
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
