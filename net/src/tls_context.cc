@@ -76,8 +76,8 @@ Status LoadTrustedCas(SSL_CTX* ctx, const std::string& ca_file, std::string_view
 }
 
 Status ApplyPolicy(SSL_CTX* ctx) {
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                               SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(
+      ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
       SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) {
     return Status::InvalidArgument("TLS policy refused by OpenSSL: " + TakeOpenSslReason());

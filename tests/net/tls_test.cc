@@ -68,15 +68,15 @@ class TlsProbe {
     std::string out;
     *closed = false;
     std::function<void()> read = [&] {
-      stream_.async_read_some(asio::buffer(buf_), [&](const boost::system::error_code& ec,
-                                                      size_t n) {
-        out.append(buf_.data(), n);
-        if (ec) {
-          *closed = true;
-          return;
-        }
-        read();
-      });
+      stream_.async_read_some(asio::buffer(buf_),
+                              [&](const boost::system::error_code& ec, size_t n) {
+                                out.append(buf_.data(), n);
+                                if (ec) {
+                                  *closed = true;
+                                  return;
+                                }
+                                read();
+                              });
     };
     read();
     Run();
@@ -103,9 +103,8 @@ class TlsTest : public ::testing::Test {
   TlsTest()
       : ca_("idem test CA"),
         other_ca_("another CA"),
-        server_cert_(ca_.Issue({.common_name = "idem server",
-                                .dns = {"localhost"},
-                                .ips = {"127.0.0.1"}})),
+        server_cert_(
+            ca_.Issue({.common_name = "idem server", .dns = {"localhost"}, .ips = {"127.0.0.1"}})),
         files_(testing::WriteTlsFiles(dir_.path(), "server", ca_, server_cert_)) {}
 
   ServerOptions TlsServerOptions() {
@@ -182,10 +181,9 @@ TEST_F(TlsTest, PipelinedRequestsOverTlsAllAnswered) {
   for (int i = 0; i < kRequests; ++i) {
     const std::string key = "p" + std::to_string(i);
     Op op = Op::Insert({.ns = "ns", .key = key, .status = "NEW"});
-    (*client)->ApplyAsync(std::span<const Op>(&op, 1),
-                          [&done, i](Status s, std::vector<Result<OpResult>>) {
-                            done[i].set_value(std::move(s));
-                          });
+    (*client)->ApplyAsync(
+        std::span<const Op>(&op, 1),
+        [&done, i](Status s, std::vector<Result<OpResult>>) { done[i].set_value(std::move(s)); });
   }
   for (auto& d : done) {
     Status s = d.get_future().get();
@@ -222,8 +220,8 @@ TEST_F(TlsTest, ServerCertificateFromAnotherCaIsRefused) {
 }
 
 TEST_F(TlsTest, ExpiredServerCertificateIsRefused) {
-  TestCert expired = ca_.Issue(
-      {.ips = {"127.0.0.1"}, .not_before_s = -2 * 24 * 3600, .not_after_s = -24 * 3600});
+  TestCert expired =
+      ca_.Issue({.ips = {"127.0.0.1"}, .not_before_s = -2 * 24 * 3600, .not_after_s = -24 * 3600});
   ServerOptions options = TlsServerOptions();
   options.tls->cert_file = Write("expired.pem", expired.cert_pem);
   options.tls->key_file = Write("expired.key", expired.key_pem);
@@ -303,8 +301,8 @@ TEST_F(TlsTest, HandshakeWithoutHelloGetsTimedOutThenClose) {
   const std::string bytes = probe.ReadUntilClosed(&closed);
   EXPECT_TRUE(closed);
   ASSERT_GT(bytes.size(), 4u);
-  const wire::Frame* frame = VerifyFrame(reinterpret_cast<const uint8_t*>(bytes.data()) + 4,
-                                         bytes.size() - 4);
+  const wire::Frame* frame =
+      VerifyFrame(reinterpret_cast<const uint8_t*>(bytes.data()) + 4, bytes.size() - 4);
   ASSERT_NE(nullptr, frame);
   Status error = DecodeError(frame->error());
   EXPECT_EQ(Status::Code::kTimedOut, error.code()) << error.ToString();
@@ -380,7 +378,8 @@ TEST_F(TlsTest, ListenFailsNamingACertificateFileThatIsNoCertificate) {
   auto server = Server::Listen(options);
   ASSERT_FALSE(server.ok());
   EXPECT_TRUE(server.status().IsInvalidArgument()) << server.status().ToString();
-  EXPECT_TRUE(Contains(server.status().message(), "TLS certificate file '" + dir_.Sub("garbage.pem")))
+  EXPECT_TRUE(
+      Contains(server.status().message(), "TLS certificate file '" + dir_.Sub("garbage.pem")))
       << server.status().ToString();
 }
 

@@ -142,7 +142,8 @@ void WriteTestFile(const std::string& path, const std::string& content) {
 
 TlsFiles WriteTlsFiles(const std::string& dir, const std::string& name, const TestCa& ca,
                        const TestCert& cert) {
-  TlsFiles files{dir + "/" + name + "-ca.pem", dir + "/" + name + ".pem", dir + "/" + name + ".key"};
+  TlsFiles files{dir + "/" + name + "-ca.pem", dir + "/" + name + ".pem",
+                 dir + "/" + name + ".key"};
   WriteTestFile(files.ca_file, ca.cert_pem());
   WriteTestFile(files.cert_file, cert.cert_pem);
   WriteTestFile(files.key_file, cert.key_pem);
