@@ -70,7 +70,7 @@ TEST_F(TlsProgramsTest, IdemBenchMeasuresOverTls) {
   ASSERT_TRUE(StartTlsServer()) << server_.output();
   testing::CommandResult bench =
       RunProgram(IDEM_BENCH_PATH, "--server " + server_.address() + " --tls-ca " + files_.ca_file +
-                               " --pipeline 16 --requests 2000 --quiet");
+                                      " --pipeline 16 --requests 2000 --quiet");
   EXPECT_EQ(0, bench.exit_code) << bench.output;
   EXPECT_THAT(bench.output, Not(HasSubstr("IO_ERROR"))) << bench.output;
 
