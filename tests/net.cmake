@@ -28,8 +28,10 @@ foreach(t net_store_conformance_test net_server_test net_waiting_lock_test)
   target_compile_options(${t} PRIVATE -Wno-missing-field-initializers)
 endforeach()
 idem_add_test(net_server_metrics_test net/server_metrics_test.cc LIBS idem_net_internal)
+# TLS on both listeners and in the Client, with certificates made by the test.
+idem_add_test(net_tls_test net/tls_test.cc LIBS idem_net_internal test_certs OpenSSL::SSL)
 foreach(t net_request_handler_test net_admin_request_test net_store_conformance_test
-        net_server_test net_client_test
+        net_server_test net_client_test net_tls_test
         net_waiting_lock_test net_metrics_test net_server_metrics_test)
   target_include_directories(${t} PRIVATE ${IDEM_NET_TEST_DIR})
 endforeach()

@@ -32,3 +32,10 @@ idem_add_test(idemctl_admin_test tools/idemctl_admin_test.cc LIBS idem_engine)
 target_compile_definitions(idemctl_admin_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
                                                       IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
 add_dependencies(idemctl_admin_test idemctl idemstored)
+# TLS between the real programs: idemstored with --tls-cert/--tls-key, idemctl and idem-bench
+# with --tls-ca, certificates made by the test; SIGHUP reloads them.
+idem_add_test(idem_tls_programs_test tools/tls_programs_test.cc LIBS idem_engine test_certs)
+target_compile_definitions(idem_tls_programs_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
+                           IDEMSTORED_PATH="$<TARGET_FILE:idemstored>"
+                           IDEM_BENCH_PATH="$<TARGET_FILE:idem-bench>")
+add_dependencies(idem_tls_programs_test idemctl idemstored idem-bench)

@@ -1,4 +1,5 @@
-// The network Client. One TCP connection at a time, one I/O thread.
+// The network Client. One TCP connection at a time (TLS over it with ClientOptions::tls), one I/O
+// thread.
 //
 // Threads: callers of Apply/ApplyAsync/Stats encode their request on their own thread (so the
 // caller's strings need not outlive the call) and post it to the I/O thread, which owns every
@@ -20,9 +21,11 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "frame_parser.h"
 #include "protocol_codec.h"
+#include "tls_context.h"
 
 namespace idem {
 namespace {
@@ -30,6 +33,9 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+// Shared by the completion handlers of its operations: after a disconnect it lives until the
+// last of them has run (the socket under it is already serving the next connection).
+using TlsStream = asio::ssl::stream<tcp::socket&>;
 
 class ClientImpl final : public Client {
  public:
@@ -93,6 +99,8 @@ class ClientImpl final : public Client {
   void StartConnecting();
   void SendHello();
   Status AcceptHello(const wire::Frame& frame);
+  // Connected over TCP: the TLS handshake (ClientOptions::tls), then the Hello.
+  void OnTcpConnected();
   void Connected();
   void Disconnect(const Status& why);
   void DoWrite();
@@ -104,6 +112,9 @@ class ClientImpl final : public Client {
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   tcp::socket socket_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // null: plain TCP
+  std::string tls_server_name_;
+  std::shared_ptr<TlsStream> tls_;  // this connection's TLS session over socket_
   tcp::resolver resolver_;
   asio::steady_timer connect_timer_;  // bounds an attempt: resolve, connect and Hello
   std::thread thread_;
@@ -140,6 +151,12 @@ Status ClientImpl::ConnectFirst() {
   std::tie(host_, port_) = SplitAddress(options_.address);
   if (host_.empty() || port_.empty()) {
     return Status::InvalidArgument("address \"" + options_.address + "\" is not HOST:PORT");
+  }
+  if (options_.tls) {
+    Result<std::shared_ptr<asio::ssl::context>> context = MakeClientTlsContext(*options_.tls);
+    if (!context.ok()) return context.status();
+    tls_context_ = std::move(*context);
+    tls_server_name_ = options_.tls->server_name.empty() ? host_ : options_.tls->server_name;
   }
   std::promise<Status> done;
   asio::post(io_, [&] {
@@ -229,9 +246,33 @@ void ClientImpl::StartConnecting() {
               }
               boost::system::error_code ignored;
               socket_.set_option(tcp::no_delay(true), ignored);
-              DoRead();
-              SendHello();
+              OnTcpConnected();
             });
+      });
+}
+
+void ClientImpl::OnTcpConnected() {
+  if (!tls_context_) {
+    DoRead();
+    SendHello();
+    return;
+  }
+  tls_ = std::make_shared<TlsStream>(socket_, *tls_context_);
+  if (Status s = ConfigureClientTls(tls_->native_handle(), tls_server_name_); !s.ok()) {
+    Disconnect(s);
+    return;
+  }
+  tls_->async_handshake(
+      asio::ssl::stream_base::client,
+      [this, tls = tls_, generation = generation_](const boost::system::error_code& ec) {
+        if (generation != generation_) return;
+        if (ec) {
+          Disconnect(Status::IOError("TLS handshake with " + options_.address +
+                                     " failed: " + TlsErrorReason(ec, tls->native_handle())));
+          return;
+        }
+        DoRead();
+        SendHello();
       });
 }
 
@@ -296,6 +337,7 @@ void ClientImpl::Disconnect(const Status& why) {
   ++generation_;
   boost::system::error_code ignored;
   socket_.close(ignored);
+  tls_.reset();
   resolver_.cancel();
   connect_timer_.cancel();
   parser_.Reset();
@@ -321,50 +363,66 @@ void ClientImpl::DoWrite() {
   buffers.reserve(batch->size());
   for (const FrameBytes& frame : *batch) buffers.emplace_back(frame.data(), frame.size());
   writing_active_ = true;
-  asio::async_write(
-      socket_, buffers,
-      [this, batch, generation = generation_](const boost::system::error_code& ec, size_t) {
-        if (generation != generation_) return;
-        writing_active_ = false;
-        if (ec) {
-          Disconnect(Status::IOError("write to " + options_.address + ": " + ec.message()));
-          return;
-        }
-        DoWrite();
-      });
+  auto on_written = [this, batch, tls = tls_, generation = generation_](
+                        const boost::system::error_code& ec, size_t) {
+    if (generation != generation_) return;
+    writing_active_ = false;
+    if (ec) {
+      Disconnect(Status::IOError("write to " + options_.address + ": " + ec.message()));
+      return;
+    }
+    DoWrite();
+  };
+  if (tls_) {
+    // One buffer, so that the batch is one TLS record rather than one per request.
+    auto joined = std::make_shared<std::vector<uint8_t>>();
+    for (const FrameBytes& frame : *batch) {
+      joined->insert(joined->end(), frame.data(), frame.data() + frame.size());
+    }
+    asio::async_write(*tls_, asio::buffer(*joined),
+                      [joined, on_written = std::move(on_written)](
+                          const boost::system::error_code& ec, size_t n) { on_written(ec, n); });
+  } else {
+    asio::async_write(socket_, buffers, std::move(on_written));
+  }
 }
 
 void ClientImpl::DoRead() {
-  socket_.async_read_some(
-      asio::buffer(read_buf_),
-      [this, generation = generation_](const boost::system::error_code& ec, size_t n) {
-        if (generation != generation_) return;
-        if (ec) {
-          Disconnect(Status::IOError(ec == asio::error::eof
-                                         ? "connection closed by the server " + options_.address
-                                         : "read from " + options_.address + ": " + ec.message()));
-          return;
-        }
-        size_t offset = 0;
-        while (offset < n) {
-          size_t consumed = 0;
-          FrameParser::State state = parser_.Feed(read_buf_.data() + offset, n - offset, &consumed);
-          offset += consumed;
-          if (state == FrameParser::State::kBad) {
-            Disconnect(Status::Corruption(
-                "response frame length " + std::to_string(parser_.bad_length()) +
-                " is outside 1.." + std::to_string(parser_.max_frame_bytes()) +
-                " (the server's max_reply_bytes capped by ClientOptions::max_reply_bytes, or"
-                " ClientOptions::max_frame_bytes)"));
-            return;
-          }
-          if (state == FrameParser::State::kComplete) {
-            OnFrame(parser_.TakeFrame());
-            if (generation != generation_) return;  // the frame ended the connection
-          }
-        }
-        DoRead();
-      });
+  auto on_read = [this, tls = tls_, generation = generation_](const boost::system::error_code& ec,
+                                                              size_t n) {
+    if (generation != generation_) return;
+    if (ec) {
+      // A TLS server may close without a close_notify (stream_truncated): still a close.
+      const bool closed = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+      Disconnect(Status::IOError(closed ? "connection closed by the server " + options_.address
+                                        : "read from " + options_.address + ": " + ec.message()));
+      return;
+    }
+    size_t offset = 0;
+    while (offset < n) {
+      size_t consumed = 0;
+      FrameParser::State state = parser_.Feed(read_buf_.data() + offset, n - offset, &consumed);
+      offset += consumed;
+      if (state == FrameParser::State::kBad) {
+        Disconnect(Status::Corruption(
+            "response frame length " + std::to_string(parser_.bad_length()) + " is outside 1.." +
+            std::to_string(parser_.max_frame_bytes()) +
+            " (the server's max_reply_bytes capped by ClientOptions::max_reply_bytes, or"
+            " ClientOptions::max_frame_bytes)"));
+        return;
+      }
+      if (state == FrameParser::State::kComplete) {
+        OnFrame(parser_.TakeFrame());
+        if (generation != generation_) return;  // the frame ended the connection
+      }
+    }
+    DoRead();
+  };
+  if (tls_) {
+    tls_->async_read_some(asio::buffer(read_buf_), std::move(on_read));
+  } else {
+    socket_.async_read_some(asio::buffer(read_buf_), std::move(on_read));
+  }
 }
 
 void ClientImpl::OnFrame(std::vector<uint8_t> body) {

@@ -16,6 +16,11 @@
 // Closing after an error: the error frame is written, then the sending side is shut down and
 // incoming bytes are discarded until the peer closes (bounded by kLingerMs), so the peer reads
 // the error instead of a connection reset.
+//
+// TLS (Options::tls): the server's handshake comes first, bounded by the greeting deadline
+// (Options::auth_timeout_ms); a failed one is counted, logged and the connection closed. Then
+// the same frames flow through the TLS session. The plain path pays one branch per read and
+// write for it.
 #pragma once
 
 #include <array>
@@ -34,6 +39,10 @@
 #include "request_handler.h"
 #include "server_metrics.h"
 
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
+
 namespace idem {
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -46,6 +55,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Peers cause these as often as they like: the server passes a LogRateLimiter's sink.
     LogSink log;
     ServerMetrics* metrics = nullptr;  // bytes, idle timeouts, protocol errors; may be null
+    // TLS on this connection; null: plain TCP. Shared: a reload swaps the server's context
+    // while connections made with the old one go on with it.
+    std::shared_ptr<boost::asio::ssl::context> tls;
+    // > 0: the connection is closed unless its session is greeted (Session::greeted: its Hello
+    // accepted) this long after Start(). 0: no such deadline.
+    int64_t auth_timeout_ms = 0;
   };
   using OnClosed = std::function<void(const std::shared_ptr<Connection>&)>;
 
@@ -54,6 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // `socket` must have been accepted onto a strand (its executor serializes this connection).
   Connection(boost::asio::ip::tcp::socket socket, RequestHandler* handler, const Options& options,
              OnClosed on_closed);
+  ~Connection();
 
   void Start();
   // Sends `error` (as an id-0 error frame) and closes: for a connection over the server's limit.
@@ -67,7 +83,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   using Clock = std::chrono::steady_clock;
+  struct TlsLayer;  // the TLS session over socket_
 
+  // TLS: the handshake, then `next`; plain: `next` now.
+  void Handshake(std::function<void()> next);
   void DoRead();
   void OnRead(const boost::system::error_code& ec, size_t n);
   // Parses buffered bytes into requests while the in-flight limit allows.
@@ -79,11 +98,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void MaybeFinish();
   void ArmTimer();
   void OnTimer(const boost::system::error_code& ec);
+  // Past the greeting deadline (Options::auth_timeout_ms) without a greeted session.
+  bool GreetingOverdue(Clock::time_point now) const;
   void Fail(const Status& error);  // error frame (id 0), then close
   void CloseNow();
   void Log(LogRecord record) const;  // with the peer's address
 
   boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<TlsLayer> tls_;  // null: plain TCP
   boost::asio::steady_timer timer_;
   RequestHandler* const handler_;
   const Options options_;
@@ -102,22 +124,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Outgoing> outbox_;    // ready, not yet handed to the socket
   std::vector<Outgoing> writing_;  // the write in flight
 
-  size_t in_engine_ = 0;              // requests given to the handler, not yet replied
-  size_t inflight_ = 0;               // requests read, response not yet written
-  size_t queued_bytes_ = 0;           // bytes of outbox_ and writing_
-  Clock::time_point last_activity_;   // last complete request read or response written
-  Clock::time_point close_deadline_;  // hard limit once closing after an error
+  size_t in_engine_ = 0;                 // requests given to the handler, not yet replied
+  size_t inflight_ = 0;                  // requests read, response not yet written
+  size_t queued_bytes_ = 0;              // bytes of outbox_ and writing_
+  Clock::time_point last_activity_;      // last complete request read or response written
+  Clock::time_point close_deadline_;     // hard limit once closing after an error
+  Clock::time_point greeting_deadline_;  // with auth_timeout_ms: Start() + auth_timeout_ms
 
   // The lifecycle. Every change goes through TransitionTo, which asserts (in builds without
   // NDEBUG) that IsLegalTransition allows it:
+  //   kHandshaking (TLS only) --handshake done--> kOpen
   //   kOpen --Drain() or the peer's EOF--> kDraining --all answered--> kClosed
   //   kOpen, kDraining --error (bad frame, handler error, idle timeout, Reject)--> kClosing
   //   kClosing --all written, FIN sent--> kLingering --peer's EOF--> kClosed
-  //   any but kClosed --CloseNow() (I/O error, Close(), close_deadline_)--> kClosed
+  //   any but kClosed --CloseNow() (I/O error, Close(), close_deadline_, a failed or overdue
+  //   handshake, Drain() while handshaking)--> kClosed
   enum class State {
-    kOpen,       // reading, answering
-    kDraining,   // reading nothing more; closes once every request read is answered
-    kClosing,    // after an error: writes what is pending (the error frame last), no new requests
+    kHandshaking,  // TLS handshake in progress: nothing to answer yet
+    kOpen,         // reading, answering
+    kDraining,     // reading nothing more; closes once every request read is answered
+    kClosing,      // after an error: writes what is pending (the error frame last), no new requests
     kLingering,  // kClosing and all written: FIN sent, input discarded until EOF or close_deadline_
     kClosed,     // socket closed; late replies are dropped
   };
@@ -129,7 +155,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void BeginClosing();
   bool closing() const { return state_ == State::kClosing || state_ == State::kLingering; }
 
-  State state_ = State::kOpen;
+  State state_;  // kHandshaking with TLS, else kOpen
   // Facts independent of the lifecycle:
   // - input_stopped_: Drain() was called or the peer sent EOF. It outlives kDraining: a draining
   //   connection that then fails (idle timeout) lingers without reading, and Drain() while

@@ -37,6 +37,9 @@ class FrameParser {
   // max_reply_bytes from its HelloReply).
   void set_max_frame_bytes(size_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
 
+  // No byte of the next frame has been fed yet.
+  bool AtFrameStart() const { return prefix_bytes_ == 0 && !bad_; }
+
   // The offending length after kBad.
   uint64_t bad_length() const { return length_; }
   size_t max_frame_bytes() const { return max_frame_bytes_; }

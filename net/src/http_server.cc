@@ -4,12 +4,15 @@
 #include <array>
 #include <chrono>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "listen_socket.h"
+#include "tls_context.h"
 
 namespace idem {
 
@@ -18,45 +21,123 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// One accepted socket; every member is touched on its strand only (the stream's executor).
-class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+// One accepted socket. Behind this interface so that the server holds plain and TLS connections
+// alike (BasicHttpConnection below).
+class HttpConnection {
  public:
-  HttpConnection(tcp::socket socket, HttpServer* server)
-      : stream_(std::move(socket)),
-        server_(server),
-        // The buffer holds a request's headers and whatever of the body and pipelined requests
-        // one read brings: its bound is the header limit plus one read's worth.
-        buffer_(server->options_.max_header_bytes + kReadChunk) {}
-
-  void Start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
-  }
-
+  virtual ~HttpConnection() = default;
+  virtual void Start() = 0;
   // Over the connection limit: a 503, then close.
-  void Reject(std::string detail) {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), detail] {
-      self->keep_alive_ = false;
-      self->Send(ProblemResponse(http::status::service_unavailable, Status::Code::kBusy, detail));
+  virtual void Reject(std::string detail) = 0;
+  // Server stop: an idle connection closes now, a busy one after its response.
+  virtual void Drain() = 0;
+  virtual void Close() = 0;
+};
+
+// Stream: beast::tcp_stream (plain) or beast::ssl_stream over one (TLS). Every member is touched
+// on its strand only (the stream's executor).
+template <typename Stream>
+class BasicHttpConnection final : public HttpConnection,
+                                  public std::enable_shared_from_this<BasicHttpConnection<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  BasicHttpConnection(tcp::socket socket, HttpServer* server) requires(!kTls)
+      : stream_(std::move(socket)), server_(server), buffer_(BufferLimit(server)) {}
+  BasicHttpConnection(tcp::socket socket, HttpServer* server,
+                      std::shared_ptr<asio::ssl::context> tls) requires(kTls)
+      : tls_(std::move(tls)),
+        stream_(std::move(socket), *tls_),
+        server_(server),
+        buffer_(BufferLimit(server)) {}
+
+  void Start() override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      self->Handshake([self] { self->DoRead(); });
     });
   }
 
-  // Server stop: an idle connection closes now, a busy one after its response.
-  void Drain() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+  void Reject(std::string detail) override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this(), detail] {
+      self->Handshake([self, detail] {
+        self->keep_alive_ = false;
+        self->Send(ProblemResponse(http::status::service_unavailable, Status::Code::kBusy, detail));
+      });
+    });
+  }
+
+  void Drain() override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       self->draining_ = true;
       if (!self->busy_) self->CloseNow();
     });
   }
-  void Close() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  void Close() override {
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->CloseNow(); });
   }
 
  private:
   static constexpr size_t kReadChunk = 64 * 1024;
   static constexpr int64_t kLingerMs = 1'000;
 
+  // The buffer holds a request's headers and whatever of the body and pipelined requests one
+  // read brings: its bound is the header limit plus one read's worth.
+  static size_t BufferLimit(const HttpServer* server) {
+    return server->options_.max_header_bytes + kReadChunk;
+  }
+
   std::chrono::milliseconds idle() const {
     return std::chrono::milliseconds(server_->options_.idle_timeout_ms);
+  }
+  // The TCP stream: its deadline and socket, under TLS too.
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // TLS: the handshake, bounded by handshake_timeout_ms, then `next`; plain: `next` now.
+  template <typename Next>
+  void Handshake(Next next) {
+    if constexpr (!kTls) {
+      next();
+    } else {
+      const HttpServer::Tls& tls = *server_->tls_;
+      Lowest().expires_after(std::chrono::milliseconds(tls.handshake_timeout_ms));
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this(), next = std::move(next)](beast::error_code ec) {
+            if (self->closed_) return;
+            if (ec) {
+              self->OnHandshakeFailed(ec);
+              return;
+            }
+            next();
+          });
+    }
+  }
+
+  void OnHandshakeFailed(beast::error_code ec) requires(kTls) {
+    const HttpServer::Tls& tls = *server_->tls_;
+    const bool timed_out = ec == beast::error::timeout;
+    const std::string reason = timed_out ? "no handshake within " +
+                                               std::to_string(tls.handshake_timeout_ms) +
+                                               " ms (auth_timeout_ms)"
+                                         : TlsErrorReason(ec, stream_.native_handle());
+    if (server_->metrics_) {
+      if (timed_out) {
+        server_->metrics_->ConnectionTimedOut();
+      } else {
+        server_->metrics_->TlsHandshakeFailed();
+      }
+    }
+    if (tls.peer_log) {
+      LogRecord record(LogLevel::kWarn, timed_out ? "auth_timeout" : "tls_handshake_failed",
+                       "HTTP: TLS handshake failed: " + reason + "; closing");
+      boost::system::error_code peer_ec;
+      const tcp::endpoint peer = Lowest().socket().remote_endpoint(peer_ec);
+      record.With("peer", peer_ec ? std::string("unknown peer")
+                                  : peer.address().to_string() + ":" + std::to_string(peer.port()));
+      record.With("listener", "http").With("reason", reason);
+      tls.peer_log(record);
+    }
+    CloseNow();
   }
 
   void DoRead() {
@@ -65,10 +146,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
     parser_->body_limit(server_->options_.max_body_bytes);
     // One deadline for the whole request: a client that trickles bytes is cut off as an idle one.
-    stream_.expires_after(idle());
+    Lowest().expires_after(idle());
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
+        [self = this->shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t bytes) {
@@ -97,8 +178,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       } else if (ec == http::error::buffer_overflow) {
         Send(ProblemResponse(http::status::request_header_fields_too_large,
                              Status::Code::kInvalidArgument, "request line or headers too long"));
-      } else if (ec.category() == asio::error::get_system_category()) {
-        CloseNow();  // a socket error: nobody to answer
+      } else if (ec.category() == asio::error::get_system_category() ||
+                 ec.category() == asio::error::get_ssl_category() ||
+                 ec == asio::ssl::error::stream_truncated) {
+        CloseNow();  // a socket or TLS error: nobody to answer
       } else {
         Send(ProblemResponse(http::status::bad_request, Status::Code::kInvalidArgument,
                              "malformed HTTP request: " + ec.message()));
@@ -108,8 +191,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     HttpRequest request = parser_->release();
     keep_alive_ = request.keep_alive() && !draining_;
     busy_ = true;
-    stream_.expires_never();  // the engine's time is not the client's idleness
-    server_->handler_->Handle(request, [self = shared_from_this()](HttpResponse response) {
+    Lowest().expires_never();  // the engine's time is not the client's idleness
+    server_->handler_->Handle(request, [self = this->shared_from_this()](HttpResponse response) {
       asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
         self->Send(std::move(response));
       });
@@ -122,9 +205,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     response.keep_alive(keep_alive_ && !draining_);
     auto message = std::make_shared<HttpResponse>(std::move(response));
     // A client that does not read its response is cut off like an idle one.
-    stream_.expires_after(idle());
+    Lowest().expires_after(idle());
     http::async_write(stream_, *message,
-                      [self = shared_from_this(), message](beast::error_code ec, size_t n) {
+                      [self = this->shared_from_this(), message](beast::error_code ec, size_t n) {
                         if (self->server_->metrics_) {
                           self->server_->metrics_->BytesSent(Transport::kHttp, n);
                         }
@@ -148,33 +231,37 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // Closing with unread input would make the kernel answer with a reset, which may destroy the
   // response before the client reads it (a 413 to a client still sending its body). So: FIN
-  // first, then discard what arrives until the client closes too, for at most kLingerMs.
+  // first, then discard what arrives until the client closes too, for at most kLingerMs. Under
+  // TLS the discarded bytes are read off the TCP stream, undecrypted.
   void Linger() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(std::chrono::milliseconds(kLingerMs));
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Lowest().expires_after(std::chrono::milliseconds(kLingerMs));
     Discard();
   }
   void Discard() {
-    stream_.async_read_some(asio::buffer(discard_),
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              if (ec) {
-                                self->CloseNow();
-                              } else {
-                                self->Discard();
-                              }
-                            });
+    Lowest().async_read_some(asio::buffer(discard_),
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                               if (ec) {
+                                 self->CloseNow();
+                               } else {
+                                 self->Discard();
+                               }
+                             });
   }
 
   void CloseNow() {
     if (closed_) return;
     closed_ = true;
     beast::error_code ignored;
-    stream_.socket().close(ignored);
+    Lowest().socket().close(ignored);
     server_->OnClosed(this);
   }
 
-  beast::tcp_stream stream_;
+  // TLS: the context this connection's session was made with, kept while it lives (a reload
+  // swaps the server's). Declared before stream_, which refers to it.
+  std::shared_ptr<asio::ssl::context> tls_;
+  Stream stream_;
   HttpServer* const server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -185,13 +272,17 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool closed_ = false;
 };
 
+using PlainHttpConnection = BasicHttpConnection<beast::tcp_stream>;
+using TlsHttpConnection = BasicHttpConnection<beast::ssl_stream<beast::tcp_stream>>;
+
 HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool allow_remote,
-                       LogSink log, ServerMetrics* metrics)
+                       LogSink log, ServerMetrics* metrics, std::optional<Tls> tls)
     : io_(io),
       options_(std::move(options)),
       allow_remote_(allow_remote),
       log_(std::move(log)),
       metrics_(metrics),
+      tls_(std::move(tls)),
       accept_strand_(asio::make_strand(io)),
       acceptor_(accept_strand_),
       retry_timer_(accept_strand_) {}
@@ -245,7 +336,12 @@ void HttpServer::OnAccepted(const boost::system::error_code& ec, tcp::socket s) 
   if (!line.empty() && log_) {
     log_(LogRecord(LogLevel::kInfo, "accept_resumed", "HTTP: " + line).With("listener", "http"));
   }
-  auto connection = std::make_shared<HttpConnection>(std::move(s), this);
+  std::shared_ptr<HttpConnection> connection;
+  if (tls_) {
+    connection = std::make_shared<TlsHttpConnection>(std::move(s), this, tls_->context());
+  } else {
+    connection = std::make_shared<PlainHttpConnection>(std::move(s), this);
+  }
   bool reject;
   bool pause;
   {

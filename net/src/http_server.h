@@ -16,6 +16,9 @@
 //    max_refusing_connections are being refused, no more are accepted (they wait in the listen
 //    queue), so refusals hold a bounded number of descriptors.
 //
+// TLS (Tls below): each connection's handshake comes first, bounded by handshake_timeout_ms; a
+// failed one is counted and logged (rate-limited), and the connection closed without a word.
+//
 // Threads: each connection runs on its own strand of the io_context; replies from engine
 // threads are posted onto it. Listen/Serve/Stop are called from the Server's lifecycle thread.
 #pragma once
@@ -26,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -39,16 +43,31 @@
 #include "idem/status.h"
 #include "server_metrics.h"
 
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
+
 namespace idem {
 
 class HttpConnection;
+template <typename Stream>
+class BasicHttpConnection;
 
 class HttpServer {
  public:
+  struct Tls {
+    // The context a new connection gets: called on each accept, so that a reload reaches the
+    // next connection while open ones keep theirs.
+    std::function<std::shared_ptr<boost::asio::ssl::context>()> context;
+    int64_t handshake_timeout_ms = 10'000;
+    LogSink peer_log;  // failed handshakes; peers cause them at will, so rate-limit it
+  };
+
   // `io` must outlive the HttpServer. `log` takes the start line and connection-level errors.
-  // `metrics` (may be null; must outlive the HttpServer) counts connections and bytes.
+  // `metrics` (may be null; must outlive the HttpServer) counts connections and bytes. `tls`
+  // unset: plain HTTP.
   HttpServer(boost::asio::io_context& io, HttpListenerOptions options, bool allow_remote,
-             LogSink log, ServerMetrics* metrics = nullptr);
+             LogSink log, ServerMetrics* metrics = nullptr, std::optional<Tls> tls = std::nullopt);
   ~HttpServer();
 
   // Checks the options and binds; InvalidArgument (a non-loopback host without allow_remote, a
@@ -63,7 +82,8 @@ class HttpServer {
   uint16_t port() const { return port_; }
 
  private:
-  friend class HttpConnection;
+  template <typename Stream>
+  friend class BasicHttpConnection;
   void DoAccept();
   void OnAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
   void OnClosed(HttpConnection* connection);
@@ -73,6 +93,7 @@ class HttpServer {
   const bool allow_remote_;
   const LogSink log_;
   ServerMetrics* const metrics_;
+  const std::optional<Tls> tls_;
   boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;  // on accept_strand_: the next accept after a failure

@@ -19,6 +19,7 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "accept_backoff.h"
 #include "commit_queue.h"
@@ -33,6 +34,7 @@
 #include "remote_backup.h"
 #include "request_handler.h"
 #include "server_metrics.h"
+#include "tls_context.h"
 
 namespace idem {
 namespace {
@@ -75,6 +77,7 @@ class ServerImpl final : public Server {
     stop_cv_.notify_all();
   }
   void Stop() override;
+  Status Reload() override;
   std::string MetricsText() override;
   // The metrics text, with `engine`'s figures when it is not null.
   std::string MetricsTextOf(ServingEngine* engine);
@@ -108,6 +111,14 @@ class ServerImpl final : public Server {
   void DoAccept();
   void OnAccepted(const boost::system::error_code& ec, tcp::socket socket);
   void OnClosed(const std::shared_ptr<Connection>& connection);
+  // Listen() and Reload(): builds the TLS context from options_.tls's files and makes it the one
+  // new connections of both listeners get. On an error nothing changes.
+  Status LoadTls();
+  std::shared_ptr<asio::ssl::context> tls_context() {
+    std::lock_guard<std::mutex> lock(tls_mu_);
+    return tls_context_;
+  }
+  void WaitForSignal();
 
   enum class State { kListening, kServing, kStopped };
 
@@ -133,7 +144,11 @@ class ServerImpl final : public Server {
   AcceptBackoff backoff_;           // on accept_strand_
   std::vector<std::thread> io_threads_;
   uint16_t port_ = 0;
-  Connection::Options connection_options_;
+  Connection::Options connection_options_;  // but tls: tls_context() when accepting
+
+  std::mutex reload_mu_;  // one Reload() at a time
+  std::mutex tls_mu_;
+  std::shared_ptr<asio::ssl::context> tls_context_;  // guarded by tls_mu_; null without TLS
 
   std::mutex lifecycle_mu_;          // held by Serve() and Stop() throughout
   State state_ = State::kListening;  // guarded by lifecycle_mu_
@@ -153,9 +168,11 @@ Status ServerImpl::Listen() {
       options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
       options_.idle_timeout_ms <= 0 || options_.max_inflight_per_connection < 1 ||
       options_.max_reply_bytes < 1024 || options_.max_reply_bytes > 0xffffffffu ||
-      options_.max_queued_reply_bytes < 1 || options_.max_admin_requests < 1) {
+      options_.max_queued_reply_bytes < 1 || options_.max_admin_requests < 1 ||
+      options_.auth_timeout_ms <= 0) {
     return Status::InvalidArgument("server options out of range");
   }
+  if (Status s = LoadTls(); !s.ok()) return s;
   Result<uint16_t> port =
       OpenListenSocket(acceptor_, options_.host, options_.port, options_.allow_remote, "");
   if (!port.ok()) return port.status();
@@ -167,11 +184,46 @@ Status ServerImpl::Listen() {
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](const LogRecord& record) { peer_log_.Log(record); };
   connection_options_.metrics = &metrics_;
+  // The greeting deadline guards what a connection costs before it is known to be a client;
+  // without TLS (or authentication) there is nothing between accept and serving to bound.
+  const bool greeting_deadline = options_.tls.has_value();
+  connection_options_.auth_timeout_ms = greeting_deadline ? options_.auth_timeout_ms : 0;
   if (options_.http) {
-    http_ =
-        std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote, log_, &metrics_);
+    std::optional<HttpServer::Tls> http_tls;
+    if (options_.tls) {
+      http_tls = HttpServer::Tls{[this] { return tls_context(); }, options_.auth_timeout_ms,
+                                 connection_options_.log};
+    }
+    http_ = std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote, log_,
+                                         &metrics_, std::move(http_tls));
     if (Status s = http_->Listen(); !s.ok()) return s;
   }
+  return Status::Ok();
+}
+
+Status ServerImpl::LoadTls() {
+  if (!options_.tls) return Status::Ok();
+  Result<std::shared_ptr<asio::ssl::context>> context = MakeServerTlsContext(*options_.tls);
+  if (!context.ok()) return context.status();
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  tls_context_ = std::move(*context);
+  return Status::Ok();
+}
+
+Status ServerImpl::Reload() {
+  std::lock_guard<std::mutex> reload(reload_mu_);
+  Status status = LoadTls();
+  if (!status.ok()) {
+    Log(LogRecord(LogLevel::kError, "reload_failed",
+                  "reload failed, serving on with what was loaded before: " + status.ToString())
+            .With("code", std::string(CodeName(status.code()))));
+    return status;
+  }
+  Log(LogRecord(LogLevel::kInfo, "reloaded",
+                options_.tls ? "reloaded the TLS certificate, key and client CAs for new "
+                               "connections"
+                             : "reloaded (nothing to reload: no TLS)")
+          .With("tls", options_.tls ? "on" : "off"));
   return Status::Ok();
 }
 
@@ -214,18 +266,29 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
-    signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
-      if (ec) return;
-      const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
-      Log(LogRecord(LogLevel::kInfo, "stop_requested",
-                    std::string("received ") + name + "; stopping")
-              .With("signal", name));
-      RequestStop();
-    });
+    signals_.add(SIGHUP);
+    WaitForSignal();
   }
   asio::post(accept_strand_, [this] { DoAccept(); });
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
   return Status::Ok();
+}
+
+void ServerImpl::WaitForSignal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (signal == SIGHUP) {
+      Log(LogRecord(LogLevel::kInfo, "reload_requested", "received SIGHUP; reloading")
+              .With("signal", "SIGHUP"));
+      (void)Reload();  // logs its outcome; the server serves on either way
+      WaitForSignal();
+      return;
+    }
+    const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    Log(LogRecord(LogLevel::kInfo, "stop_requested", std::string("received ") + name + "; stopping")
+            .With("signal", name));
+    RequestStop();
+  });
 }
 
 // Runs on an I/O thread. With several I/O threads each connection gets its own strand, so its
@@ -265,8 +328,10 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     Log(LogRecord(LogLevel::kInfo, "accept_resumed", line).With("listener", "binary"));
   }
   metrics_.ConnectionAccepted();
+  Connection::Options connection_options = connection_options_;
+  connection_options.tls = tls_context();
   auto connection =
-      std::make_shared<Connection>(std::move(socket), handler_.get(), connection_options_,
+      std::make_shared<Connection>(std::move(socket), handler_.get(), connection_options,
                                    [this](const std::shared_ptr<Connection>& c) { OnClosed(c); });
   bool reject;
   bool first_refusal = false;

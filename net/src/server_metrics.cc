@@ -207,11 +207,15 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
       {"idem_connections_refused_total",
        "Connections refused with BUSY because max_connections were open", MetricType::kCounter,
        double(refused)},
-      {"idem_connections_timed_out_total", "Connections closed after idle_timeout_ms",
+      {"idem_connections_timed_out_total",
+       "Connections closed after idle_timeout_ms, or auth_timeout_ms before being greeted",
        MetricType::kCounter, double(conns_.Value(kTimedOut))},
       {"idem_accept_errors_total",
        "Failed accept() calls (EMFILE and the like; the acceptor backs off)", MetricType::kCounter,
        double(conns_.Value(kAcceptErrors))},
+      {"idem_tls_handshake_failures_total",
+       "Connections closed because their TLS handshake failed (either listener)",
+       MetricType::kCounter, double(conns_.Value(kTlsHandshakeFailures))},
   };
   AppendScalars(connections, &out);
 

@@ -77,6 +77,7 @@ class ServerMetrics {
   void ConnectionClosed() { conns_.Add(kClosed); }    // an accepted, not refused, one
   void ConnectionTimedOut() { conns_.Add(kTimedOut); }
   void AcceptFailed() { conns_.Add(kAcceptErrors); }
+  void TlsHandshakeFailed() { conns_.Add(kTlsHandshakeFailures); }  // either listener
   // An error that closes the connection (bad frame length, a frame that fails verification,
   // no Hello first, an unsupported protocol version).
   void ProtocolError(Status::Code code) { protocol_errors_.Add(CodeSlot(code)); }
@@ -97,7 +98,15 @@ class ServerMetrics {
     return o < kOpSlots ? o : 0;
   }
 
-  enum ConnectionSlot : size_t { kAccepted, kRefused, kClosed, kTimedOut, kAcceptErrors, kCount };
+  enum ConnectionSlot : size_t {
+    kAccepted,
+    kRefused,
+    kClosed,
+    kTimedOut,
+    kAcceptErrors,
+    kTlsHandshakeFailures,
+    kCount
+  };
 
   static constexpr size_t kLatencyBounds = 17;
   static constexpr size_t kBatchBounds = 11;

@@ -45,6 +45,7 @@ depends=$(field Depends | tr ',' '\n' | sed 's/^ *//')
 expect_line "$depends" '^adduser$' "Depends"
 expect_line "$depends" '^libc6 \(>= ' "Depends (dpkg-shlibdeps)"
 expect_line "$depends" '^libstdc\+\+6 \(>= ' "Depends (dpkg-shlibdeps)"
+expect_line "$depends" '^libssl3 \(>= ' "Depends (dpkg-shlibdeps: TLS)"
 if [ "$rocksdb_static" = 1 ]; then
   expect_no_line "$depends" '^librocksdb' "Depends (RocksDB linked statically)"
 else
@@ -111,4 +112,6 @@ printf '%s\n' "$dev_files" | sed -n 's#^\./usr/include/##p' | grep -v -e '/$' -e
 diff "$work/public" "$work/headers" >"$work/headers.diff" ||
   fail "dev headers (>) differ from the public ones (<): $(cat "$work/headers.diff")"
 [ "$(dpkg-deb -f "$dev_deb" Package)" = idemstore-dev ] || fail "dev Package"
+dev_depends=$(dpkg-deb -f "$dev_deb" Depends | tr ',' '\n' | sed 's/^ *//')
+expect_line "$dev_depends" '^libssl-dev$' "dev Depends (OpenSSL for idemstore::client)"
 echo "deb_package_test: ok ($(basename "$deb"), $(basename "$dev_deb"))"

@@ -39,6 +39,34 @@ TEST(IdemctlParse, RejectsUnknownCommandsFlagsAndArity) {
   EXPECT_FALSE(Parse({"--bogus"}).ok());
 }
 
+TEST(IdemctlParse, TlsFlags) {
+  auto plain = Parse({"--server", "h:1", "get", "ns", "k"});
+  ASSERT_OK(plain);
+  EXPECT_FALSE(plain->tls.has_value());
+
+  auto system_cas = Parse({"--server", "h:1", "--tls", "get", "ns", "k"});
+  ASSERT_OK(system_cas);
+  ASSERT_TRUE(system_cas->tls.has_value());
+  EXPECT_EQ("", system_cas->tls->ca_file);  // the system's trust store
+
+  // --tls-ca implies --tls; the flags may stand after the command.
+  auto mutual = Parse({"--server", "h:1", "get", "ns", "k", "--tls-ca", "ca.pem", "--tls-cert",
+                       "c.pem", "--tls-key", "c.key", "--tls-server-name", "db.example"});
+  ASSERT_OK(mutual);
+  ASSERT_TRUE(mutual->tls.has_value());
+  EXPECT_EQ("ca.pem", mutual->tls->ca_file);
+  EXPECT_EQ("c.pem", mutual->tls->cert_file);
+  EXPECT_EQ("c.key", mutual->tls->key_file);
+  EXPECT_EQ("db.example", mutual->tls->server_name);
+
+  auto half = Parse({"--server", "h:1", "--tls-cert", "c.pem", "get", "ns", "k"});
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(std::string::npos, half.status().message().find("--tls-key"));
+  auto local = Parse({"--data", "d", "--tls", "get", "ns", "k"});
+  ASSERT_FALSE(local.ok());
+  EXPECT_NE(std::string::npos, local.status().message().find("--server"));
+}
+
 TEST(IdemctlBuild, InsertWithDurationsAndForever) {
   auto inv = Parse({"--data", "d", "insert", "pay", "k1", "--status", "NEW", "--payload=hello",
                     "--fingerprint", "fp", "--ttl", "15m"});

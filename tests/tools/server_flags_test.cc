@@ -382,7 +382,7 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
     EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
         << name << " is not in " << IDEM_EXAMPLE_CONFIG;
   }
-  EXPECT_EQ(31, listed);
+  EXPECT_EQ(35, listed);
 
   // Each "# key = value" line: a default as --print-config shows it (unless the option has
   // none, or it is an example of a repeatable one); uncommented, they all parse.
@@ -406,6 +406,31 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
   ConfigFile file(uncommented);
   Result<ServerFlags> all = Parse({"--config", file.path()});
   EXPECT_TRUE(all.ok()) << all.status().ToString() << "\n" << uncommented;
+}
+
+TEST(ServerFlagsTest, Tls) {
+  Result<ServerFlags> plain = Parse({});
+  ASSERT_OK(plain);
+  EXPECT_FALSE(plain->server.tls.has_value());
+  EXPECT_EQ(10'000, plain->server.auth_timeout_ms);
+
+  Result<ServerFlags> tls = Parse({"--tls-cert", "s.pem", "--tls-key", "s.key", "--tls-client-ca",
+                                   "clients.pem", "--auth-timeout", "3s"});
+  ASSERT_OK(tls);
+  ASSERT_TRUE(tls->server.tls.has_value());
+  EXPECT_EQ("s.pem", tls->server.tls->cert_file);
+  EXPECT_EQ("s.key", tls->server.tls->key_file);
+  EXPECT_EQ("clients.pem", tls->server.tls->client_ca_file);
+  EXPECT_EQ(3'000, tls->server.auth_timeout_ms);
+
+  Result<ServerFlags> no_key = Parse({"--tls-cert", "s.pem"});
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_EQ("INVALID_ARGUMENT: --tls-cert: needs --tls-key", no_key.status().ToString());
+  Result<ServerFlags> ca_only = Parse({"--tls-client-ca", "clients.pem"});
+  ASSERT_FALSE(ca_only.ok());
+  EXPECT_EQ("INVALID_ARGUMENT: --tls-client-ca: needs --tls-cert and --tls-key",
+            ca_only.status().ToString());
+  EXPECT_FALSE(Parse({"--auth-timeout", "0s"}).ok());
 }
 
 TEST(ServerFlagsTest, LogFormat) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "idem/client.h"
@@ -14,10 +15,11 @@
 namespace idem {
 
 struct StoreLocation {
-  std::string server;           // HOST:PORT: connect to idemstored
-  std::string data_dir;         // or: open the database in this directory, in process
-  int64_t timeout_ms = 10'000;  // client connect and request timeout
-  EngineOptions engine;         // embedded mode only
+  std::string server;                   // HOST:PORT: connect to idemstored
+  std::string data_dir;                 // or: open the database in this directory, in process
+  int64_t timeout_ms = 10'000;          // client connect and request timeout
+  std::optional<ClientTlsOptions> tls;  // to the server over TLS
+  EngineOptions engine;                 // embedded mode only
 };
 
 // Exactly one of server / data_dir must be set (InvalidArgument otherwise). Embedded: a directory

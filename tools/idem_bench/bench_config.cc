@@ -114,6 +114,14 @@ std::vector<BenchFlag> Flags(BenchConfig& c, std::string& mix_spec) {
   auto real = [](std::string_view name, double min, double max, double* out) {
     return [=](std::string_view v) { return ParseDouble(name, v, min, max, out); };
   };
+  // --tls-*: TLS on, and one of its settings.
+  auto tls_setting = [&c](std::string ClientTlsOptions::*setting) {
+    return [&c, setting](std::string_view v) {
+      if (!c.tls) c.tls.emplace();
+      (*c.tls).*setting = std::string(v);
+      return Status::Ok();
+    };
+  };
   return {
       {"--server", "HOST:PORT", defaults.host + ":" + std::to_string(defaults.port),
        "server address",
@@ -133,6 +141,20 @@ std::vector<BenchFlag> Flags(BenchConfig& c, std::string& mix_spec) {
          c.http = v == "http";
          return Status::Ok();
        }},
+      {"--tls", "", "", "over TLS, trusting the system's CAs",
+       [&c](std::string_view) {
+         if (!c.tls) c.tls.emplace();
+         return Status::Ok();
+       }},
+      {"--tls-ca", "FILE", "", "over TLS, trusting the CAs in this PEM file",
+       tls_setting(&ClientTlsOptions::ca_file)},
+      {"--tls-cert", "FILE", "", "mutual TLS: the client certificate (PEM)",
+       tls_setting(&ClientTlsOptions::cert_file)},
+      {"--tls-key", "FILE", "", "mutual TLS: its private key (PEM)",
+       tls_setting(&ClientTlsOptions::key_file)},
+      {"--tls-server-name", "NAME", "",
+       "the name the server's certificate must carry (default: --server's\nhost)",
+       tls_setting(&ClientTlsOptions::server_name)},
       {"-c,--connections", "N", std::to_string(defaults.connections), "TCP connections",
        integer("connections", 1, 10'000, &c.connections)},
       {"-P,--pipeline", "N", std::to_string(defaults.pipeline), "requests in flight per connection",

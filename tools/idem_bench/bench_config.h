@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "idem/client.h"
 #include "idem/result.h"
 #include "key_distribution.h"
 
@@ -39,6 +41,9 @@ struct BenchConfig {
   // (docs/http-api.md; --server names the HTTP port then). HTTP answers in order, so it runs
   // without pipelining, the insert workload only.
   bool http = false;
+  // --tls, --tls-ca, --tls-cert/--tls-key, --tls-server-name: every connection over TLS, the
+  // handshake done before the measurement (the Client's policy: net/src/tls_context.h).
+  std::optional<ClientTlsOptions> tls;
   int connections = 16;
   int pipeline = 1;  // requests in flight per connection
   int batch = 1;     // ops per request

@@ -15,6 +15,7 @@
 
 #include "proc_cpu.h"
 #include "text_report.h"
+#include "tls_context.h"
 #include "wire_client.h"
 #include "worker.h"
 
@@ -37,22 +38,23 @@ Result<BenchReport> RunBenchmark(const BenchConfig& config) {
     std::snprintf(buf, sizeof buf, "b%06" PRIx64, Rng(seed).Next() & 0xffffff);
     prefix = buf;
   }
-  std::vector<std::vector<int>> fds(static_cast<size_t>(config.threads));
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (config.tls) {
+    Result<std::shared_ptr<boost::asio::ssl::context>> context = MakeClientTlsContext(*config.tls);
+    if (!context.ok()) return context.status();
+    tls = std::move(*context);
+  }
+  std::vector<std::vector<std::unique_ptr<BenchLink>>> links(static_cast<size_t>(config.threads));
   for (int i = 0; i < config.connections; ++i) {
-    Result<int> fd = Connect(config);
-    if (!fd.ok()) {
-      for (auto& v : fds) {
-        for (int f : v) ::close(f);
-      }
-      return fd.status();
-    }
-    fds[static_cast<size_t>(i % config.threads)].push_back(*fd);
+    Result<std::unique_ptr<BenchLink>> link = Connect(config, tls ? tls->native_handle() : nullptr);
+    if (!link.ok()) return link.status();
+    links[static_cast<size_t>(i % config.threads)].push_back(std::move(*link));
   }
   Progress progress;
   std::atomic<uint64_t> preload_next{0};
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < config.threads; ++t) {
-    workers.push_back(std::make_unique<Worker>(config, t, std::move(fds[static_cast<size_t>(t)]),
+    workers.push_back(std::make_unique<Worker>(config, t, std::move(links[static_cast<size_t>(t)]),
                                                prefix, seed + 7919 * (t + 1), &preload_next,
                                                &progress));
   }

@@ -14,10 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "idem/status.h"
 #include "json_writer.h"
 #include "protocol_codec.h"
 #include "protocol_generated.h"
+#include "tls_context.h"
 
 namespace idem::bench {
 namespace {
@@ -32,12 +36,12 @@ uint64_t Scatter(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Reads one whole frame with a blocking socket (the handshake only).
-bool ReadFrameBlocking(int fd, std::vector<uint64_t>* body, uint32_t* size) {
-  auto read_exact = [fd](void* p, size_t n) {
+// Reads one whole frame from a link whose socket still blocks (the handshake only).
+bool ReadFrameBlocking(BenchLink& link, std::vector<uint64_t>* body, uint32_t* size) {
+  auto read_exact = [&link](void* p, size_t n) {
     auto* c = static_cast<char*>(p);
     while (n > 0) {
-      ssize_t r = ::read(fd, c, n);
+      ssize_t r = link.Read(c, n);
       if (r <= 0) {
         if (r < 0 && errno == EINTR) continue;
         return false;
@@ -55,13 +59,44 @@ bool ReadFrameBlocking(int fd, std::vector<uint64_t>* body, uint32_t* size) {
   return read_exact(body->data(), *size);
 }
 
+// The TLS handshake on the connected, still blocking `fd`: the session, or IOError with OpenSSL's
+// reason (and the certificate check's, when that is what failed).
+Result<SSL*> HandshakeTls(int fd, SSL_CTX* tls, const BenchConfig& config) {
+  const std::string where = config.host + ":" + std::to_string(config.port);
+  SSL* ssl = SSL_new(tls);
+  if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) {
+    SSL_free(ssl);
+    return Status::IOError("TLS with " + where + ": cannot make a session");
+  }
+  // The worker retries a write that would block with more bytes appended, perhaps from a moved
+  // buffer; each record written counts, as write(2) would.
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  const std::string& name = config.tls->server_name.empty() ? config.host : config.tls->server_name;
+  if (Status s = ConfigureClientTls(ssl, name); !s.ok()) {
+    SSL_free(ssl);
+    return s;
+  }
+  ERR_clear_error();
+  if (SSL_connect(ssl) != 1) {
+    const char* reason = ERR_reason_error_string(ERR_peek_error());
+    std::string why = reason != nullptr ? reason : "the server closed the connection";
+    if (const long verify = SSL_get_verify_result(ssl); verify != X509_V_OK) {
+      why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+    }
+    ERR_clear_error();
+    SSL_free(ssl);
+    return Status::IOError("TLS handshake with " + where + " failed: " + why);
+  }
+  return ssl;
+}
+
 }  // namespace
 
 uint32_t DecodeFrameLength(const uint8_t* p) {
   return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
-Result<int> Connect(const BenchConfig& config) {
+Result<std::unique_ptr<BenchLink>> Connect(const BenchConfig& config, SSL_CTX* tls) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(config.port);
@@ -80,21 +115,30 @@ Result<int> Connect(const BenchConfig& config) {
     ::close(fd);
     return s;
   }
+  SSL* ssl = nullptr;
+  if (tls != nullptr) {
+    Result<SSL*> session = HandshakeTls(fd, tls, config);
+    if (!session.ok()) {
+      ::close(fd);
+      return session.status();
+    }
+    ssl = *session;
+  }
+  auto link = std::make_unique<BenchLink>(fd, ssl);
   if (config.http) {  // nothing to exchange first
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    return fd;
+    return link;
   }
   const std::string hello = RequestEncoder::Hello();
   std::vector<uint64_t> body;
   uint32_t size = 0;
   const wire::Frame* frame = nullptr;
-  if (::write(fd, hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()) &&
-      ReadFrameBlocking(fd, &body, &size)) {
+  if (link->Write(hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()) &&
+      ReadFrameBlocking(*link, &body, &size)) {
     fb::Verifier verifier(reinterpret_cast<const uint8_t*>(body.data()), size);
     if (wire::VerifyFrameBuffer(verifier)) frame = wire::GetFrame(body.data());
   }
   if (frame == nullptr || frame->body_type() != wire::Body::HelloReply) {
-    ::close(fd);
     std::string why = frame && frame->error() && frame->error()->message()
                           ? frame->error()->message()->str()
                           : "no HelloReply";
@@ -102,7 +146,7 @@ Result<int> Connect(const BenchConfig& config) {
                            " failed: " + why);
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
+  return link;
 }
 
 void RequestEncoder::Append(std::string* out, uint64_t id, OpKind kind,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "bench_config.h"
+#include "bench_link.h"
 #include "idem/operation.h"
 #include "idem/result.h"
 
@@ -28,11 +30,11 @@ size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* bod
 // The little-endian length prefix of a frame (the 4 bytes at p).
 uint32_t DecodeFrameLength(const uint8_t* p);
 
-// Opens a blocking TCP connection to config.host:config.port, exchanges Hello/HelloReply (not
-// for config.http), then makes the socket non-blocking and returns it (the caller closes it).
-// InvalidArgument when the host is not an IPv4 address; IOError when the server is unreachable or
-// the handshake fails.
-Result<int> Connect(const BenchConfig& config);
+// Opens a blocking TCP connection to config.host:config.port, does the TLS handshake with `tls`
+// (null: plain TCP; config.tls names the server), exchanges Hello/HelloReply (not for
+// config.http), then makes the socket non-blocking and returns the link. InvalidArgument when
+// the host is not an IPv4 address; IOError when the server is unreachable or a handshake fails.
+Result<std::unique_ptr<BenchLink>> Connect(const BenchConfig& config, SSL_CTX* tls);
 
 // Builds request frames into a connection's output buffer. One per worker; never shrinks. The
 // ops are idem::Ops encoded by the protocol codec (one reused builder), like the client's.

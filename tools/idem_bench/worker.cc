@@ -30,8 +30,9 @@ int64_t NowNs() {
       .count();
 }
 
-Worker::Worker(const BenchConfig& config, int index, std::vector<int> fds, std::string key_prefix,
-               uint64_t seed, std::atomic<uint64_t>* preload_next, Progress* progress)
+Worker::Worker(const BenchConfig& config, int index, std::vector<std::unique_ptr<BenchLink>> links,
+               std::string key_prefix, uint64_t seed, std::atomic<uint64_t>* preload_next,
+               Progress* progress)
     : config_(config),
       index_(index),
       encoder_(config, std::move(key_prefix)),
@@ -41,9 +42,9 @@ Worker::Worker(const BenchConfig& config, int index, std::vector<int> fds, std::
   chooser_ = MakeKeyChooser(config.distribution, config.keys, config.zipf_theta);
   for (const MixEntry& e : config.mix) mix_total_ += e.weight;
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
-  for (int fd : fds) {
+  for (auto& link : links) {
     auto c = std::make_unique<Conn>();
-    c->fd = fd;
+    c->link = std::move(link);
     c->in.resize(64 * 1024);
     conns_.push_back(std::move(c));
   }
@@ -51,13 +52,10 @@ Worker::Worker(const BenchConfig& config, int index, std::vector<int> fds, std::
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = i;
-    epoll_ctl(epoll_, EPOLL_CTL_ADD, conns_[i]->fd, &ev);
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, conns_[i]->link->fd(), &ev);
   }
 }
-Worker::~Worker() {
-  ::close(epoll_);
-  for (auto& c : conns_) ::close(c->fd);
-}
+Worker::~Worker() { ::close(epoll_); }
 
 // Runs one phase: the preload (until the shared key counter is exhausted) or the measurement
 // (until end_ns or request_limit, then drains what is in flight).
@@ -226,7 +224,7 @@ void Worker::FlushDirty() {
 void Worker::Flush(size_t c) {
   Conn& conn = *conns_[c];
   while (!conn.dead && conn.out_off < conn.out.size()) {
-    ssize_t n = ::write(conn.fd, conn.out.data() + conn.out_off, conn.out.size() - conn.out_off);
+    ssize_t n = conn.link->Write(conn.out.data() + conn.out_off, conn.out.size() - conn.out_off);
     if (n > 0) {
       conn.out_off += static_cast<size_t>(n);
       continue;
@@ -251,7 +249,7 @@ void Worker::SetWantOut(size_t c, bool want) {
   epoll_event ev{};
   ev.events = want ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
   ev.data.u64 = c;
-  epoll_ctl(epoll_, EPOLL_CTL_MOD, conn.fd, &ev);
+  epoll_ctl(epoll_, EPOLL_CTL_MOD, conn.link->fd(), &ev);
 }
 
 void Worker::Kill(size_t c) {
@@ -259,7 +257,7 @@ void Worker::Kill(size_t c) {
   if (conn.dead) return;
   conn.dead = true;
   ++dead_count_;
-  epoll_ctl(epoll_, EPOLL_CTL_DEL, conn.fd, nullptr);
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, conn.link->fd(), nullptr);
   for (Slot& slot : conn.slots) {
     if (!slot.busy) continue;
     slot.busy = false;
@@ -272,7 +270,7 @@ void Worker::ReadAll(size_t c) {
   Conn& conn = *conns_[c];
   while (!conn.dead) {
     if (conn.in_len == conn.in.size()) conn.in.resize(conn.in.size() * 2);
-    ssize_t n = ::read(conn.fd, conn.in.data() + conn.in_len, conn.in.size() - conn.in_len);
+    ssize_t n = conn.link->Read(conn.in.data() + conn.in_len, conn.in.size() - conn.in_len);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "bench_link.h"
 #include "bench_report.h"
 #include "histogram.h"
 #include "key_distribution.h"
@@ -40,11 +41,12 @@ enum class Phase { kPreload, kMeasure };
 
 class Worker {
  public:
-  // Takes ownership of the connected, non-blocking sockets `fds`. The preload hands out key
+  // Takes ownership of the connected, non-blocking `links`. The preload hands out key
   // numbers from *preload_next, shared by all workers; progress (may be null) receives the
   // measurement's figures every 200 ms.
-  Worker(const BenchConfig& config, int index, std::vector<int> fds, std::string key_prefix,
-         uint64_t seed, std::atomic<uint64_t>* preload_next, Progress* progress);
+  Worker(const BenchConfig& config, int index, std::vector<std::unique_ptr<BenchLink>> links,
+         std::string key_prefix, uint64_t seed, std::atomic<uint64_t>* preload_next,
+         Progress* progress);
   ~Worker();
 
   // Runs one phase: the preload (until the shared key counter is exhausted) or the measurement
@@ -64,7 +66,7 @@ class Worker {
     std::vector<uint64_t> keys;
   };
   struct Conn {
-    int fd = -1;
+    std::unique_ptr<BenchLink> link;
     bool dead = false;
     bool dirty = false;
     bool want_out = false;

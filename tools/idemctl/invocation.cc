@@ -340,7 +340,10 @@ struct Grammar {
   std::unique_ptr<CLI::App> app = NewCliApp(
       "idemctl", "Inspect and change an idemstore, on a server or a local database directory.");
   std::string server, data_dir, timeout;
+  std::string tls_ca, tls_cert, tls_key, tls_server_name;
   CLI::Option* json = app->add_flag("--json")->description("print results as JSON");
+  CLI::Option* tls = app->add_flag("--tls")->description(
+      "connect over TLS, trusting the system's CAs (the server's name is always checked)");
   // A first positional that names no command lands here (CLI11 tries command names first).
   std::vector<std::string> unknown_command;
 
@@ -376,6 +379,15 @@ struct Grammar {
     app->add_option("--timeout", timeout, "how long to wait for an answer")
         ->type_name("D")
         ->default_str("10s");
+    app->add_option("--tls-ca", tls_ca,
+                    "over TLS, trusting the CAs in this PEM file (implies --tls)")
+        ->type_name("FILE");
+    app->add_option("--tls-cert", tls_cert, "mutual TLS: this client certificate (PEM)")
+        ->type_name("FILE");
+    app->add_option("--tls-key", tls_key, "mutual TLS: its private key (PEM)")->type_name("FILE");
+    app->add_option("--tls-server-name", tls_server_name,
+                    "the name the server's certificate must carry (default: --server's host)")
+        ->type_name("NAME");
     app->add_option("command", unknown_command)->expected(0, -1);
     for (const CommandSpec& spec : Commands()) {
       auto c = std::make_unique<Command>();
@@ -457,6 +469,22 @@ Status ReadFlags(const Grammar::Command& c, Invocation& inv) {
   return Status::Ok();
 }
 
+// --tls and the --tls-* flags: TLS to --server.
+Status ReadTlsFlags(const Grammar& g, Invocation& inv) {
+  const bool any_file =
+      !g.tls_ca.empty() || !g.tls_cert.empty() || !g.tls_key.empty() || !g.tls_server_name.empty();
+  if (g.tls->count() == 0 && !any_file) return Status::Ok();
+  if (inv.server.empty()) return Status::InvalidArgument("--tls and --tls-* need --server");
+  if (g.tls_cert.empty() != g.tls_key.empty()) {
+    return Status::InvalidArgument("--tls-cert and --tls-key: give both (mutual TLS) or neither");
+  }
+  inv.tls = ClientTlsOptions{.ca_file = g.tls_ca,
+                             .cert_file = g.tls_cert,
+                             .key_file = g.tls_key,
+                             .server_name = g.tls_server_name};
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
@@ -505,6 +533,7 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   if (command->spec->needs_store && inv.server.empty() == inv.data_dir.empty()) {
     return Status::InvalidArgument("say where the store is: --server HOST:PORT or --data DIR");
   }
+  if (Status s = ReadTlsFlags(g, inv); !s.ok()) return s;
   if ((inv.command == "repair" || inv.command == "verify") && inv.data_dir.empty()) {
     return Status::InvalidArgument(inv.command + " works on a database directory: --data DIR");
   }
@@ -659,6 +688,7 @@ usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] COMMAND 
        idemctl [--json] auth hash | auth token
        idemctl --help | --version | COMMAND --help
        (the global flags may also stand after the command)
+       TLS: --tls | --tls-ca FILE, [--tls-cert FILE --tls-key FILE] [--tls-server-name NAME]
 )";
   std::string_view section;
   for (const CommandSpec& c : Commands()) {

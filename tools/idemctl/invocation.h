@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "idem/admin.h"
+#include "idem/client.h"
 #include "idem/operation.h"
 #include "idem/result.h"
 
@@ -22,6 +23,8 @@ struct Invocation {
   std::string data_dir;  // embedded, on a local database directory
   bool json = false;
   int64_t timeout_ms = 10'000;
+  // --tls, or any --tls-* flag: to the server over TLS (the system's CAs without --tls-ca).
+  std::optional<ClientTlsOptions> tls;
 
   std::string command;                  // "insert", "get", ... "stats", "help", "version"
   std::string help_command;             // with "help": the command whose --help was asked

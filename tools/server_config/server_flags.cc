@@ -188,6 +188,7 @@ struct ParseState {
   HttpListenerOptions http;
   bool http_listen = false;
   std::string http_limit_flag;  // the last --http-* limit given, for the error it may cause
+  TlsOptions tls;               // on when any of its files is given
 };
 
 // One flag. Its name without the dashes is also its key in a configuration file.
@@ -213,6 +214,13 @@ std::vector<FlagSpec> Flags(ParseState& s) {
   const ServerOptions server;
   const HttpListenerOptions http;
   auto mib = [](size_t bytes) { return std::to_string(bytes >> 20); };
+  // A file's path, checked when it is opened (Server::Listen names it if it cannot be used).
+  auto file = [](std::string* path) {
+    return [path](std::string_view v) {
+      *path = std::string(v);
+      return Status::Ok();
+    };
+  };
   auto http_limit = [&s](std::string_view flag, Status status) {
     s.http_limit_flag = std::string(flag);
     return status;
@@ -228,6 +236,25 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        [&s](std::string_view v) {
          return ParseChoice("--allow-remote", v, {"true", true}, {"false", false},
                             &s.flags.server.allow_remote);
+       }},
+      {"tls-cert", "FILE", "",
+       "PEM certificate chain; with --tls-key turns TLS on for both\n"
+       "listeners (TLS 1.2 or 1.3). SIGHUP reads the files again",
+       false, file(&s.tls.cert_file)},
+      {"tls-key", "FILE", "", "PEM private key of --tls-cert", false, file(&s.tls.key_file)},
+      {"tls-client-ca", "FILE", "",
+       "mutual TLS: clients must present a certificate signed by one of\n"
+       "the CAs in this PEM file",
+       false, file(&s.tls.client_ca_file)},
+      {"auth-timeout", "DUR", FormatDurationMs(server.auth_timeout_ms),
+       "with TLS: close a connection not greeted (TLS handshake done,\n"
+       "Hello accepted) this long after it was accepted",
+       false,
+       [&s](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--auth-timeout", v);
+         if (ms.ok() && *ms == 0) return Bad("--auth-timeout", "must be positive");
+         if (ms.ok()) s.flags.server.auth_timeout_ms = *ms;
+         return ms.status();
        }},
       {"http-listen", "HOST:PORT", "",
        "also serve the HTTP/JSON API, /healthz, /readyz (and /metrics)\n"
@@ -709,6 +736,14 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
                                            std::to_string(flags.engine.limits.max_key_bytes) +
                                            " bytes (max_key_bytes)");
     }
+  }
+  if (!s.tls.cert_file.empty() || !s.tls.key_file.empty() || !s.tls.client_ca_file.empty()) {
+    if (s.tls.cert_file.empty()) {
+      return Bad(s.tls.key_file.empty() ? "--tls-client-ca" : "--tls-key",
+                 "needs --tls-cert and --tls-key");
+    }
+    if (s.tls.key_file.empty()) return Bad("--tls-cert", "needs --tls-key");
+    flags.server.tls = std::move(s.tls);
   }
   if (s.http_listen) {
     flags.server.http = std::move(s.http);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,15 @@
 #include "idem/store.h"
 
 namespace idem {
+
+// TLS to the server. The server's certificate is always verified, and so is its name (SNI sent;
+// an IP address is matched against the certificate's IP addresses).
+struct ClientTlsOptions {
+  std::string ca_file;  // PEM CA certificates to trust; empty: the system's trust store
+  // Mutual TLS: the client's certificate chain and private key (PEM), both or neither.
+  std::string cert_file, key_file;
+  std::string server_name;  // the name the certificate must carry; empty: the host of address
+};
 
 struct ClientOptions {
   std::string address = "127.0.0.1:7878";  // HOST:PORT
@@ -44,6 +54,8 @@ struct ClientOptions {
   bool reconnect = true;
   int64_t reconnect_backoff_ms = 100;
   int64_t reconnect_backoff_max_ms = 2'000;
+  // TLS; unset: plain TCP. The TLS handshake counts against connect_timeout_ms.
+  std::optional<ClientTlsOptions> tls;
 };
 
 // What a server reports about itself: the store's figures and the server's own counters.
@@ -54,8 +66,10 @@ struct ServerStats {
 
 class Client : public Store {
  public:
-  // Connects and performs the protocol handshake. IOError when the server is unreachable,
-  // NotSupported when it speaks another protocol version, TimedOut after connect_timeout_ms.
+  // Connects and performs the protocol handshake. IOError when the server is unreachable or the
+  // TLS handshake fails (naming OpenSSL's reason: "certificate verify failed (certificate has
+  // expired)"), NotSupported when it speaks another protocol version, TimedOut after
+  // connect_timeout_ms, InvalidArgument when a TLS file cannot be used (naming it).
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
 
   // Pipelined/asynchronous use: sends the request now and calls `done` (on the client's I/O

@@ -54,6 +54,16 @@ struct HttpListenerOptions {
   int64_t idle_timeout_ms = 60'000;
 };
 
+// TLS for both listeners (the binary protocol's and HTTP's): PEM files, read by Listen() and
+// again by Reload(). docs/operations.md shows how to make them.
+struct TlsOptions {
+  std::string cert_file;  // the server's certificate, then any intermediate CA certificates
+  std::string key_file;   // its private key (unencrypted)
+  // Mutual TLS: clients must present a certificate signed by one of the CAs in this file.
+  // Empty: clients are not asked for one.
+  std::string client_ca_file;
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
   uint16_t port = 7878;            // 0: an ephemeral port (see Server::port())
@@ -88,11 +98,19 @@ struct ServerOptions {
   size_t max_admin_requests = 4;
   // Stop() waits this long for in-flight requests to be answered before closing connections.
   int64_t stop_grace_ms = 5'000;
-  bool handle_signals = false;  // SIGINT/SIGTERM end Wait()
+  bool handle_signals = false;  // SIGINT/SIGTERM end Wait(); SIGHUP calls Reload()
   // The Store's limits: advertised in HelloReply; max_batch_ops also caps a group commit.
   Limits limits;
   // The HTTP listener; unset: none.
   std::optional<HttpListenerOptions> http;
+  // TLS on both listeners; unset: plain TCP. A file that cannot be used fails Listen() with an
+  // error naming it (TLS 1.2 or 1.3 only: tls_context.h has the policy).
+  std::optional<TlsOptions> tls;
+  // With TLS (or authentication) on: a connection must be greeted within this long of being
+  // accepted — its TLS handshake done and, on the binary listener, its Hello accepted — or it
+  // is closed (after a TIMED_OUT error frame when the handshake was done). On the HTTP listener
+  // it bounds the TLS handshake. Without either it does not apply (idle_timeout_ms does).
+  int64_t auth_timeout_ms = 10'000;
   // Where the server's records go (idem/log.h): connections refused or failing to be accepted,
   // and peers' protocol errors and idle timeouts, at most one line per kind every 10 s with a
   // count of those not logged (net/src/log_rate_limiter.h). Nothing per request. Null: lines on
@@ -122,6 +140,13 @@ class Server {
   virtual std::string address() const = 0;
   // The HTTP listener's bound port; 0 without one (options.http unset).
   virtual uint16_t http_port() const = 0;
+
+  // Reads the TLS files again (ServerOptions::tls): connections accepted afterwards use the new
+  // certificate, key and client CAs; those already open keep the session they have. A file
+  // that cannot be used leaves everything as it was and returns the error (IOError or
+  // InvalidArgument naming the file). Logs `reloaded` or `reload_failed`. Thread-safe, any
+  // time between Listen() and Stop(); SIGHUP calls it when handle_signals is set.
+  virtual Status Reload() = 0;
 
   // Blocks until a signal (with handle_signals) or RequestStop(). Does not stop the server.
   virtual void Wait() = 0;
