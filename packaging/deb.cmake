@@ -29,8 +29,9 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION database)
 set(CPACK_DEBIAN_SERVER_DESCRIPTION "Idempotency store on RocksDB: server and command-line client
 idemstored serves idempotency keys, request leases with fencing tokens, locks and one-shot
 tokens over a binary protocol and an HTTP/JSON API; idemctl queries and administers it.")
-# postinst runs adduser; the rest comes from dpkg-shlibdeps.
-set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS adduser)
+# postinst runs adduser; the unit's ExecReload runs procps's /bin/kill; the rest comes from
+# dpkg-shlibdeps.
+set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "adduser, procps")
 set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_SOURCE_DIR}/debian/conffiles ${CMAKE_CURRENT_SOURCE_DIR}/debian/postinst
     ${CMAKE_CURRENT_SOURCE_DIR}/debian/prerm ${CMAKE_CURRENT_SOURCE_DIR}/debian/postrm)

@@ -43,6 +43,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [ "$(field Architecture)" = "$arch" ] || fail "Architecture: $(field Architecture)"
 depends=$(field Depends | tr ',' '\n' | sed 's/^ *//')
 expect_line "$depends" '^adduser$' "Depends"
+expect_line "$depends" '^procps$' "Depends (the unit's ExecReload runs /bin/kill)"
 expect_line "$depends" '^libc6 \(>= ' "Depends (dpkg-shlibdeps)"
 expect_line "$depends" '^libstdc\+\+6 \(>= ' "Depends (dpkg-shlibdeps)"
 expect_line "$depends" '^libssl3 \(>= ' "Depends (dpkg-shlibdeps: TLS)"
@@ -92,8 +93,11 @@ nofile=$(printf '%s\n' "$unit" | sed -n 's/^LimitNOFILE=//p')
 [ "$nofile" -ge 1632 ] || fail "LimitNOFILE=$nofile is below the default limits' 1632"
 
 # systemd-analyze verify with the extracted tree as its root: ExecStart must name a file there.
-# The targets the unit's default dependencies pull in (sysinit.target, ...) come from the host.
+# The targets the unit's default dependencies pull in (sysinit.target, ...) come from the host, and
+# so does ExecReload's /bin/kill (procps, a dependency of the package).
 cp /lib/systemd/system/*.target "$root/lib/systemd/system/"
+mkdir -p "$root/bin"
+cp /bin/kill "$root/bin/kill"
 verify=$(systemd-analyze verify --man=no --generators=no --root="$root" "$unit_file" 2>&1) ||
   fail "systemd-analyze verify failed: $verify"
 [ -z "$verify" ] || fail "systemd-analyze verify warns: $verify"
