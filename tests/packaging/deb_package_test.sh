@@ -84,7 +84,7 @@ unit_file="$root/lib/systemd/system/idemstored.service"
 unit=$(grep -v '^#' "$unit_file")
 for setting in '^ExecStart=/usr/bin/idemstored --config /etc/idemstore/idemstored.conf$' '^User=idemstore$' '^Group=idemstore$' \
     '^StateDirectory=idemstore$' '^Restart=on-failure$' '^LimitNOFILE=[0-9]+$' \
-    '^NoNewPrivileges=yes$' '^ReadWritePaths=-/var/backups/idemstore$' '^ProtectSystem=strict$' '^ProtectHome=yes$' '^PrivateTmp=yes$' \
+    '^ExecReload=/bin/kill -HUP \$MAINPID$' '^NoNewPrivileges=yes$' '^ReadWritePaths=-/var/backups/idemstore$' '^ProtectSystem=strict$' '^ProtectHome=yes$' '^PrivateTmp=yes$' \
     '^WantedBy=multi-user.target$'; do
   expect_line "$unit" "$setting" "idemstored.service"
 done
