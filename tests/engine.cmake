@@ -1,6 +1,7 @@
 idem_add_test(record_codec_test engine/record_codec_test.cc LIBS idem_engine_internal)
 idem_add_test(op_decision_test engine/op_decision_test.cc LIBS idem_engine_internal)
 idem_add_test(validation_test engine/validation_test.cc LIBS idem_engine_internal)
+idem_add_test(token_test engine/token_test.cc LIBS idem_engine_internal)
 idem_add_test(key_format_test engine/key_format_test.cc LIBS idem_engine)
 idem_add_test(log_test engine/log_test.cc LIBS idem_engine)
 idem_add_test(engine_test engine/engine_test.cc LIBS idem_engine_internal)

@@ -3,13 +3,30 @@
 #include <sys/random.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 
 namespace idem {
 
+std::string EncodeToken(std::span<const uint8_t, kTokenRandomBytes> random) {
+  // 22 digits of 6 bits hold 132 bits: the 128 given, after 4 zero bits at the top.
+  constexpr int kLeadingZeroBits = static_cast<int>(kTokenBytes * 6 - kTokenRandomBytes * 8);
+  std::string token;
+  token.reserve(kTokenBytes);
+  uint32_t acc = 0;
+  int bits = kLeadingZeroBits;
+  for (uint8_t b : random) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      token.push_back(kTokenAlphabet[(acc >> bits) & 0x3f]);
+    }
+  }
+  return token;
+}
+
 Result<std::string> GenerateToken() {
-  uint8_t bytes[16];
+  uint8_t bytes[kTokenRandomBytes];
   size_t got = 0;
   while (got < sizeof bytes) {
     ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
@@ -19,20 +36,7 @@ Result<std::string> GenerateToken() {
     }
     got += static_cast<size_t>(n);
   }
-  std::string token;
-  token.reserve(kTokenBytes);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (uint8_t b : bytes) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      token.push_back(kTokenAlphabet[(acc >> bits) & 0x3f]);
-    }
-  }
-  if (bits > 0) token.push_back(kTokenAlphabet[(acc << (6 - bits)) & 0x3f]);
-  return token;
+  return EncodeToken(bytes);
 }
 
 }  // namespace idem

@@ -48,6 +48,27 @@ TEST(CliAppTest, RefusalsAreWordedTheSameInEveryProgram) {
   EXPECT_EQ("--quiet: takes no value", Program().Parse({"--quiet=1"}));
 }
 
+// A program that takes values (positional arguments) may be given one that starts with '-' (a key,
+// a token): "--" ends the flags, and the refusal of such a value says so.
+TEST(CliAppTest, AValueStartingWithADashGoesAfterDoubleDash) {
+  std::unique_ptr<CLI::App> app = NewCliApp("prog", "Consumes tokens.");
+  std::string token;
+  app->add_subcommand("consume", "one token")->add_option("TOKEN", token);
+  const std::vector<std::string_view> unmarked = {"consume", "-abc"};
+  Result<CliRequest> r = ParseCli(*app, unmarked);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ("unknown flag -abc (see --help; a value starting with '-' goes after --)",
+            r.status().message());
+
+  app = NewCliApp("prog", "Consumes tokens.");
+  app->add_subcommand("consume", "one token")->add_option("TOKEN", token);
+  const std::vector<std::string_view> marked = {"consume", "--", "-abc"};
+  r = ParseCli(*app, marked);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ("-abc", token);
+  // A program that takes no values has no such hint (RefusalsAreWordedTheSameInEveryProgram).
+}
+
 TEST(CliAppTest, HelpAndVersion) {
   EXPECT_EQ("help", Program().Parse({"--help"}));
   EXPECT_EQ("help", Program().Parse({"-h", "--bogus"}));

@@ -178,7 +178,42 @@ TEST(IdemctlParse, BothFormsOfAByteFieldOrBadBase64AreRefusedByName) {
   // Only byte fields have a base64 form.
   auto status = Parse({"--data", "d", "insert", "p", "k", "--status-b64", "eA=="});
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ("unknown flag --status-b64 (see --help)", status.status().message());
+  EXPECT_EQ("unknown flag --status-b64 (see --help; a value starting with '-' goes after --)",
+            status.status().message());
+}
+
+// Keys, namespaces and tokens are data and may start with '-' (a token does 1 time in 64): after
+// "--" every word is a value, and a refusal of such a word says so.
+TEST(IdemctlParse, ValuesStartingWithADashGoAfterDoubleDash) {
+  auto token = Parse({"--data", "d", "token-consume", "forms", "--", "-Z1F-a5Bui_Fw6ueLBJekA"});
+  ASSERT_TRUE(token.ok()) << token.status().ToString();
+  EXPECT_EQ((std::vector<std::string>{"forms", "-Z1F-a5Bui_Fw6ueLBJekA"}), token->positional);
+  auto all = Parse({"--data", "d", "transition", "--", "-ns", "--k", "-TO", "--json"});
+  ASSERT_FALSE(all.ok());  // --json is a value too
+  EXPECT_EQ("transition takes 3 arguments, got 4 (see idemctl transition --help)",
+            all.status().message());
+  all = Parse(
+      {"--json", "--data", "d", "transition", "--expect-version", "3", "--", "-ns", "--k", "-TO"});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ((std::vector<std::string>{"-ns", "--k", "-TO"}), all->positional);
+  EXPECT_EQ("3", all->flags.at("expect-version"));
+  auto dashes = Parse({"--data", "d", "get", "ns", "--", "--"});
+  ASSERT_TRUE(dashes.ok()) << dashes.status().ToString();
+  EXPECT_EQ((std::vector<std::string>{"ns", "--"}), dashes->positional);
+
+  auto unmarked = Parse({"--data", "d", "token-consume", "forms", "-Z1F-a5Bui_Fw6ueLBJekA"});
+  ASSERT_FALSE(unmarked.ok());
+  EXPECT_EQ(
+      "unknown flag -Z1F-a5Bui_Fw6ueLBJekA (see --help; a value starting with '-' goes "
+      "after --)",
+      unmarked.status().message());
+  // Before the command, "--" would make the command's name a value.
+  auto early = Parse({"--data", "d", "--", "token-consume", "forms", "-Z1F-a5Bui_Fw6ueLBJekA"});
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ("\"--\" stands after the command: idemctl token-consume -- NS TOKEN",
+            early.status().message());
+  EXPECT_NE(std::string::npos,
+            Usage().find("a value starting with '-', such\n       as a key, goes after --"));
 }
 
 TEST(IdemctlParse, GlobalFlagsStandAnywhereInEitherSpelling) {
@@ -613,8 +648,9 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   size_t at = r.out.find("\"token\":\"");
   ASSERT_NE(std::string::npos, at) << r.out;
   std::string token = r.out.substr(at + 9, 22);
-  EXPECT_EQ(0, RunIdemctl(data + " token-consume forms " + token).code);
-  EXPECT_EQ(1, RunIdemctl(data + " token-consume forms " + token).code);
+  // As a script passes a value from the store: after "--", whatever its first character.
+  EXPECT_EQ(0, RunIdemctl(data + " token-consume forms -- " + token).code);
+  EXPECT_EQ(1, RunIdemctl(data + " token-consume forms -- " + token).code);
   r = RunIdemctl(data + " --json token-issue forms --payload refund-42");
   at = r.out.find("\"token\":\"");
   ASSERT_NE(std::string::npos, at) << r.out;
@@ -642,6 +678,20 @@ TEST(IdemctlBinary, EmbeddedSessionEndToEnd) {
   EXPECT_EQ(0, r.code);
   EXPECT_NE(std::string::npos, r.out.find("\"next_fence\"")) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("\"block_cache_capacity_bytes\":")) << r.out;
+}
+
+TEST(IdemctlBinary, AKeyStartingWithADashIsGivenAfterDoubleDash) {
+  testing::TempDir dir;
+  const std::string data = NewDatabase(dir);
+  Ran r = RunIdemctl(data + " --json insert pay --payload x -- -k1");
+  EXPECT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"outcome\":\"INSERTED\"")) << r.out;
+  EXPECT_TRUE(IsError(RunIdemctl(data + " get pay -k1"), 2,
+                      "idemctl: error (USAGE): unknown flag -k1 (see --help; a value starting "
+                      "with '-' goes after --)"));
+  r = RunIdemctl(data + " --json get pay -- -k1");
+  EXPECT_EQ(0, r.code) << r.err;
+  EXPECT_NE(std::string::npos, r.out.find("\"payload\":\"x\"")) << r.out;
 }
 
 // A recovery point from the command line: the holder's checkpoint is APPLIED and shown to the
@@ -780,7 +830,8 @@ TEST(IdemctlBinary, ErrorsAreErrorObjectsOnStderrNeverOutcomes) {
   EXPECT_TRUE(IsError(RunIdemctl(missing + " complete ns k --fence x"), 2,
                       "idemctl: error (USAGE): --fence"));
   EXPECT_TRUE(IsError(RunIdemctl(missing + " get ns k --bogus 1"), 2,
-                      "idemctl: error (USAGE): unknown flag --bogus (see --help)"));
+                      "idemctl: error (USAGE): unknown flag --bogus (see --help; a value "
+                      "starting with '-' goes after --)"));
   Ran help = RunIdemctl("begin --help");
   EXPECT_EQ(0, help.code);
   EXPECT_NE(std::string::npos, help.out.find("--lease D")) << help.out;

@@ -1,5 +1,6 @@
 #include "cli_app.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -39,6 +40,17 @@ std::string LeadingName(const std::string& message, std::string_view separator) 
 
 Status Refused(std::string message) { return Status::InvalidArgument(std::move(message)); }
 
+// Whether the command line takes values (positional arguments) in `app` or a subcommand it
+// parsed: then a word starting with '-' may be a value (a key, a token), which "--" passes.
+bool TakesValues(const CLI::App& app) {
+  if (!app.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) {
+    return true;
+  }
+  const std::vector<CLI::App*> parsed = app.get_subcommands();
+  return std::any_of(parsed.begin(), parsed.end(),
+                     [](const CLI::App* sub) { return TakesValues(*sub); });
+}
+
 // CLI11's ParseError in the words of cli_app.h.
 Status Reworded(const CLI::App& app, const CLI::ParseError& e) {
   const std::string what = e.what();
@@ -46,7 +58,9 @@ Status Reworded(const CLI::App& app, const CLI::ParseError& e) {
     std::vector<std::string> extras = app.remaining(true);
     const std::string first = extras.empty() ? what : extras.front();
     if (first.starts_with("-")) {
-      return Refused("unknown flag " + first.substr(0, first.find('=')) + " (see --help)");
+      return Refused("unknown flag " + first.substr(0, first.find('=')) +
+                     (TakesValues(app) ? " (see --help; a value starting with '-' goes after --)"
+                                       : " (see --help)"));
     }
     return Refused("unexpected argument \"" + first + "\" (see --help)");
   }

@@ -40,6 +40,9 @@ enum class CliRequest { kRun, kHelp, kVersion };
 // --version is given (then nothing else is checked). InvalidArgument, worded the same in every
 // program whatever CLI11 would say:
 //   unknown flag --x (see --help)
+//   unknown flag --x (see --help; a value starting with '-' goes after --)
+//       (the second where the command line takes values, positional arguments: a key or a
+//       token may start with '-', and after "--" every word is a value)
 //   unexpected argument "x" (see --help)
 //   --x: needs a value
 //   --x: takes no value

@@ -519,6 +519,13 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
     }
     inv.command = g.unknown_command.front();
     if (inv.command == "help") return inv;
+    // A command's name is read as a value only after "--".
+    for (const CommandSpec& spec : Commands()) {
+      if (spec.name != inv.command) continue;
+      std::string synopsis = "idemctl " + inv.command + " --";
+      for (std::string_view argument : spec.arguments) synopsis += " " + std::string(argument);
+      return Status::InvalidArgument("\"--\" stands after the command: " + synopsis);
+    }
     return Status::InvalidArgument("unknown command '" + inv.command + "' (see idemctl --help)");
   }
   inv.command = std::string(command->spec->name);
@@ -687,7 +694,8 @@ std::string Usage() {
 usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] COMMAND ARGS...
        idemctl [--json] auth hash | auth token
        idemctl --help | --version | COMMAND --help
-       (the global flags may also stand after the command)
+       (the global flags may also stand after the command; a value starting with '-', such
+       as a key, goes after --, which ends the flags: COMMAND [FLAGS] -- ARGS...)
        TLS: --tls | --tls-ca FILE, [--tls-cert FILE --tls-key FILE] [--tls-server-name NAME]
 )";
   std::string_view section;
