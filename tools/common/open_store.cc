@@ -33,6 +33,7 @@ Result<std::unique_ptr<Client>> ConnectClient(const StoreLocation& where) {
   options.address = where.server;
   options.connect_timeout_ms = where.timeout_ms;
   options.request_timeout_ms = where.timeout_ms;
+  options.token = where.token;
   return Client::Connect(options);
 }
 

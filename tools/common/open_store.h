@@ -17,6 +17,7 @@ struct StoreLocation {
   std::string server;           // HOST:PORT: connect to idemstored
   std::string data_dir;         // or: open the database in this directory, in process
   int64_t timeout_ms = 10'000;  // client connect and request timeout
+  std::string token;            // server only: ClientOptions::token ("": none)
   EngineOptions engine;         // embedded mode only
 };
 

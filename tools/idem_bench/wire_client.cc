@@ -84,7 +84,7 @@ Result<int> Connect(const BenchConfig& config) {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
   }
-  const std::string hello = RequestEncoder::Hello();
+  const std::string hello = RequestEncoder::Hello(config.token);
   std::vector<uint64_t> body;
   uint32_t size = 0;
   const wire::Frame* frame = nullptr;
@@ -141,9 +141,9 @@ void RequestEncoder::AppendHttp(std::string* out, OpKind kind, std::span<const u
   }
   body += "]}";
   *out +=
-      "POST /v1/apply HTTP/1.1\r\nHost: idem-bench\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
+      "POST /v1/apply HTTP/1.1\r\nHost: idem-bench\r\nContent-Type: application/json\r\n" +
+      (config_.token.empty() ? std::string() : "Authorization: Bearer " + config_.token + "\r\n") +
+      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* body) {
@@ -169,8 +169,8 @@ size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* bod
   return end + 4 + length;
 }
 
-std::string RequestEncoder::Hello() {
-  FrameBytes frame = EncodeHello(1, "idem-bench");
+std::string RequestEncoder::Hello(std::string_view token) {
+  FrameBytes frame = EncodeHello(1, "idem-bench", token);
   return std::string(reinterpret_cast<const char*>(frame.data()), frame.size());
 }
 

@@ -22,6 +22,8 @@ struct Invocation {
   std::string data_dir;  // embedded, on a local database directory
   bool json = false;
   int64_t timeout_ms = 10'000;
+  // --token, else the environment's IDEM_TOKEN: sent to the server (ignored with --data).
+  std::string token;
 
   std::string command;                  // "insert", "get", ... "stats", "help", "version"
   std::string help_command;             // with "help": the command whose --help was asked
