@@ -5,6 +5,10 @@ set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
 idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
 idem_add_test(net_accept_backoff_test net/accept_backoff_test.cc LIBS idem_net_internal)
 idem_add_test(net_log_rate_limiter_test net/log_rate_limiter_test.cc LIBS idem_net_internal)
+idem_add_test(net_failure_limiter_test net/failure_limiter_test.cc LIBS idem_net_internal)
+idem_add_test(net_authenticator_test net/authenticator_test.cc LIBS idem_net_internal)
+idem_add_test(net_authorization_test net/authorization_test.cc LIBS idem_net_internal)
+idem_add_test(net_auth_server_test net/auth_server_test.cc LIBS idem_net_internal)
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
@@ -26,7 +30,7 @@ foreach(t net_store_conformance_test net_server_test net_waiting_lock_test)
 endforeach()
 idem_add_test(net_server_metrics_test net/server_metrics_test.cc LIBS idem_net_internal)
 foreach(t net_request_handler_test net_admin_request_test net_store_conformance_test
-        net_server_test net_client_test
+        net_server_test net_client_test net_auth_server_test
         net_waiting_lock_test net_metrics_test net_server_metrics_test)
   target_include_directories(${t} PRIVATE ${IDEM_NET_TEST_DIR})
 endforeach()

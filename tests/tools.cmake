@@ -32,3 +32,7 @@ idem_add_test(idemctl_admin_test tools/idemctl_admin_test.cc LIBS idem_engine)
 target_compile_definitions(idemctl_admin_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
                                                       IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
 add_dependencies(idemctl_admin_test idemctl idemstored)
+idem_add_test(idemctl_auth_test tools/idemctl_auth_test.cc LIBS idem_net_internal)
+target_compile_definitions(idemctl_auth_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
+                                                     IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+add_dependencies(idemctl_auth_test idemctl idemstored)

@@ -18,11 +18,23 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+// The peer's IP address (failed authentications count against it); "" when unknown.
+std::string PeerAddress(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  tcp::endpoint remote = socket.remote_endpoint(ec);
+  return ec ? std::string() : remote.address().to_string();
+}
+
+}  // namespace
+
 // One accepted socket; every member is touched on its strand only (the stream's executor).
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(tcp::socket socket, HttpServer* server)
-      : stream_(std::move(socket)),
+      : peer_address_(PeerAddress(socket)),
+        stream_(std::move(socket)),
         server_(server),
         // The buffer holds a request's headers and whatever of the body and pipelined requests
         // one read brings: its bound is the header limit plus one read's worth.
@@ -109,11 +121,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     keep_alive_ = request.keep_alive() && !draining_;
     busy_ = true;
     stream_.expires_never();  // the engine's time is not the client's idleness
-    server_->handler_->Handle(request, [self = shared_from_this()](HttpResponse response) {
-      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-        self->Send(std::move(response));
-      });
-    });
+    server_->handler_->Handle(request, peer_address_,
+                              [self = shared_from_this()](HttpResponse response) {
+                                asio::post(self->stream_.get_executor(),
+                                           [self, response = std::move(response)]() mutable {
+                                             self->Send(std::move(response));
+                                           });
+                              });
   }
 
   void Send(HttpResponse response) {
@@ -174,6 +188,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     server_->OnClosed(this);
   }
 
+  const std::string peer_address_;
   beast::tcp_stream stream_;
   HttpServer* const server_;
   beast::flat_buffer buffer_;

@@ -21,6 +21,7 @@
 #include <boost/asio.hpp>
 
 #include "accept_backoff.h"
+#include "authenticator.h"
 #include "commit_queue.h"
 #include "connection.h"
 #include "http_handler.h"
@@ -75,6 +76,7 @@ class ServerImpl final : public Server {
     stop_cv_.notify_all();
   }
   void Stop() override;
+  Status Reload() override;
   std::string MetricsText() override;
   // The metrics text, with `engine`'s figures when it is not null.
   std::string MetricsTextOf(ServingEngine* engine);
@@ -103,6 +105,10 @@ class ServerImpl final : public Server {
         });
   }
   void Log(const LogRecord& record) const { log_(record); }
+  // SIGINT/SIGTERM: RequestStop(); SIGHUP: Reload(), then wait for the next signal.
+  void WaitForSignal();
+  // Reload()'s step for the auth file: ok with nothing to do when authentication is off.
+  Status ReloadCredentials();
   // Accepting runs on accept_strand_: one accept in flight, or a retry timer, or neither while
   // paused (too many refusals in progress).
   void DoAccept();
@@ -115,6 +121,8 @@ class ServerImpl final : public Server {
   const LogSink log_;        // options_.log, or stderr
   LogRateLimiter peer_log_;  // what peers cause once per connection: connection_options_.log
   ServerMetrics metrics_;
+  // Created by Listen() when options_.auth_file is set; null: authentication off.
+  std::unique_ptr<Authenticator> auth_;
   // Serve()'s engine, until Stop(): the store MetricsText reads.
   std::atomic<ServingEngine*> engine_{nullptr};
   // Built by Serve(), when there is an engine.
@@ -167,6 +175,16 @@ Status ServerImpl::Listen() {
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](const LogRecord& record) { peer_log_.Log(record); };
   connection_options_.metrics = &metrics_;
+  if (!options_.auth_file.empty()) {
+    Authenticator::Options auth_options;
+    auth_options.auth_file = options_.auth_file;
+    auth_options.failures_per_minute = options_.auth_failures_per_minute;
+    Result<std::unique_ptr<Authenticator>> auth = Authenticator::Open(
+        std::move(auth_options), MonotonicClock::Default(),
+        [this](const LogRecord& record) { peer_log_.Log(record); }, &metrics_);
+    if (!auth.ok()) return auth.status();
+    auth_ = std::move(*auth);
+  }
   if (options_.http) {
     http_ =
         std::make_unique<HttpServer>(io_, *options_.http, options_.allow_remote, log_, &metrics_);
@@ -187,11 +205,13 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   queue_->SetMaxBlockingTasks(options_.max_admin_requests);
   waiter_ = MakeWaiter(engine);
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
-                                              MakeInfo(options_), &metrics_, engine);
+                                              MakeInfo(options_), &metrics_, engine, auth_.get());
   engine_.store(engine);
   if (http_) {
     http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
     HttpHandler::Options http_options;
+    http_options.auth = auth_.get();
+    http_options.server_metrics = &metrics_;
     http_options.limits = options_.limits;
     http_options.max_reply_bytes = options_.max_reply_bytes;
     // Like the binary Stats request: the store's figures are read on an engine thread.
@@ -214,19 +234,47 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   if (options_.handle_signals) {
     signals_.add(SIGINT);
     signals_.add(SIGTERM);
-    signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
-      if (ec) return;
-      const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
-      Log(LogRecord(LogLevel::kInfo, "stop_requested",
-                    std::string("received ") + name + "; stopping")
-              .With("signal", name));
-      RequestStop();
-    });
+    signals_.add(SIGHUP);
+    WaitForSignal();
   }
   asio::post(accept_strand_, [this] { DoAccept(); });
   for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
   return Status::Ok();
 }
+
+void ServerImpl::WaitForSignal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (signal == SIGHUP) {
+      Status reloaded = Reload();  // logged by Reload
+      (void)reloaded;
+      WaitForSignal();
+      return;
+    }
+    const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    Log(LogRecord(LogLevel::kInfo, "stop_requested", std::string("received ") + name + "; stopping")
+            .With("signal", name));
+    RequestStop();
+  });
+}
+
+// Each step re-reads its own files and keeps what it had when they are bad; the first error is
+// returned (the steps after it do not run, so a fix and a second reload apply everything).
+Status ServerImpl::Reload() {
+  Status s = ReloadCredentials();
+  if (!s.ok()) {
+    Log(LogRecord(LogLevel::kError, "reload_failed",
+                  "reload failed, nothing changed: " + s.ToString())
+            .With("code", std::string(CodeName(s.code()))));
+    return s;
+  }
+  Log(LogRecord(LogLevel::kInfo, "reloaded",
+                auth_ ? "reloaded the auth file " + options_.auth_file : "reloaded")
+          .With("auth_generation", auth_ ? auth_->generation() : 0));
+  return Status::Ok();
+}
+
+Status ServerImpl::ReloadCredentials() { return auth_ ? auth_->Reload() : Status::Ok(); }
 
 // Runs on an I/O thread. With several I/O threads each connection gets its own strand, so its
 // handlers never run concurrently while different connections proceed in parallel. With one,

@@ -93,6 +93,17 @@ struct ServerOptions {
   Limits limits;
   // The HTTP listener; unset: none.
   std::optional<HttpListenerOptions> http;
+  // Authentication (docs/security.md): non-empty turns it on for both listeners. The file lists
+  // the principals, their hashed secrets and their grants; Listen() refuses a file that cannot
+  // be read or parsed (the error names PATH:LINE), Reload() re-reads it. A binary connection
+  // then authenticates with its Hello's token (ClientOptions::token), an HTTP request with
+  // "Authorization: Bearer TOKEN"; without an accepted one: UNAUTHENTICATED (HTTP 401), and a
+  // request its principal's grants do not cover: PERMISSION_DENIED (HTTP 403).
+  std::string auth_file;
+  // Failed authentications per peer IP address per 60 s (>= 1); past it, that address's
+  // attempts are refused UNAUTHENTICATED "too many failed attempts" without their token being
+  // checked, until the 60 s have passed.
+  uint32_t auth_failures_per_minute = 10;
   // Where the server's records go (idem/log.h): connections refused or failing to be accepted,
   // and peers' protocol errors and idle timeouts, at most one line per kind every 10 s with a
   // count of those not logged (net/src/log_rate_limiter.h). Nothing per request. Null: lines on
@@ -132,6 +143,14 @@ class Server {
   // (docs/operations.md lists them): what GET /metrics serves. Thread-safe, including from the
   // server's own I/O threads; the store's figures are absent before Serve() and after Stop().
   virtual std::string MetricsText() = 0;
+
+  // Re-reads the files the options name and applies them to what follows: the auth file (the
+  // credentials; each open connection re-checks its principal at its next request: one that is
+  // gone, or whose secret changed, is answered UNAUTHENTICATED and closed, the others keep
+  // going with their new grants). A file that cannot be read or parsed: its error is returned
+  // and the server keeps what it had. Logs event=reloaded or event=reload_failed. With
+  // handle_signals, SIGHUP calls it. Thread-safe; any time after Listen().
+  virtual Status Reload() = 0;
 
   // Stops accepting, lets requests already read finish (bounded by stop_grace_ms), writes their
   // responses, closes every connection and joins all threads. Idempotent.
