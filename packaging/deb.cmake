@@ -41,7 +41,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_DESCRIPTION "Idempotency store on RocksDB: static libraries and headers
 find_package(idemstore CONFIG) with the targets idemstore::engine (embedded) and
 idemstore::client (network client and server).")
-# What idemstoreConfig.cmake finds: RocksDB's CMake package (and, through it, its codecs).
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librocksdb-dev (>= 7.8.3)")
+# What idemstoreConfig.cmake finds: RocksDB's CMake package (and, through it, its codecs) and
+# OpenSSL (libcrypto, linked by idemstore::client).
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librocksdb-dev (>= 7.8.3), libssl-dev")
 
 include(CPack)

@@ -9,6 +9,9 @@ idem_add_test(net_failure_limiter_test net/failure_limiter_test.cc LIBS idem_net
 idem_add_test(net_authenticator_test net/authenticator_test.cc LIBS idem_net_internal)
 idem_add_test(net_authorization_test net/authorization_test.cc LIBS idem_net_internal)
 idem_add_test(net_auth_server_test net/auth_server_test.cc LIBS idem_net_internal)
+idem_add_test(net_credentials_test net/credentials_test.cc LIBS idem_net_internal)
+target_compile_definitions(net_credentials_test PRIVATE
+  IDEM_SECURITY_DOC="${PROJECT_SOURCE_DIR}/docs/security.md")
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)

@@ -10,7 +10,7 @@ target_compile_definitions(server_flags_test PRIVATE
   IDEM_EXAMPLE_CONFIG="${PROJECT_SOURCE_DIR}/packaging/idemstored.conf")
 idem_add_test(fd_budget_test tools/fd_budget_test.cc LIBS idem_server_config)
 
-idem_add_test(idemctl_test tools/idemctl_test.cc LIBS idemctl_core)
+idem_add_test(idemctl_test tools/idemctl_test.cc LIBS idemctl_core idem_net_internal)
 target_compile_definitions(idemctl_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>")
 add_dependencies(idemctl_test idemctl)
 

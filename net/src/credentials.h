@@ -10,7 +10,8 @@
 //
 //   NAME    [A-Za-z0-9._-]{1,64}, unique in the file
 //   GRANT   NAMESPACES ":" PERMS, at least one per principal
-//   NAMESPACES  an exact namespace ("payments"), a prefix ending in '*' ("tenant-a/*"), or "*"
+//   NAMESPACES  an exact namespace ("payments"), a prefix ending in '*' ("tenant-a.*"), or "*";
+//               namespaces have only the characters [A-Za-z0-9_.:-], so neither may have others
 //   PERMS   a comma-separated subset of read, write, admin
 //
 // What each permission allows on the namespaces its grant covers:
@@ -42,7 +43,7 @@ namespace idem {
 enum class Permission : uint8_t { kRead = 1, kWrite = 2, kAdmin = 4 };
 
 struct Grant {
-  std::string pattern;      // as written: "payments", "tenant-a/*", "*"
+  std::string pattern;      // as written: "payments", "tenant-a.*", "*"
   uint8_t permissions = 0;  // Permission bits
 
   // The namespace is covered: equal to the pattern, or starting with its prefix before '*'.
@@ -62,14 +63,16 @@ struct Principal {
 
 class Credentials {
  public:
-  static constexpr size_t kMaxFileBytes = 1u << 20;
+  // Room for kMaxPrincipals lines with long names and several grants (a line is at least 114
+  // bytes: kMaxPrincipals of them would not fit in 1 MiB).
+  static constexpr size_t kMaxFileBytes = 4u << 20;
   static constexpr size_t kMaxPrincipals = 10'000;
   static constexpr size_t kMaxTokenBytes = 1024;  // longer presented tokens are refused unhashed
 
   // Reads and parses `path`. IOError when it cannot be read; InvalidArgument naming
   // "PATH:LINE: ..." for the first bad line (unknown permission, malformed hash, duplicate name,
-  // no grant, ...), or when the file is larger than kMaxFileBytes (checked before reading it) or
-  // lists more than kMaxPrincipals.
+  // no grant, ...), or when the file is larger than kMaxFileBytes (checked before reading it),
+  // lists more than kMaxPrincipals, or none.
   static Result<std::shared_ptr<const Credentials>> Load(const std::string& path);
   // The same from text already read; `source` names it in errors.
   static Result<std::shared_ptr<const Credentials>> Parse(std::string_view text,
@@ -77,7 +80,7 @@ class Credentials {
 
   // The principal whose secret `token` is, or null. Every principal's hash is checked, each in
   // constant time, whether or not an earlier one matched; a token longer than kMaxTokenBytes
-  // matches none.
+  // or shorter than kMinSecretBytes matches none.
   const Principal* Authenticate(std::string_view token) const;
   // By name (a reload re-checks a connection's principal by name and hash); null when absent.
   const Principal* Find(std::string_view name) const;
@@ -95,7 +98,8 @@ inline constexpr size_t kMinSecretBytes = 16;
 Result<std::string> HashSecret(std::string_view secret);
 // `secret` hashes to `hash` (constant time in the secret's content); false for a malformed hash.
 bool SecretMatches(std::string_view secret, std::string_view hash);
-// A new random secret: 32 random bytes, base64url without padding (43 characters).
+// A new random secret: 32 random bytes, base64url without padding (43 characters); "" in the
+// (practically impossible) case that OpenSSL's random generator fails, which callers refuse.
 std::string NewSecret();
 
 }  // namespace idem

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
 #include "base64.h"
+#include "credentials.h"
 #include "idem/engine.h"
 #include "invocation.h"
 #include "json_writer.h"
@@ -208,8 +210,13 @@ std::vector<HelpEntry> CommandsInHelp(const std::string& help) {
       entries.emplace_back();
       synopsis = line.substr(2, line.find("  ", 2) - 2);
       std::istringstream words(synopsis);
+      std::string w;
       words >> entries.back().command;
-      for (std::string w; words >> w && w[0] >= 'A' && w[0] <= 'Z';) ++entries.back().arguments;
+      // A command of a group has two words ("auth hash").
+      while (words >> w && w[0] >= 'a' && w[0] <= 'z') entries.back().command += " " + w;
+      for (; !w.empty() && w[0] >= 'A' && w[0] <= 'Z'; w.clear(), words >> w) {
+        ++entries.back().arguments;
+      }
       in_synopsis = true;
     } else if (in_synopsis && indent != std::string::npos && indent > 2 &&
                (line[indent] == '[' || line[indent] == '-')) {
@@ -243,15 +250,23 @@ Result<Invocation> ParseStrings(const std::vector<std::string>& args) {
   return Parse(std::vector<std::string_view>(args.begin(), args.end()));
 }
 
+// "--data d" and the command's words ("auth hash" is two), as a command line starts.
+std::vector<std::string> CommandLine(const std::string& command) {
+  std::vector<std::string> args = {"--data", "d"};
+  std::istringstream words(command);
+  for (std::string w; words >> w;) args.push_back(w);
+  return args;
+}
+
 // --help lists, for every command, exactly the flags the parser accepts, and a synopsis without
 // its optional flags is a complete command line.
 TEST(IdemctlHelp, ListsExactlyTheFlagsEachCommandAccepts) {
   const std::vector<HelpEntry> entries = CommandsInHelp(Usage());
-  ASSERT_EQ(22u, entries.size()) << Usage();
+  ASSERT_EQ(24u, entries.size()) << Usage();
   std::set<std::string> every_flag;
   for (const HelpEntry& e : entries) every_flag.insert(e.flags.begin(), e.flags.end());
   for (const HelpEntry& e : entries) {
-    std::vector<std::string> minimal = {"--data", "d", e.command};
+    std::vector<std::string> minimal = CommandLine(e.command);
     minimal.insert(minimal.end(), e.arguments, "a");
     for (const std::string& flag : e.required) {
       minimal.push_back("--" + flag);
@@ -261,11 +276,11 @@ TEST(IdemctlHelp, ListsExactlyTheFlagsEachCommandAccepts) {
     ASSERT_TRUE(inv.ok()) << e.command << ": " << inv.status().ToString();
     if (e.command != "stats" && e.command != "repair" && e.command != "backup" &&
         e.command != "verify" && e.command != "scan" && e.command != "purge" &&
-        e.command != "compact") {
+        e.command != "compact" && !e.command.starts_with("auth ")) {
       EXPECT_TRUE(BuildOp(*inv).ok()) << e.command << ": " << BuildOp(*inv).status().ToString();
     }
     for (const std::string& flag : e.required) {
-      std::vector<std::string> without = {"--data", "d", e.command};
+      std::vector<std::string> without = CommandLine(e.command);
       without.insert(without.end(), e.arguments, "a");
       auto missing = ParseStrings(without);
       EXPECT_FALSE(missing.ok() && BuildOp(*missing).ok()) << e.command << " without --" << flag;
@@ -757,6 +772,152 @@ TEST(IdemctlBinary, ErrorsAreErrorObjectsOnStderrNeverOutcomes) {
   EXPECT_EQ(1, r.code);
   EXPECT_EQ("{\"outcome\":\"NOT_FOUND\"}\n", r.out);
   EXPECT_EQ("", r.err);
+}
+
+TEST(IdemctlParse, AuthCommandsNeedNoStore) {
+  auto hash = Parse({"auth", "hash"});
+  ASSERT_TRUE(hash.ok()) << hash.status().ToString();
+  EXPECT_EQ("auth hash", hash->command);
+  auto token = Parse({"--json", "auth", "token"});
+  ASSERT_TRUE(token.ok()) << token.status().ToString();
+  EXPECT_EQ("auth token", token->command);
+  EXPECT_TRUE(token->json);
+  EXPECT_EQ("auth needs a command: auth hash or auth token (see idemctl --help)",
+            Parse({"auth"}).status().message());
+  auto help = Parse({"auth", "hash", "--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ("auth hash", help->help_command);
+  EXPECT_NE(std::string::npos, CommandUsage("auth hash").find("idemctl auth hash"))
+      << CommandUsage("auth hash");
+}
+
+TEST(IdemctlParse, AuthHashRefusesASecretOnTheCommandLineWithoutShowingIt) {
+  auto inv = Parse({"auth", "hash", "secret-on-argv-0123456789"});
+  ASSERT_FALSE(inv.ok());
+  EXPECT_NE(std::string::npos, inv.status().message().find("reads the secret from stdin"))
+      << inv.status().message();
+  EXPECT_EQ(std::string::npos, inv.status().message().find("secret-on-argv"));
+  auto misplaced = Parse({"auth", "secret-on-argv-0123456789"});
+  ASSERT_FALSE(misplaced.ok());
+  EXPECT_EQ(std::string::npos, misplaced.status().message().find("secret-on-argv"));
+}
+
+// idemctl with `input` on its stdin.
+Ran RunIdemctlWithInput(const std::string& args, const std::string& input) {
+  testing::TempDir dir;
+  const std::string in_path = dir.Sub("stdin");
+  std::ofstream(in_path, std::ios::binary) << input;
+  return RunIdemctl(args + " <" + in_path);
+}
+
+const std::regex kHashLine("sha256\\$[0-9a-f]{32}\\$[0-9a-f]{64}");
+
+TEST(IdemctlAuth, HashPrintsTheHashLineOfTheSecretOnStdin) {
+  const std::string secret = "checkout-0123456789abcdef";
+  Ran r = RunIdemctlWithInput("auth hash", secret + "\n");
+  ASSERT_EQ(0, r.code) << r.err;
+  EXPECT_EQ("", r.err);
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ('\n', r.out.back());
+  const std::string hash = r.out.substr(0, r.out.size() - 1);
+  EXPECT_TRUE(std::regex_match(hash, kHashLine)) << hash;
+  EXPECT_TRUE(SecretMatches(secret, hash));
+  EXPECT_FALSE(SecretMatches(secret + "x", hash));
+  // A file can be written from it: a line with this hash parses and lets the secret in.
+  auto credentials = Credentials::Parse("checkout " + hash + " payments:read,write\n", "test");
+  ASSERT_TRUE(credentials.ok()) << credentials.status().ToString();
+  ASSERT_NE(nullptr, (*credentials)->Authenticate(secret));
+
+  // Without a final line break, with a CR LF, and in JSON.
+  for (const std::string& input : {secret, secret + "\r\n", secret + "\n\n"}) {
+    Ran again = RunIdemctlWithInput("auth hash", input);
+    ASSERT_EQ(0, again.code) << again.err;
+    EXPECT_TRUE(SecretMatches(secret, again.out.substr(0, again.out.size() - 1))) << again.out;
+  }
+  Ran json = RunIdemctlWithInput("--json auth hash", secret + "\n");
+  ASSERT_EQ(0, json.code) << json.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      json.out, m,
+      std::regex("\\{\"outcome\":\"OK\",\"auth\":\\{\"hash\":\"(sha256\\$[^\"]+)\"\\}\\}\n")))
+      << json.out;
+  EXPECT_TRUE(SecretMatches(secret, m[1].str()));
+}
+
+TEST(IdemctlAuth, HashRefusesAShortSecretWithExit2) {
+  Ran r = RunIdemctlWithInput("auth hash", std::string(kMinSecretBytes - 1, 's') + "\n");
+  EXPECT_TRUE(
+      IsError(r, 2, "idemctl: error (USAGE): the secret is 15 bytes; a secret has at least 16"));
+  EXPECT_TRUE(IsError(RunIdemctlWithInput("--json auth hash", "short\n"), 2,
+                      "{\"error\":{\"code\":\"USAGE\",\"message\":\"the secret is 5 bytes"));
+  EXPECT_EQ(0, RunIdemctlWithInput("auth hash", std::string(kMinSecretBytes, 's') + "\n").code);
+}
+
+TEST(IdemctlAuth, HashRefusesAnythingButOneLineOfPrintableCharacters) {
+  const std::string secret = "checkout-0123456789abcdef";
+  EXPECT_TRUE(IsError(RunIdemctlWithInput("auth hash", ""), 2,
+                      "idemctl: error (USAGE): no secret on stdin"));
+  EXPECT_TRUE(IsError(RunIdemctlWithInput("auth hash", "\n" + secret + "\n"), 2,
+                      "idemctl: error (USAGE): no secret on stdin"));
+  EXPECT_TRUE(IsError(RunIdemctlWithInput("auth hash", secret + "\n" + secret + "\n"), 2,
+                      "idemctl: error (USAGE): stdin holds more than one line"));
+  for (const std::string& bad :
+       {secret + " ", " " + secret, std::string("checkout 0123456789abcdef"), secret + "\t",
+        secret + "\x7f", secret + "\xc3\xa9"}) {
+    Ran r = RunIdemctlWithInput("auth hash", bad + "\n");
+    EXPECT_TRUE(IsError(r, 2, "idemctl: error (USAGE): the secret may only have printable ASCII"))
+        << bad;
+    EXPECT_EQ(std::string::npos, r.err.find(secret)) << "the secret is shown: " << r.err;
+  }
+  EXPECT_EQ(
+      0,
+      RunIdemctlWithInput("auth hash", std::string(Credentials::kMaxTokenBytes, 'L') + "\n").code);
+  Ran longer =
+      RunIdemctlWithInput("auth hash", std::string(Credentials::kMaxTokenBytes + 1, 'L') + "\n");
+  EXPECT_TRUE(IsError(longer, 2, "idemctl: error (USAGE): the secret is longer than 1024 bytes"));
+}
+
+// "secret: S" and "hash: H" of auth token's output, checked for their form.
+std::pair<std::string, std::string> NewToken() {
+  Ran r = RunIdemctl("auth token");
+  EXPECT_EQ(0, r.code) << r.err;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_match(
+      r.out, m,
+      std::regex("secret: ([A-Za-z0-9_-]{43})\nhash: (sha256\\$[0-9a-f]{32}\\$[0-9a-f]{64})\n")))
+      << r.out;
+  // The reminder goes to stderr, so stdout holds the two values only.
+  EXPECT_NE(std::string::npos, r.err.find("shown only this once")) << r.err;
+  if (m.size() != 3) return {};
+  return {m[1].str(), m[2].str()};
+}
+
+TEST(IdemctlAuth, TokenPrintsANewSecretAndItsHash) {
+  auto [secret, hash] = NewToken();
+  ASSERT_FALSE(secret.empty());
+  EXPECT_TRUE(SecretMatches(secret, hash));
+  auto [other_secret, other_hash] = NewToken();
+  ASSERT_FALSE(other_secret.empty());
+  EXPECT_NE(secret, other_secret);
+  EXPECT_NE(hash, other_hash);
+  EXPECT_FALSE(SecretMatches(secret, other_hash));
+  // The secret, given back to auth hash, makes another hash of the same secret.
+  Ran rehash = RunIdemctlWithInput("auth hash", secret + "\n");
+  ASSERT_EQ(0, rehash.code) << rehash.err;
+  EXPECT_TRUE(SecretMatches(secret, rehash.out.substr(0, rehash.out.size() - 1)));
+}
+
+TEST(IdemctlAuth, TokenInJson) {
+  Ran r = RunIdemctl("--json auth token");
+  ASSERT_EQ(0, r.code) << r.err;
+  EXPECT_EQ("", r.err);
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_match(r.out, m,
+                       std::regex("\\{\"outcome\":\"OK\",\"auth\":\\{\"secret\":\"([A-Za-z0-9_-]{"
+                                  "43})\",\"hash\":\"(sha256\\$[0-9a-f$]+)\"\\}\\}\n")))
+      << r.out;
+  EXPECT_TRUE(SecretMatches(m[1].str(), m[2].str()));
 }
 
 }  // namespace

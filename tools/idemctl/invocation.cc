@@ -28,12 +28,13 @@ struct FlagSpec {
 // One command: the parser accepts exactly these arguments and flags, and --help is written from
 // the same table, so the two cannot disagree.
 struct CommandSpec {
-  std::string_view name;
+  std::string_view name;     // "GROUP NAME" for a command within a group ("auth hash")
   std::string_view section;  // the heading --help lists it under
   // Positional, by their --help names; "[NAME]" ones are optional (only at the end).
   std::vector<std::string_view> arguments;
   std::vector<FlagSpec> flags;
-  std::string_view note;  // what --help says beside the synopsis ("" for nothing)
+  std::string_view note;    // what --help says beside the synopsis ("" for nothing)
+  bool needs_store = true;  // false: --server and --data are neither needed nor used
 };
 
 constexpr std::string_view kRecords = "records";
@@ -45,6 +46,7 @@ constexpr std::string_view kAdmin = "admin queries";
 constexpr std::string_view kBackups = "backups";
 constexpr std::string_view kMaintenance =
     "maintenance (--data only, with no server running on the directory)";
+constexpr std::string_view kAuth = "secrets for a server's auth file (no store needed)";
 
 // What a flag means in `idemctl COMMAND --help`: the same in every command that takes it ("" for
 // a flag not listed here).
@@ -150,6 +152,21 @@ const std::vector<CommandSpec>& Commands() {
        "salvage a database that refuses to start (a damaged WAL, a missing CURRENT): copies the "
        "directory to DIR first (default DIR.before-repair-<UTC time>), then keeps what is "
        "readable and reports what was lost"},
+      {"auth hash",
+       kAuth,
+       {},
+       {},
+       "reads a secret from stdin (one line; never from the command line, which ps shows) and "
+       "prints its hash, for the principal's line in the server's auth file; refuses a secret "
+       "shorter than 16 bytes",
+       false},
+      {"auth token",
+       kAuth,
+       {},
+       {},
+       "prints a new random secret (\"secret: ...\", the client's token; shown only this "
+       "once, never stored) and its hash (\"hash: ...\", for the server's auth file)",
+       false},
   };
   return commands;
 }
@@ -292,11 +309,11 @@ void AppendExitStatusHelp(std::string& out) {
   out += "Exit status (answers go to stdout, errors to stderr):\n  ";
   AppendWrapped(out, successes, 6);
   out +=
-      "\n    (stats, help, scan, purge, compact, backup, verify and repair exit 0 when they\n"
-      "    succeed)\n  ";
+      "\n    (stats, help, scan, purge, compact, backup, verify, repair and auth exit 0 when\n"
+      "    they succeed)\n  ";
   AppendWrapped(out, refusals, 6);
   out += R"(
-  2 USAGE: the command line is wrong (nothing was sent to a store)
+  2 USAGE: the command line, or the secret auth hash read, is wrong (nothing was sent to a store)
   3 INVALID_ARGUMENT: the store refused the request's arguments (a limit or rule)
   4 NOT_FOUND, IO_ERROR: no store to ask (no database at --data, server unreachable) or I/O error
   5 TIMED_OUT: no answer within --timeout
@@ -337,6 +354,22 @@ struct Grammar {
     std::vector<CLI::Option*> flags, base64;
   };
   std::vector<std::unique_ptr<Command>> commands;
+  // Subcommands that hold commands ("auth" holds "auth hash"), by name.
+  std::map<std::string, CLI::App*, std::less<>> groups;
+
+  // The app a command named `spec_name` hangs from (creating its group), and its own name there.
+  std::pair<CLI::App*, std::string> Parent(std::string_view spec_name) {
+    const size_t space = spec_name.find(' ');
+    if (space == std::string_view::npos) return {app.get(), std::string(spec_name)};
+    const std::string group(spec_name.substr(0, space));
+    auto it = groups.find(group);
+    if (it == groups.end()) {
+      CLI::App* sub = app->add_subcommand(group, "");
+      sub->fallthrough();
+      it = groups.emplace(group, sub).first;
+    }
+    return {it->second, std::string(spec_name.substr(space + 1))};
+  }
 
   Grammar() {
     app->add_option("--server", server, "a server's address")->type_name("HOST:PORT");
@@ -356,7 +389,8 @@ struct Grammar {
     for (const CommandSpec& spec : Commands()) {
       auto c = std::make_unique<Command>();
       c->spec = &spec;
-      c->app = app->add_subcommand(std::string(spec.name), std::string(spec.note));
+      auto [parent, name] = Parent(spec.name);
+      c->app = parent->add_subcommand(name, std::string(spec.note));
       c->app->fallthrough();
       c->arguments.resize(spec.arguments.size());
       for (size_t i = 0; i < spec.arguments.size(); ++i) {
@@ -389,6 +423,14 @@ struct Grammar {
       if (c->app->parsed()) return c.get();
     }
     return nullptr;
+  }
+
+  // The group given without one of its commands ("idemctl auth"), or "".
+  std::string GroupAlone() const {
+    for (const auto& [name, group] : groups) {
+      if (group->parsed()) return name;
+    }
+    return "";
   }
 };
 
@@ -442,6 +484,17 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
     return inv;
   }
   if (command == nullptr) {
+    if (const std::string group = g.GroupAlone(); !group.empty()) {
+      std::string commands;
+      for (const CommandSpec& spec : Commands()) {
+        if (spec.name.starts_with(group + " ")) {
+          commands += (commands.empty() ? "" : " or ") + std::string(spec.name);
+        }
+      }
+      // What followed is not shown: it may be a secret typed where it does not belong.
+      return Status::InvalidArgument(group + " needs a command: " + commands +
+                                     " (see idemctl --help)");
+    }
     if (g.unknown_command.empty()) {
       return Status::InvalidArgument("no command given (see idemctl --help)");
     }
@@ -459,7 +512,7 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
     if (!ms.ok()) return Status::InvalidArgument("--timeout: " + ms.status().message());
     inv.timeout_ms = *ms;
   }
-  if (inv.server.empty() == inv.data_dir.empty()) {
+  if (command->spec->needs_store && inv.server.empty() == inv.data_dir.empty()) {
     return Status::InvalidArgument("say where the store is: --server HOST:PORT or --data DIR");
   }
   if ((inv.command == "repair" || inv.command == "verify") && inv.data_dir.empty()) {
@@ -473,6 +526,11 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
     }
   }
   inv.positional.insert(inv.positional.end(), g.unknown_command.begin(), g.unknown_command.end());
+  if (inv.command == "auth hash" && !inv.positional.empty()) {
+    return Status::InvalidArgument(
+        "auth hash reads the secret from stdin, never from the command line (which ps shows to "
+        "every user): printf '%s\\n' \"$SECRET\" | idemctl auth hash");
+  }
   const auto& arguments = command->spec->arguments;
   const size_t most = arguments.size();
   const size_t least = static_cast<size_t>(std::count_if(
@@ -521,7 +579,11 @@ PurgeRequest BuildPurge(const Invocation& inv) {
 std::string CommandUsage(std::string_view command) {
   Grammar g;
   for (const auto& c : g.commands) {
-    if (c->spec->name == command) return c->app->help("idemctl");
+    if (c->spec->name != command) continue;
+    const size_t space = command.find(' ');
+    return c->app->help(space == std::string_view::npos
+                            ? "idemctl"
+                            : "idemctl " + std::string(command.substr(0, space)));
   }
   return Usage();
 }
@@ -605,6 +667,7 @@ std::string Usage() {
 
 usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] [--token TOKEN]
                COMMAND ARGS...
+       idemctl [--json] auth hash | auth token
        idemctl --help | --version | COMMAND --help
        (the global flags may also stand after the command)
 )";

@@ -1,6 +1,8 @@
 // idemctl: a thin main over invocation (parsing), OpenStore (embedded Engine or network Client,
 // chosen by --data / --server) and output (printing). Answers go to stdout, errors to stderr
 // (output.h says why).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -8,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "auth_secret.h"
 #include "cli_app.h"
+#include "credentials.h"
 #include "idem/engine.h"
 #include "idem/repair.h"
 #include "idem/verify.h"
@@ -170,6 +174,45 @@ int ServerStats(const idem::ctl::Invocation& inv) {
   return idem::ctl::kExitSuccess;
 }
 
+// auth hash: the hash of the secret on stdin, for the --auth-file.
+int AuthHash(const idem::ctl::Invocation& inv) {
+  // A refused secret is input given wrong, like a command line: USAGE, exit 2.
+  auto refused = [&](const idem::Status& s) {
+    return Fail(
+        s.IsInvalidArgument() ? idem::ctl::UsageError(s.message()) : idem::ctl::StoreError(s),
+        inv.json);
+  };
+  auto secret = idem::ctl::ReadSecret(STDIN_FILENO);
+  if (!secret.ok()) return refused(secret.status());
+  auto hash = idem::HashSecret(*secret);
+  if (!hash.ok()) return refused(hash.status());
+  std::puts(inv.json ? idem::ctl::FormatSecretHashJson(*hash).c_str()
+                     : idem::ctl::FormatSecretHashHuman(*hash).c_str());
+  return idem::ctl::kExitSuccess;
+}
+
+// auth token: a new secret and its hash. The secret exists only in this output.
+int AuthToken(const idem::ctl::Invocation& inv) {
+  const std::string secret = idem::NewSecret();
+  if (secret.empty()) {
+    return Fail(idem::ctl::StoreError(idem::Status::IOError(
+                    "no random bytes for a secret (OpenSSL RAND_bytes failed)")),
+                inv.json);
+  }
+  auto hash = idem::HashSecret(secret);
+  if (!hash.ok()) return Fail(idem::ctl::StoreError(hash.status()), inv.json);
+  std::puts(inv.json ? idem::ctl::FormatNewTokenJson(secret, *hash).c_str()
+                     : idem::ctl::FormatNewTokenHuman(secret, *hash).c_str());
+  if (!inv.json) {
+    std::fputs(
+        "idemctl: the secret is shown only this once and not stored anywhere: give it to the "
+        "client (--token or IDEM_TOKEN); put the hash on the principal's line of the "
+        "--auth-file\n",
+        stderr);
+  }
+  return idem::ctl::kExitSuccess;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +233,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", idem::VersionLine("idemctl").c_str());
     return idem::ctl::kExitSuccess;
   }
+  if (inv->command == "auth hash") return AuthHash(*inv);
+  if (inv->command == "auth token") return AuthToken(*inv);
   if (inv->command == "repair") return Repair(*inv);
   if (inv->command == "verify") return Verify(*inv);
   if (inv->command == "backup") return Backup(*inv);
