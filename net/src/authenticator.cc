@@ -61,7 +61,8 @@ Result<Identity> Authenticator::Authenticate(std::string_view peer_address,
                                    : nullptr;
   if (principal == nullptr) {
     limiter_.CountFailure(peer_address);
-    return Fail(AuthFailure::kBadToken, peer_address, Status::Unauthenticated("token not accepted"));
+    return Fail(AuthFailure::kBadToken, peer_address,
+                Status::Unauthenticated("token not accepted"));
   }
   return Identity{std::shared_ptr<const Principal>(current.credentials, principal),
                   current.generation};
@@ -77,8 +78,8 @@ Status Authenticator::Recheck(Identity* identity, std::string_view peer_address)
                 Status::Unauthenticated("credentials of '" + was.name + "' were revoked"),
                 was.name);
   }
-  *identity = Identity{std::shared_ptr<const Principal>(current.credentials, now),
-                       current.generation};
+  *identity =
+      Identity{std::shared_ptr<const Principal>(current.credentials, now), current.generation};
   return Status::Ok();
 }
 
@@ -86,8 +87,7 @@ Status Authenticator::Fail(AuthFailure reason, std::string_view peer_address, St
                            std::string_view principal) {
   if (metrics_) metrics_->AuthFailed(reason);
   if (log_) {
-    LogRecord record(LogLevel::kWarn, "auth_failed",
-                     "authentication failed: " + error.message());
+    LogRecord record(LogLevel::kWarn, "auth_failed", "authentication failed: " + error.message());
     record.With("peer", std::string(peer_address))
         .With("reason", std::string(kAuthFailureNames[static_cast<size_t>(reason)]));
     if (!principal.empty()) record.With("principal", std::string(principal));

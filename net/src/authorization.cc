@@ -53,8 +53,8 @@ std::optional<std::vector<Result<OpResult>>> DeniedResults(const Principal& prin
   }
   if (!first) return std::nullopt;
   const Status refused = Status::PermissionDenied(
-      "request refused because of op #" + std::to_string(*first) + " (counting from 0): " +
-      denied[*first]->message() + "; nothing of the request was applied");
+      "request refused because of op #" + std::to_string(*first) +
+      " (counting from 0): " + denied[*first]->message() + "; nothing of the request was applied");
   std::vector<Result<OpResult>> results;
   results.reserve(request.count);
   for (size_t i = 0; i < request.count; ++i) results.push_back(denied[i] ? *denied[i] : refused);

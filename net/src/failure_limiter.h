@@ -28,8 +28,7 @@ class FailureLimiter {
   static constexpr size_t kDefaultMaxPeers = 10'000;
 
   // `limit` >= 1 failures per window; `clock`: any clock whose differences are milliseconds.
-  FailureLimiter(uint32_t limit, std::shared_ptr<Clock> clock,
-                 size_t max_peers = kDefaultMaxPeers);
+  FailureLimiter(uint32_t limit, std::shared_ptr<Clock> clock, size_t max_peers = kDefaultMaxPeers);
 
   // The peer has failed `limit` times in its current window: refuse its attempt unchecked.
   bool Blocked(std::string_view peer) const;

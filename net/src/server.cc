@@ -264,7 +264,7 @@ Status ServerImpl::Reload() {
   Status s = ReloadCredentials();
   if (!s.ok()) {
     Log(LogRecord(LogLevel::kError, "reload_failed",
-                  "reload failed, nothing changed: " + s.ToString())
+                  "reload failed; the server keeps what that file gave it: " + s.ToString())
             .With("code", std::string(CodeName(s.code()))));
     return s;
   }

@@ -24,8 +24,8 @@ class CredentialsFile {
   // "NAME SECRET GRANTS..." lines: each SECRET is replaced by its hash.
   static std::string DefaultPrincipals() {
     return "admin " + kAdminToken + " *:read,write,admin\n" +  //
-           "checkout " + kCheckoutToken + " payments:read,write refunds:read\n" +
-           "reader " + kReaderToken + " payments:read\n";
+           "checkout " + kCheckoutToken + " payments:read,write refunds:read\n" + "reader " +
+           kReaderToken + " payments:read\n";
   }
 
   // Writes `principals` (lines as DefaultPrincipals') with every secret hashed.

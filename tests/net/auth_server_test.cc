@@ -19,11 +19,11 @@
 namespace idem {
 namespace {
 
+using testing::Exposition;
 using testing::kAdminToken;
 using testing::kCheckoutToken;
 using testing::kReaderToken;
 using testing::Name;
-using testing::Exposition;
 using testing::ParseExposition;
 using testing::RawSocket;
 using ReadResult = RawSocket::ReadResult;
@@ -75,7 +75,8 @@ class AuthServerTest : public ::testing::Test {
   HttpReply Http(const std::string& method, const std::string& target, const std::string& token,
                  const std::string& body = "") {
     RawSocket socket(server_->server().http_port());
-    std::string request = method + " " + target + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
+    std::string request =
+        method + " " + target + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
     if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
     if (!body.empty()) request += "Content-Type: application/json\r\n";
     request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -166,9 +167,10 @@ TEST_F(AuthServerTest, AReadOnlyTokenCannotWrite) {
   auto reader = Must(kReaderToken);
   ASSERT_NE(nullptr, reader);
   Result<OpResult> r = reader->Insert({.ns = "payments", .key = "r1", .status = "NEW"});
-  EXPECT_EQ("PERMISSION_DENIED: principal 'reader' has no write permission on namespace "
-            "'payments'",
-            r.status().ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: principal 'reader' has no write permission on namespace "
+      "'payments'",
+      r.status().ToString());
   EXPECT_EQ("NOT_FOUND", Name(reader->Get({.ns = "payments", .key = "r1"})));  // may read
   EXPECT_EQ("NOT_FOUND", Stored("payments", "r1"));
   EXPECT_EQ(1, Metrics().ValueOr0("idem_permission_denied_total"));
@@ -195,9 +197,10 @@ TEST_F(AuthServerTest, ABatchWithOneDeniedOpAppliesNothing) {
   std::vector<Result<OpResult>> results;
   ASSERT_OK(checkout->Apply(ops, &results));
   ASSERT_EQ(3u, results.size());
-  EXPECT_EQ("PERMISSION_DENIED: principal 'checkout' has no write permission on namespace "
-            "'orders'",
-            results[1].status().ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: principal 'checkout' has no write permission on namespace "
+      "'orders'",
+      results[1].status().ToString());
   for (size_t i : {0, 2}) {
     EXPECT_TRUE(results[i].status().IsPermissionDenied()) << i;
     EXPECT_NE(std::string::npos, results[i].status().message().find("because of op #1"))
@@ -215,9 +218,10 @@ TEST_F(AuthServerTest, AdminRequestsNeedAdmin) {
   EXPECT_TRUE(checkout->Stats().status().IsPermissionDenied());
   EXPECT_TRUE(checkout->GetServerStats().status().IsPermissionDenied());
   Result<ScanPage> scan = checkout->Scan({.ns = "payments", .limit = 10});
-  EXPECT_EQ("PERMISSION_DENIED: principal 'checkout' has no admin permission on namespace "
-            "'payments'",
-            scan.status().ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: principal 'checkout' has no admin permission on namespace "
+      "'payments'",
+      scan.status().ToString());
   EXPECT_TRUE(checkout->Purge({.ns = "payments"}).status().IsPermissionDenied());
   EXPECT_TRUE(checkout->Compact("payments").IsPermissionDenied());
   Status whole = checkout->Compact("");
@@ -268,9 +272,10 @@ TEST_F(AuthServerTest, HttpDeniedIs403AndChangesNothing) {
   EXPECT_EQ(403, one.status) << one.head;
   EXPECT_EQ("PERMISSION_DENIED", one.body.value("code", ""));
   EXPECT_NE(std::string::npos, one.body.value("detail", "").find("'orders'")) << one.body;
-  const Json ops = {{"ops",
-                     {{{"op", "insert"}, {"namespace", "payments"}, {"key", "h3"}, {"status", "NEW"}},
-                      {{"op", "insert"}, {"namespace", "orders"}, {"key", "h4"}, {"status", "NEW"}}}}};
+  const Json ops = {
+      {"ops",
+       {{{"op", "insert"}, {"namespace", "payments"}, {"key", "h3"}, {"status", "NEW"}},
+        {{"op", "insert"}, {"namespace", "orders"}, {"key", "h4"}, {"status", "NEW"}}}}};
   HttpReply batch = Http("POST", "/v1/apply", kCheckoutToken, ops.dump());
   EXPECT_EQ(403, batch.status) << batch.head;
   EXPECT_NE(std::string::npos, batch.body.value("detail", "").find("'orders'")) << batch.body;
@@ -278,8 +283,8 @@ TEST_F(AuthServerTest, HttpDeniedIs403AndChangesNothing) {
   EXPECT_EQ("NOT_FOUND", Stored("payments", "h3"));
   EXPECT_EQ("NOT_FOUND", Stored("orders", "h4"));
   testing::TempDir backups;
-  HttpReply backup = Http("POST", "/v1/admin/backup", kCheckoutToken,
-                          Json{{"to", backups.Sub("b")}}.dump());
+  HttpReply backup =
+      Http("POST", "/v1/admin/backup", kCheckoutToken, Json{{"to", backups.Sub("b")}}.dump());
   EXPECT_EQ(403, backup.status) << backup.head;
 }
 

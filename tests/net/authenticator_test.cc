@@ -27,9 +27,8 @@ class AuthenticatorTest : public ::testing::Test {
     Authenticator::Options options;
     options.auth_file = file_.path();
     options.failures_per_minute = limit;
-    auto auth = Authenticator::Open(options, clock_,
-                                    [this](const LogRecord& r) { logged_.push_back(r); },
-                                    &metrics_);
+    auto auth = Authenticator::Open(
+        options, clock_, [this](const LogRecord& r) { logged_.push_back(r); }, &metrics_);
     ASSERT_OK(auth);
     auth_ = std::move(*auth);
   }
@@ -88,9 +87,11 @@ TEST_F(AuthenticatorTest, NoTokenWrongTokenAndOverlongTokenAreUnauthenticated) {
 
 TEST_F(AuthenticatorTest, PastTheLimitAPeerIsRefusedEvenWithAGoodTokenUntilTheMinuteHasPassed) {
   Open(3);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ("UNAUTHENTICATED: token not accepted", Who("wrong-token-0123456789"));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ("UNAUTHENTICATED: token not accepted", Who("wrong-token-0123456789"));
   const std::string refused = Who(kAdminToken);
-  EXPECT_NE(std::string::npos, refused.find("UNAUTHENTICATED: too many failed attempts")) << refused;
+  EXPECT_NE(std::string::npos, refused.find("UNAUTHENTICATED: too many failed attempts"))
+      << refused;
   EXPECT_EQ(1, Failures("rate_limited"));
   EXPECT_EQ("rate_limited", Field(logged_.back(), "reason"));
   EXPECT_EQ("admin", Who(kAdminToken, "10.0.0.2"));  // another address
@@ -101,7 +102,8 @@ TEST_F(AuthenticatorTest, PastTheLimitAPeerIsRefusedEvenWithAGoodTokenUntilTheMi
 TEST_F(AuthenticatorTest, AReloadAddsAPrincipalForTheNextAuthentication) {
   const std::string token = "newcomer-secret-0123456789";
   EXPECT_EQ("UNAUTHENTICATED: token not accepted", Who(token));
-  file_.Write(testing::CredentialsFile::DefaultPrincipals() + "newcomer " + token + " orders:read\n");
+  file_.Write(testing::CredentialsFile::DefaultPrincipals() + "newcomer " + token +
+              " orders:read\n");
   const uint64_t before = auth_->generation();
   ASSERT_OK(auth_->Reload());
   EXPECT_EQ(before + 1, auth_->generation());

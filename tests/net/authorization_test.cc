@@ -36,12 +36,14 @@ TEST(Authorization, GetNeedsReadEveryOtherOpWrite) {
 
 TEST(Authorization, MessagesNameThePrincipalThePermissionAndTheNamespace) {
   EXPECT_TRUE(CheckPermission(Checkout(), "payments", Permission::kWrite).ok());
-  EXPECT_EQ("PERMISSION_DENIED: principal 'checkout' has no write permission on namespace "
-            "'refunds'",
-            CheckPermission(Checkout(), "refunds", Permission::kWrite).ToString());
-  EXPECT_EQ("PERMISSION_DENIED: principal 'checkout' may not read the stats: that needs admin "
-            "permission on every namespace (\"*\")",
-            CheckAdminEverywhere(Checkout(), "read the stats").ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: principal 'checkout' has no write permission on namespace "
+      "'refunds'",
+      CheckPermission(Checkout(), "refunds", Permission::kWrite).ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: principal 'checkout' may not read the stats: that needs admin "
+      "permission on every namespace (\"*\")",
+      CheckAdminEverywhere(Checkout(), "read the stats").ToString());
 }
 
 TEST(Authorization, ARequestWhoseOpsAreAllAllowedIsNotRefused) {
@@ -56,13 +58,15 @@ TEST(Authorization, OneDeniedOpRefusesEveryOpOfTheRequest) {
                                                    Op::Get({.ns = "orders", .key = "k"})}));
   ASSERT_TRUE(denied.has_value());
   ASSERT_EQ(3u, denied->size());
-  EXPECT_EQ("PERMISSION_DENIED: request refused because of op #1 (counting from 0): principal "
-            "'checkout' has no write permission on namespace 'refunds'; nothing of the request "
-            "was applied",
-            (*denied)[0].status().ToString());
-  EXPECT_EQ("PERMISSION_DENIED: principal 'checkout' has no write permission on namespace "
-            "'refunds'",
-            (*denied)[1].status().ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: request refused because of op #1 (counting from 0): principal "
+      "'checkout' has no write permission on namespace 'refunds'; nothing of the request "
+      "was applied",
+      (*denied)[0].status().ToString());
+  EXPECT_EQ(
+      "PERMISSION_DENIED: principal 'checkout' has no write permission on namespace "
+      "'refunds'",
+      (*denied)[1].status().ToString());
   EXPECT_EQ("PERMISSION_DENIED: principal 'checkout' has no read permission on namespace 'orders'",
             (*denied)[2].status().ToString());
 }
@@ -73,8 +77,8 @@ TEST(Authorization, OpsThatDidNotDecodeAreSkipped) {
   EXPECT_EQ(std::nullopt,
             DeniedResults(Checkout(), Request({Status::InvalidArgument("bad op"),
                                                Op::Insert({.ns = "payments", .key = "k"})})));
-  auto denied = DeniedResults(
-      Checkout(), Request({Status::InvalidArgument("bad op"), Op::Insert({.ns = "orders", .key = "k"})}));
+  auto denied = DeniedResults(Checkout(), Request({Status::InvalidArgument("bad op"),
+                                                   Op::Insert({.ns = "orders", .key = "k"})}));
   ASSERT_TRUE(denied.has_value());
   EXPECT_TRUE((*denied)[0].status().IsPermissionDenied());
   EXPECT_NE(std::string::npos, (*denied)[0].status().message().find("op #1"));

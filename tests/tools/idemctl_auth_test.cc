@@ -27,8 +27,8 @@ testing::CommandResult Idemctl(const std::string& args, const std::string& env =
 class IdemctlAuth : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(server_.Start({"--listen", "127.0.0.1:0", "--data", dir_.Sub("db"), "--auth-file",
-                               file_.path()}))
+    ASSERT_TRUE(server_.Start(
+        {"--listen", "127.0.0.1:0", "--data", dir_.Sub("db"), "--auth-file", file_.path()}))
         << server_.output();
   }
   std::string Server() const { return "--server " + server_.address() + " "; }
@@ -43,15 +43,16 @@ TEST_F(IdemctlAuth, TheTokenComesFromTheFlagOrIdemToken) {
   EXPECT_EQ(8, none.exit_code) << none.output;
   EXPECT_THAT(none.output, HasSubstr("idemctl: error (UNAUTHENTICATED): this server requires a "
                                      "token: --token or IDEM_TOKEN"));
-  testing::CommandResult flag = Idemctl(Server() + "--token " + kCheckoutToken + " insert payments k1");
+  testing::CommandResult flag =
+      Idemctl(Server() + "--token " + kCheckoutToken + " insert payments k1");
   EXPECT_EQ(0, flag.exit_code) << flag.output;
   EXPECT_THAT(flag.output, HasSubstr("INSERTED"));
   testing::CommandResult env = Idemctl(Server() + "get payments k1", "IDEM_TOKEN=" + kReaderToken);
   EXPECT_EQ(0, env.exit_code) << env.output;
   EXPECT_THAT(env.output, HasSubstr("FOUND"));
   // The flag wins over the environment.
-  testing::CommandResult both = Idemctl(Server() + "--token wrong-secret-0123456789 get payments k1",
-                                        "IDEM_TOKEN=" + kReaderToken);
+  testing::CommandResult both = Idemctl(
+      Server() + "--token wrong-secret-0123456789 get payments k1", "IDEM_TOKEN=" + kReaderToken);
   EXPECT_EQ(8, both.exit_code) << both.output;
   EXPECT_THAT(both.output, HasSubstr("UNAUTHENTICATED"));
 }
@@ -72,7 +73,8 @@ TEST_F(IdemctlAuth, ARefusedRequestExitsEightWithPermissionDenied) {
 TEST_F(IdemctlAuth, SighupReReadsTheAuthFile) {
   const std::string token = "newcomer-secret-0123456789";
   EXPECT_EQ(8, Idemctl(Server() + "--token " + token + " get orders k").exit_code);
-  file_.Write(testing::CredentialsFile::DefaultPrincipals() + "newcomer " + token + " orders:read\n");
+  file_.Write(testing::CredentialsFile::DefaultPrincipals() + "newcomer " + token +
+              " orders:read\n");
   server_.Signal(SIGHUP);
   // The reload's log line says when it is done.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
