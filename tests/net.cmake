@@ -5,6 +5,10 @@ set(IDEM_NET_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/net)
 idem_add_test(net_frame_parser_test net/frame_parser_test.cc LIBS idem_net_internal)
 idem_add_test(net_accept_backoff_test net/accept_backoff_test.cc LIBS idem_net_internal)
 idem_add_test(net_log_rate_limiter_test net/log_rate_limiter_test.cc LIBS idem_net_internal)
+idem_add_test(net_failure_limiter_test net/failure_limiter_test.cc LIBS idem_net_internal)
+idem_add_test(net_authenticator_test net/authenticator_test.cc LIBS idem_net_internal)
+idem_add_test(net_authorization_test net/authorization_test.cc LIBS idem_net_internal)
+idem_add_test(net_auth_server_test net/auth_server_test.cc LIBS idem_net_internal)
 idem_add_test(net_credentials_test net/credentials_test.cc LIBS idem_net_internal)
 target_compile_definitions(net_credentials_test PRIVATE
   IDEM_SECURITY_DOC="${PROJECT_SOURCE_DIR}/docs/security.md")
@@ -31,7 +35,7 @@ idem_add_test(net_server_metrics_test net/server_metrics_test.cc LIBS idem_net_i
 # TLS on both listeners and in the Client, with certificates made by the test.
 idem_add_test(net_tls_test net/tls_test.cc LIBS idem_net_internal test_certs OpenSSL::SSL)
 foreach(t net_request_handler_test net_admin_request_test net_store_conformance_test
-        net_server_test net_client_test net_tls_test
+        net_server_test net_client_test net_tls_test net_auth_server_test
         net_waiting_lock_test net_metrics_test net_server_metrics_test)
   target_include_directories(${t} PRIVATE ${IDEM_NET_TEST_DIR})
 endforeach()

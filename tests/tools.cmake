@@ -39,3 +39,7 @@ target_compile_definitions(idem_tls_programs_test PRIVATE IDEMCTL_PATH="$<TARGET
                            IDEMSTORED_PATH="$<TARGET_FILE:idemstored>"
                            IDEM_BENCH_PATH="$<TARGET_FILE:idem-bench>")
 add_dependencies(idem_tls_programs_test idemctl idemstored idem-bench)
+idem_add_test(idemctl_auth_test tools/idemctl_auth_test.cc LIBS idem_net_internal)
+target_compile_definitions(idemctl_auth_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>"
+                                                     IDEMSTORED_PATH="$<TARGET_FILE:idemstored>")
+add_dependencies(idemctl_auth_test idemctl idemstored)

@@ -15,7 +15,7 @@ std::string Status::ToString() const {
 
 Status Status::FromCode(uint32_t code, std::string_view msg) {
   if (code == 0) return Status::Ok();
-  if (code > static_cast<uint32_t>(Code::kShutdown)) {
+  if (code > static_cast<uint32_t>(Code::kPermissionDenied)) {
     return Status::Corruption("unknown status code " + std::to_string(code) + ": " +
                               std::string(msg));
   }
@@ -42,6 +42,10 @@ std::string_view CodeName(Status::Code code) {
       return "NOT_SUPPORTED";
     case Status::Code::kShutdown:
       return "SHUTDOWN";
+    case Status::Code::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    case Status::Code::kPermissionDenied:
+      return "PERMISSION_DENIED";
   }
   return "UNKNOWN";
 }

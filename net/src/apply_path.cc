@@ -3,6 +3,8 @@
 #include <mutex>
 #include <utility>
 
+#include "authorization.h"
+
 namespace idem {
 
 void DecodedOps::Add(Result<Op> op) {
@@ -32,6 +34,19 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
   const size_t n = request.count;
   const auto received = request.received;
   if (request.errors) request.errors->resize(n);
+  if (request.principal) {
+    if (auto denied = DeniedResults(*request.principal, request)) {
+      if (metrics_) metrics_->PermissionDenied();
+      std::vector<OpType> types(n, static_cast<OpType>(0));
+      for (size_t i = 0, next = 0; i < n; ++i) {
+        if (!request.errors || !(*request.errors)[i]) types[i] = request.ops[next++].type;
+      }
+      OnApplied(transport, types, Status::Ok(), *denied,
+                std::chrono::steady_clock::now() - received);
+      done(Status::Ok(), std::move(*denied));
+      return;
+    }
+  }
   // Ops that wait for their key's holder (op_waiter.h), kept past the Submit that takes the
   // ops; and every op's type, for OnApplied (an op that did not decode counts as "unknown").
   // Both indexed like the request.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "commit_queue.h"
+#include "credentials.h"
 #include "idem/operation.h"
 #include "idem/result.h"
 #include "idem/status.h"
@@ -36,6 +37,8 @@ struct DecodedOps {
   // decoding error of each op left out of `ops`.
   std::shared_ptr<std::vector<std::optional<Status>>> errors;
   std::shared_ptr<const void> owner;
+  // Who sent the request (authenticator.h); null when authentication is off: every op allowed.
+  std::shared_ptr<const Principal> principal;
   // When the request was read: waits (wait_ms) and latency count from here.
   std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
 
@@ -53,7 +56,9 @@ class ApplyPath {
   ApplyPath(CommitQueue* queue, OpWaiter* waiter, ServerMetrics* metrics = nullptr)
       : queue_(queue), waiter_(waiter), metrics_(metrics) {}
 
-  // Calls `done` exactly once, from an engine thread, the event loop or a waiter's timer.
+  // Calls `done` exactly once, from an engine thread, the event loop or a waiter's timer (or
+  // before returning when request.principal may not do one of the ops: then every op's result is
+  // PERMISSION_DENIED and nothing was applied; authorization.h).
   void Apply(Transport transport, DecodedOps request, Done done);
 
  private:

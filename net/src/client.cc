@@ -290,7 +290,7 @@ void ClientImpl::SendHello() {
                                  }
                                },
                                nullptr});
-  outbox_.push_back(EncodeHello(id, options_.client_name));
+  outbox_.push_back(EncodeHello(id, options_.client_name, options_.token));
   DoWrite();
 }
 

@@ -35,6 +35,7 @@ Connection::Connection(tcp::socket socket, RequestHandler* handler, const Option
   tcp::endpoint remote = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("unknown peer")
              : remote.address().to_string() + ":" + std::to_string(remote.port());
+  if (!ec) session_.peer_address = remote.address().to_string();
   socket_.set_option(tcp::no_delay(true), ec);  // responses are small and latency-bound
 }
 
@@ -204,9 +205,12 @@ void Connection::ProcessBuffered() {
       });
     });
     if (!status.ok()) {  // the handler's reply is the error frame; close once it is written
-      Log(LogRecord(LogLevel::kWarn, "bad_request", "closing: " + status.ToString())
-              .With("code", std::string(CodeName(status.code()))));
-      if (options_.metrics) options_.metrics->ProtocolError(status.code());
+      // An authentication failure is no protocol error: the Authenticator counted and logged it.
+      if (!status.IsUnauthenticated()) {
+        Log(LogRecord(LogLevel::kWarn, "bad_request", "closing: " + status.ToString())
+                .With("code", std::string(CodeName(status.code()))));
+        if (options_.metrics) options_.metrics->ProtocolError(status.code());
+      }
       BeginClosing();
     }
   }

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "authorization.h"
 #include "http_ops.h"
 #include "json_writer.h"
 #include "record_json.h"
@@ -139,6 +140,23 @@ size_t ResultsJsonBound(std::span<const Result<OpResult>> results) {
   return bytes;
 }
 
+// The token of "Authorization: Bearer TOKEN" (RFC 6750; the scheme's case does not matter);
+// nullopt without the header or with another scheme.
+std::optional<std::string_view> BearerToken(const HttpRequest& request) {
+  auto it = request.find(http::field::authorization);
+  if (it == request.end()) return std::nullopt;
+  std::string_view value(it->value().data(), it->value().size());
+  constexpr std::string_view kScheme = "bearer ";
+  if (value.size() < kScheme.size()) return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return std::nullopt;
+  }
+  value.remove_prefix(kScheme.size());
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+  return value;
+}
+
 }  // namespace
 
 http::status HttpStatusFor(Status::Code code) {
@@ -158,6 +176,10 @@ http::status HttpStatusFor(Status::Code code) {
     case Status::Code::kIOError:
     case Status::Code::kCorruption:
       return http::status::internal_server_error;
+    case Status::Code::kUnauthenticated:
+      return http::status::unauthorized;
+    case Status::Code::kPermissionDenied:
+      return http::status::forbidden;
   }
   return http::status::internal_server_error;
 }
@@ -179,6 +201,8 @@ HttpResponse ProblemResponse(http::status status, Status::Code code, std::string
   j.EndObject();
   HttpResponse r = Response(status, kProblemJson, j.Take());
   if (status == http::status::service_unavailable) r.set(http::field::retry_after, "1");
+  // RFC 6750: a 401 names the scheme the client must use.
+  if (status == http::status::unauthorized) r.set(http::field::www_authenticate, "Bearer");
   return r;
 }
 
@@ -186,7 +210,7 @@ HttpResponse ProblemResponse(const Status& error) {
   return ProblemResponse(HttpStatusFor(error.code()), error.code(), error.message());
 }
 
-void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
+void HttpHandler::Handle(const HttpRequest& request, std::string_view peer_address, Reply reply) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const http::verb method = request.method();
@@ -217,8 +241,30 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
                                        "not ready: " + ready.message()));
     return;
   }
+  // Everything past the probes needs a token when authentication is on: each request is
+  // authenticated on its own (HTTP is stateless), and counted against the peer like a Hello.
+  std::shared_ptr<const Principal> principal;
+  if (options_.auth != nullptr) {
+    Result<Identity> identity = options_.auth->Authenticate(peer_address, BearerToken(request));
+    if (!identity.ok()) {
+      reply(ProblemResponse(identity.status()));
+      return;
+    }
+    principal = std::move(identity->principal);
+  }
+  // Ok, or the 403 has been sent.
+  auto allowed_everywhere = [&](std::string_view what) -> bool {
+    if (!principal) return true;
+    Status s = CheckAdminEverywhere(*principal, what);
+    if (s.ok()) return true;
+    if (options_.server_metrics) options_.server_metrics->PermissionDenied();
+    reply(ProblemResponse(s));
+    return false;
+  };
+
   if (path == "/metrics") {
     if (!only(http::verb::get, "GET")) return;
+    if (!allowed_everywhere("read the metrics")) return;
     if (!options_.metrics) {
       reply(ProblemResponse(http::status::not_found, Status::Code::kNotFound,
                             "this server serves no metrics"));
@@ -231,6 +277,7 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
   }
   if (path == "/v1/admin/backup") {
     if (!only(http::verb::post, "POST")) return;
+    if (!allowed_everywhere("take a backup")) return;
     if (!options_.backup) {
       reply(ProblemResponse(http::status::not_found, Status::Code::kNotFound,
                             "this server takes no backups"));
@@ -261,6 +308,7 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
       reply(ProblemResponse(s));
       return;
     }
+    ops.principal = principal;
     Apply(std::move(ops), /*single=*/false, std::move(reply));
     return;
   }
@@ -319,6 +367,7 @@ void HttpHandler::Handle(const HttpRequest& request, Reply reply) {
     reply(ProblemResponse(s));
     return;
   }
+  ops.principal = std::move(principal);
   Apply(std::move(ops), /*single=*/true, std::move(reply));
 }
 
@@ -331,7 +380,10 @@ void HttpHandler::Apply(DecodedOps ops, bool single, Reply reply) {
           reply(ProblemResponse(status));
           return;
         }
-        if (single && !results.empty() && !results[0].ok()) {
+        // A request refused for its permissions has every result PERMISSION_DENIED (each naming
+        // a namespace): a 403 like any refusal, with the first op's.
+        if (!results.empty() && !results[0].ok() &&
+            (single || results[0].status().IsPermissionDenied())) {
           reply(ProblemResponse(results[0].status()));
           return;
         }

@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "apply_path.h"
+#include "authenticator.h"
 #include "idem/backup.h"
 #include "idem/options.h"
 #include "idem/status.h"
@@ -26,7 +27,8 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
 // The HTTP status an error is answered with: INVALID_ARGUMENT and NOT_SUPPORTED 400, NOT_FOUND
-// 404, BUSY and SHUTDOWN 503 (with Retry-After), TIMED_OUT 504, IO_ERROR and CORRUPTION 500.
+// 404, BUSY and SHUTDOWN 503 (with Retry-After), TIMED_OUT 504, IO_ERROR and CORRUPTION 500,
+// UNAUTHENTICATED 401 (with WWW-Authenticate: Bearer), PERMISSION_DENIED 403.
 boost::beast::http::status HttpStatusFor(Status::Code code);
 
 // An application/problem+json response for `error` (status HttpStatusFor(error.code())).
@@ -52,14 +54,20 @@ class HttpHandler {
     // checked) and calls its second, from any thread, with the result (remote_backup.h).
     // Unset: the route is 404.
     std::function<void(std::string to, std::function<void(Result<BackupManifest>)>)> backup;
+    // Authentication (may be null: off; must outlive the handler). On, every request but the
+    // health probes needs "Authorization: Bearer TOKEN" (else 401, WWW-Authenticate: Bearer);
+    // /metrics and the backup need admin on "*", the ops their permissions (else 403).
+    Authenticator* auth = nullptr;
+    ServerMetrics* server_metrics = nullptr;  // counts the 403s of /metrics and the backup
   };
 
   // `apply` must outlive the handler.
   HttpHandler(ApplyPath* apply, Options options) : apply_(apply), options_(std::move(options)) {}
 
   // Calls `reply` exactly once, maybe before returning, maybe later from another thread. The
-  // response's version and keep-alive are the connection's to set.
-  void Handle(const HttpRequest& request, Reply reply);
+  // response's version and keep-alive are the connection's to set. `peer_address`, the client's
+  // IP address, is what failed authentications count against.
+  void Handle(const HttpRequest& request, std::string_view peer_address, Reply reply);
 
  private:
   void Apply(DecodedOps ops, bool single, Reply reply);

@@ -21,6 +21,17 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace {
+
+// The peer's IP address (failed authentications count against it); "" when unknown.
+std::string PeerAddress(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  tcp::endpoint remote = socket.remote_endpoint(ec);
+  return ec ? std::string() : remote.address().to_string();
+}
+
+}  // namespace
+
 // One accepted socket. Behind this interface so that the server holds plain and TLS connections
 // alike (BasicHttpConnection below).
 class HttpConnection {
@@ -43,10 +54,14 @@ class BasicHttpConnection final : public HttpConnection,
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
   BasicHttpConnection(tcp::socket socket, HttpServer* server) requires(!kTls)
-      : stream_(std::move(socket)), server_(server), buffer_(BufferLimit(server)) {}
+      : peer_address_(PeerAddress(socket)),
+        stream_(std::move(socket)),
+        server_(server),
+        buffer_(BufferLimit(server)) {}
   BasicHttpConnection(tcp::socket socket, HttpServer* server,
                       std::shared_ptr<asio::ssl::context> tls) requires(kTls)
-      : tls_(std::move(tls)),
+      : peer_address_(PeerAddress(socket)),
+        tls_(std::move(tls)),
         stream_(std::move(socket), *tls_),
         server_(server),
         buffer_(BufferLimit(server)) {}
@@ -192,11 +207,13 @@ class BasicHttpConnection final : public HttpConnection,
     keep_alive_ = request.keep_alive() && !draining_;
     busy_ = true;
     Lowest().expires_never();  // the engine's time is not the client's idleness
-    server_->handler_->Handle(request, [self = this->shared_from_this()](HttpResponse response) {
-      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-        self->Send(std::move(response));
-      });
-    });
+    server_->handler_->Handle(request, peer_address_,
+                              [self = this->shared_from_this()](HttpResponse response) {
+                                asio::post(self->stream_.get_executor(),
+                                           [self, response = std::move(response)]() mutable {
+                                             self->Send(std::move(response));
+                                           });
+                              });
   }
 
   void Send(HttpResponse response) {
@@ -258,6 +275,7 @@ class BasicHttpConnection final : public HttpConnection,
     server_->OnClosed(this);
   }
 
+  const std::string peer_address_;
   // TLS: the context this connection's session was made with, kept while it lives (a reload
   // swaps the server's). Declared before stream_, which refers to it.
   std::shared_ptr<asio::ssl::context> tls_;

@@ -490,9 +490,11 @@ ServerInfo DecodeHelloReply(const wire::HelloReply& in) {
   return info;
 }
 
-FrameBytes EncodeHello(uint64_t id, std::string_view client_name) {
-  fb::FlatBufferBuilder b(128);
-  auto hello = wire::CreateHello(b, kProtocolVersion, b.CreateString(client_name));
+FrameBytes EncodeHello(uint64_t id, std::string_view client_name, std::string_view token) {
+  fb::FlatBufferBuilder b(128 + token.size());
+  const auto name = b.CreateString(client_name);
+  const auto secret = token.empty() ? fb::Offset<fb::String>() : b.CreateString(token);
+  auto hello = wire::CreateHello(b, kProtocolVersion, name, secret);
   return Finish(b, id, wire::Body::Hello, hello.Union());
 }
 

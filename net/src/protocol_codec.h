@@ -89,7 +89,8 @@ PurgeStep DecodePurgeResponse(const wire::PurgeResponse& response);
 // --- encoding: whole frames ----------------------------------------------------------------
 // Finishes `b` with `root` and puts the 4-byte little-endian length in front.
 FrameBytes FinishFrame(flatbuffers::FlatBufferBuilder& b, flatbuffers::Offset<wire::Frame> root);
-FrameBytes EncodeHello(uint64_t id, std::string_view client_name);
+// `token` empty: the Hello carries none (the field is absent).
+FrameBytes EncodeHello(uint64_t id, std::string_view client_name, std::string_view token = {});
 FrameBytes EncodeHelloReply(uint64_t id, const ServerInfo& info);
 FrameBytes EncodeApplyRequest(uint64_t id, std::span<const Op> ops);
 // The same frame, built in `b` (cleared first; a sender reuses one builder for every request)

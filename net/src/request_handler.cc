@@ -2,18 +2,20 @@
 
 #include <memory>
 
+#include "authorization.h"
 #include "remote_backup.h"
 
 namespace idem {
 
 RequestHandler::RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
-                               ServerMetrics* metrics, Engine* backups)
+                               ServerMetrics* metrics, Engine* backups, Authenticator* auth)
     : store_(store),
       queue_(queue),
       apply_(queue, waiter, metrics),
       info_(std::move(info)),
       metrics_(metrics),
-      backups_(backups) {}
+      backups_(backups),
+      auth_(auth) {}
 
 Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Reply reply) {
   const wire::Frame* root = VerifyFrame(frame.data(), frame.size());
@@ -53,15 +55,39 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
       reply(EncodeError(id, s));
       return s;
     }
+    if (auth_ != nullptr) {
+      std::optional<std::string_view> token;
+      if (hello->token()) token = hello->token()->string_view();
+      Result<Identity> identity = auth_->Authenticate(session->peer_address, token);
+      if (!identity.ok()) {
+        reply(EncodeError(id, identity.status()));
+        return identity.status();
+      }
+      session->identity = std::move(*identity);
+    }
     session->greeted = true;
     if (hello->client_name()) session->client_name = hello->client_name()->str();
     reply(EncodeHelloReply(id, info_));
     return Status::Ok();
   }
 
+  if (auth_ != nullptr) {
+    // After a reload: the principal is still there (its grants refreshed), or this connection
+    // ends with this answer.
+    if (Status s = auth_->Recheck(&session->identity, session->peer_address); !s.ok()) {
+      AnswerError(id, s, reply);
+      return s;
+    }
+    if (Status s = Authorize(*root, *session); !s.ok()) {
+      if (metrics_) metrics_->PermissionDenied();
+      AnswerError(id, s, reply);
+      return Status::Ok();
+    }
+  }
+
   switch (root->body_type()) {
     case wire::Body::ApplyRequest:
-      HandleApply(id, *root->body_as_ApplyRequest(),
+      HandleApply(id, *root->body_as_ApplyRequest(), session->identity.principal,
                   std::make_shared<std::vector<uint8_t>>(std::move(frame)), std::move(reply));
       return Status::Ok();
     case wire::Body::StatsRequest:
@@ -95,7 +121,35 @@ Status RequestHandler::Handle(std::vector<uint8_t> frame, Session* session, Repl
   }
 }
 
+Status RequestHandler::Authorize(const wire::Frame& root, const Session& session) const {
+  if (!session.identity.principal) return Status::Ok();
+  const Principal& principal = *session.identity.principal;
+  auto ns_of = [](const flatbuffers::String* ns) {
+    return ns ? ns->string_view() : std::string_view();
+  };
+  switch (root.body_type()) {
+    case wire::Body::StatsRequest:
+      return CheckAdminEverywhere(principal, "read the stats");
+    case wire::Body::BackupRequest:
+      return CheckAdminEverywhere(principal, "take a backup");
+    case wire::Body::ScanRequest:
+      return CheckPermission(principal, ns_of(root.body_as_ScanRequest()->ns()),
+                             Permission::kAdmin);
+    case wire::Body::PurgeRequest:
+      return CheckPermission(principal, ns_of(root.body_as_PurgeRequest()->ns()),
+                             Permission::kAdmin);
+    case wire::Body::CompactRequest: {
+      const std::string_view ns = ns_of(root.body_as_CompactRequest()->ns());
+      return ns.empty() ? CheckAdminEverywhere(principal, "compact the whole store")
+                        : CheckPermission(principal, ns, Permission::kAdmin);
+    }
+    default:  // ApplyRequest: op by op, in the ApplyPath; the rest need no permission
+      return Status::Ok();
+  }
+}
+
 void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
+                                 std::shared_ptr<const Principal> principal,
                                  std::shared_ptr<std::vector<uint8_t>> frame, Reply reply) {
   const auto* wire_ops = request.ops();
   const size_t n = wire_ops ? wire_ops->size() : 0;
@@ -119,6 +173,7 @@ void RequestHandler::HandleApply(uint64_t id, const wire::ApplyRequest& request,
     decoded.Add(DecodeOp(*wire_ops->Get(static_cast<flatbuffers::uoffset_t>(i)), info_.limits));
   }
   decoded.owner = std::move(frame);
+  decoded.principal = std::move(principal);
   apply_.Apply(
       Transport::kBinary, std::move(decoded),
       [this, id, reply = std::move(reply)](Status status, std::vector<Result<OpResult>> results) {

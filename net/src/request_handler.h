@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apply_path.h"
+#include "authenticator.h"
 #include "commit_queue.h"
 #include "idem/engine.h"
 #include "idem/status.h"
@@ -25,8 +26,13 @@ namespace idem {
 
 // What the handler remembers about one connection between frames (owned by the connection).
 struct Session {
-  bool greeted = false;  // Hello received and accepted
+  // Hello received and accepted: with authentication on, only once its token was.
+  bool greeted = false;
   std::string client_name;
+  std::string peer_address;  // the peer's IP address: failed authentications count against it
+  // Whom the Hello authenticated (empty with authentication off), re-checked before each request
+  // after a reload (Authenticator::Recheck).
+  Identity identity;
 };
 
 class RequestHandler {
@@ -36,25 +42,36 @@ class RequestHandler {
   // `store` answers Stats and the admin queries; `queue` applies ops; `waiter` (may be null:
   // waiting Begins and Locks then answer IN_PROGRESS or HELD at once) waits for ops with wait_ms;
   // `metrics` (may be null) counts every answer and is sent with Stats; `backups` (may be null: a
-  // BackupRequest is then NotSupported) takes backups. All must outlive the handler.
+  // BackupRequest is then NotSupported) takes backups; `auth` (may be null: authentication off)
+  // authenticates each connection's Hello. All must outlive the handler.
   RequestHandler(Store* store, CommitQueue* queue, OpWaiter* waiter, ServerInfo info,
-                 ServerMetrics* metrics = nullptr, Engine* backups = nullptr);
+                 ServerMetrics* metrics = nullptr, Engine* backups = nullptr,
+                 Authenticator* auth = nullptr);
 
   // Handles one frame body (length prefix removed). Calls `reply` exactly once.
   // Returns ok when the connection stays usable. A non-ok Status (malformed frame, no Hello
-  // first, wrong protocol version, id 0) says why the connection must be closed once the reply,
-  // an error frame, has been written.
+  // first, wrong protocol version, id 0, a Hello whose token is not accepted, a principal revoked
+  // by a reload) says why the connection must be closed once the reply, an error frame, has been
+  // written.
+  //
+  // With authentication on, every request is authorized before anything of it runs
+  // (authorization.h): a denied ApplyRequest answers PERMISSION_DENIED for each op and applies
+  // nothing; a denied admin or Stats request is answered with a PERMISSION_DENIED error frame.
   Status Handle(std::vector<uint8_t> frame, Session* session, Reply reply);
 
   const ServerInfo& info() const { return info_; }
 
  private:
   void HandleApply(uint64_t id, const wire::ApplyRequest& request,
+                   std::shared_ptr<const Principal> principal,
                    std::shared_ptr<std::vector<uint8_t>> frame, Reply reply);
   // The ApplyResponse, or an error frame when it would exceed info_.max_reply_bytes.
   FrameBytes EncodeResponse(uint64_t id, std::span<const Result<OpResult>> results) const;
   // A whole-request error, counted.
   void AnswerError(uint64_t id, const Status& error, const Reply& reply) const;
+  // Ok when `session`'s principal may make the request (always, authentication off); else the
+  // PERMISSION_DENIED to answer.
+  Status Authorize(const wire::Frame& root, const Session& session) const;
   void HandleStats(uint64_t id, Reply reply);
   void HandleBackup(uint64_t id, const wire::BackupRequest& request, Reply reply);
   void HandleScan(uint64_t id, const wire::ScanRequest& request, Reply reply);
@@ -70,6 +87,7 @@ class RequestHandler {
   const ServerInfo info_;
   ServerMetrics* const metrics_;
   Engine* const backups_;
+  Authenticator* const auth_;
 };
 
 }  // namespace idem

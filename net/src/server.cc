@@ -22,6 +22,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "accept_backoff.h"
+#include "authenticator.h"
 #include "commit_queue.h"
 #include "connection.h"
 #include "http_handler.h"
@@ -106,6 +107,10 @@ class ServerImpl final : public Server {
         });
   }
   void Log(const LogRecord& record) const { log_(record); }
+  // SIGINT/SIGTERM: RequestStop(); SIGHUP: Reload(), then wait for the next signal.
+  void WaitForSignal();
+  // Reload()'s step for the auth file: ok with nothing to do when authentication is off.
+  Status ReloadCredentials();
   // Accepting runs on accept_strand_: one accept in flight, or a retry timer, or neither while
   // paused (too many refusals in progress).
   void DoAccept();
@@ -118,7 +123,6 @@ class ServerImpl final : public Server {
     std::lock_guard<std::mutex> lock(tls_mu_);
     return tls_context_;
   }
-  void WaitForSignal();
 
   enum class State { kListening, kServing, kStopped };
 
@@ -126,6 +130,8 @@ class ServerImpl final : public Server {
   const LogSink log_;        // options_.log, or stderr
   LogRateLimiter peer_log_;  // what peers cause once per connection: connection_options_.log
   ServerMetrics metrics_;
+  // Created by Listen() when options_.auth_file is set; null: authentication off.
+  std::unique_ptr<Authenticator> auth_;
   // Serve()'s engine, until Stop(): the store MetricsText reads.
   std::atomic<ServingEngine*> engine_{nullptr};
   // Built by Serve(), when there is an engine.
@@ -184,9 +190,19 @@ Status ServerImpl::Listen() {
   connection_options_.max_queued_reply_bytes = options_.max_queued_reply_bytes;
   connection_options_.log = [this](const LogRecord& record) { peer_log_.Log(record); };
   connection_options_.metrics = &metrics_;
+  if (!options_.auth_file.empty()) {
+    Authenticator::Options auth_options;
+    auth_options.auth_file = options_.auth_file;
+    auth_options.failures_per_minute = options_.auth_failures_per_minute;
+    Result<std::unique_ptr<Authenticator>> auth = Authenticator::Open(
+        std::move(auth_options), MonotonicClock::Default(),
+        [this](const LogRecord& record) { peer_log_.Log(record); }, &metrics_);
+    if (!auth.ok()) return auth.status();
+    auth_ = std::move(*auth);
+  }
   // The greeting deadline guards what a connection costs before it is known to be a client;
-  // without TLS (or authentication) there is nothing between accept and serving to bound.
-  const bool greeting_deadline = options_.tls.has_value();
+  // without TLS or authentication there is nothing between accept and serving to bound.
+  const bool greeting_deadline = options_.tls.has_value() || auth_ != nullptr;
   connection_options_.auth_timeout_ms = greeting_deadline ? options_.auth_timeout_ms : 0;
   if (options_.http) {
     std::optional<HttpServer::Tls> http_tls;
@@ -210,20 +226,24 @@ Status ServerImpl::LoadTls() {
   return Status::Ok();
 }
 
+// Each step re-reads its own files and keeps what it had when they are bad: TLS, then the auth
+// file. The first error is returned and the steps after it do not run (a fix and a second reload
+// apply everything).
 Status ServerImpl::Reload() {
   std::lock_guard<std::mutex> reload(reload_mu_);
   Status status = LoadTls();
+  if (status.ok()) status = ReloadCredentials();
   if (!status.ok()) {
     Log(LogRecord(LogLevel::kError, "reload_failed",
-                  "reload failed, serving on with what was loaded before: " + status.ToString())
+                  "reload failed; what that file gave before stays in force: " + status.ToString())
             .With("code", std::string(CodeName(status.code()))));
     return status;
   }
   Log(LogRecord(LogLevel::kInfo, "reloaded",
-                options_.tls ? "reloaded the TLS certificate, key and client CAs for new "
-                               "connections"
-                             : "reloaded (nothing to reload: no TLS)")
-          .With("tls", options_.tls ? "on" : "off"));
+                std::string(options_.tls ? "reloaded the TLS files" : "no TLS") +
+                    (auth_ ? "; reloaded the auth file " + options_.auth_file : "; no auth file"))
+          .With("tls", options_.tls ? "on" : "off")
+          .With("auth_generation", auth_ ? auth_->generation() : 0));
   return Status::Ok();
 }
 
@@ -239,11 +259,13 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   queue_->SetMaxBlockingTasks(options_.max_admin_requests);
   waiter_ = MakeWaiter(engine);
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
-                                              MakeInfo(options_), &metrics_, engine);
+                                              MakeInfo(options_), &metrics_, engine, auth_.get());
   engine_.store(engine);
   if (http_) {
     http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
     HttpHandler::Options http_options;
+    http_options.auth = auth_.get();
+    http_options.server_metrics = &metrics_;
     http_options.limits = options_.limits;
     http_options.max_reply_bytes = options_.max_reply_bytes;
     // Like the binary Stats request: the store's figures are read on an engine thread.
@@ -290,6 +312,8 @@ void ServerImpl::WaitForSignal() {
     RequestStop();
   });
 }
+
+Status ServerImpl::ReloadCredentials() { return auth_ ? auth_->Reload() : Status::Ok(); }
 
 // Runs on an I/O thread. With several I/O threads each connection gets its own strand, so its
 // handlers never run concurrently while different connections proceed in parallel. With one,

@@ -229,6 +229,24 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
   }
   out.push_back(std::move(protocol));
 
+  // Every reason, 0 included: an alert on a rate needs the series before the first failure.
+  MetricFamily auth = Family("idem_auth_failures_total",
+                             "Failed authentications (either listener), by reason: no_token, "
+                             "bad_token, rate_limited (the peer's --auth-failure-limit was "
+                             "reached), revoked (a reload removed the connection's principal)",
+                             MetricType::kCounter);
+  for (size_t r = 0; r < kAuthFailureNames.size(); ++r) {
+    AddSample(&auth, {{"reason", std::string(kAuthFailureNames[r])}},
+              double(auth_failures_.Value(r)));
+  }
+  out.push_back(std::move(auth));
+  MetricFamily denied = Family("idem_permission_denied_total",
+                               "Requests refused PERMISSION_DENIED: an apply with an op its "
+                               "principal may not do (nothing of it applied), or an admin request",
+                               MetricType::kCounter);
+  AddSample(&denied, {}, double(permission_denied_.Value(0)));
+  out.push_back(std::move(denied));
+
   MetricFamily received = Family("idem_received_bytes_total",
                                  "Bytes read from clients, by transport", MetricType::kCounter);
   MetricFamily sent = Family("idem_sent_bytes_total", "Bytes written to clients, by transport",

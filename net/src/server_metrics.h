@@ -41,6 +41,11 @@ inline constexpr std::array kTransportNames = {
 };
 inline constexpr size_t kTransports = kTransportNames.size();
 
+// Why an authentication failed: the `reason` label of idem_auth_failures_total and the log's.
+enum class AuthFailure : uint8_t { kNoToken, kBadToken, kRateLimited, kRevoked };
+inline constexpr std::array<std::string_view, 4> kAuthFailureNames = {"no_token", "bad_token",
+                                                                      "rate_limited", "revoked"};
+
 class ServerMetrics {
  public:
   // Slots of the op x outcome matrix: OpType and Outcome numbers (wire numbers, append-only)
@@ -81,6 +86,10 @@ class ServerMetrics {
   // An error that closes the connection (bad frame length, a frame that fails verification,
   // no Hello first, an unsupported protocol version).
   void ProtocolError(Status::Code code) { protocol_errors_.Add(CodeSlot(code)); }
+  // Authentication (--auth-file): a failure, either transport; a request (an ApplyRequest,
+  // whatever number of its ops were denied, or an admin request) refused PERMISSION_DENIED.
+  void AuthFailed(AuthFailure reason) { auth_failures_.Add(static_cast<size_t>(reason)); }
+  void PermissionDenied() { permission_denied_.Add(0); }
   void BytesReceived(Transport t, size_t n) { bytes_.Add(2 * static_cast<size_t>(t), n); }
   void BytesSent(Transport t, size_t n) { bytes_.Add(2 * static_cast<size_t>(t) + 1, n); }
 
@@ -122,6 +131,8 @@ class ServerMetrics {
   CounterArray<kCount> conns_;
   CounterArray<kCodeSlots> protocol_errors_;
   CounterArray<kTransports * 2> bytes_;  // received, sent
+  CounterArray<kAuthFailureNames.size()> auth_failures_;
+  CounterArray<1> permission_denied_;
 };
 
 // The store's own figures (StoreStats, read at scrape time) as metric families.

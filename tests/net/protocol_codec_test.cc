@@ -67,5 +67,34 @@ TEST(ProtocolCodec, CheckpointIsOpTypeFifteen) {
   EXPECT_EQ(Status::Code::kNotSupported, unknown.status().code());
 }
 
+// The Hello's token (appended to the table): present when given, absent (not empty) when not.
+TEST(ProtocolCodec, HelloCarriesTheTokenOnlyWhenGiven) {
+  const size_t prefix = 4;
+  FrameBytes with = EncodeHello(1, "client", "s3cret-token");
+  const wire::Frame* frame = VerifyFrame(with.data() + prefix, with.size() - prefix);
+  ASSERT_NE(nullptr, frame);
+  ASSERT_NE(nullptr, frame->body_as_Hello()->token());
+  EXPECT_EQ("s3cret-token", frame->body_as_Hello()->token()->str());
+  FrameBytes without = EncodeHello(1, "client");
+  frame = VerifyFrame(without.data() + prefix, without.size() - prefix);
+  ASSERT_NE(nullptr, frame);
+  EXPECT_EQ(nullptr, frame->body_as_Hello()->token());
+}
+
+// Codes 9 and 10 cross the wire as themselves; the number after them is still unknown.
+TEST(ProtocolCodec, AuthenticationCodesRoundTrip) {
+  for (const Status& s : {Status::Unauthenticated("token not accepted"),
+                          Status::PermissionDenied("principal 'p' has no read permission")}) {
+    FrameBytes bytes = EncodeError(7, s);
+    const wire::Frame* frame = VerifyFrame(bytes.data() + 4, bytes.size() - 4);
+    ASSERT_NE(nullptr, frame);
+    EXPECT_EQ(s.ToString(), DecodeError(frame->error()).ToString());
+  }
+  EXPECT_EQ("UNAUTHENTICATED", CodeName(Status::Code::kUnauthenticated));
+  EXPECT_EQ("PERMISSION_DENIED", CodeName(Status::Code::kPermissionDenied));
+  EXPECT_EQ(Status::Code::kPermissionDenied, Status::FromCode(10, "x").code());
+  EXPECT_TRUE(Status::FromCode(11, "x").IsCorruption());
+}
+
 }  // namespace
 }  // namespace idem

@@ -34,6 +34,7 @@ Result<std::unique_ptr<Client>> ConnectClient(const StoreLocation& where) {
   options.connect_timeout_ms = where.timeout_ms;
   options.request_timeout_ms = where.timeout_ms;
   options.tls = where.tls;
+  options.token = where.token;
   return Client::Connect(options);
 }
 

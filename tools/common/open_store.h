@@ -19,6 +19,7 @@ struct StoreLocation {
   std::string data_dir;                 // or: open the database in this directory, in process
   int64_t timeout_ms = 10'000;          // client connect and request timeout
   std::optional<ClientTlsOptions> tls;  // to the server over TLS
+  std::string token;                    // server only: ClientOptions::token ("": none)
   EngineOptions engine;                 // embedded mode only
 };
 

@@ -132,6 +132,11 @@ std::vector<BenchFlag> Flags(BenchConfig& c, std::string& mix_spec) {
          c.host = std::string(v.substr(0, colon));
          return ParseInt<uint16_t>("server", v.substr(colon + 1), 1, 65535, &c.port);
        }},
+      {"--token", "TOKEN", "", "the secret of a principal of the server's --auth-file",
+       [&c](std::string_view v) {
+         c.token = std::string(v);
+         return Status::Ok();
+       }},
       {"--protocol", "binary|http", "binary",
        "binary: the wire protocol; http: POST /v1/apply over keep-alive\n"
        "HTTP/1.1 at --server (idemstored --http-listen), for --workload\n"

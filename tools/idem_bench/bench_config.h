@@ -37,6 +37,9 @@ struct BenchConfig {
   bool version = false;  // --version: print the version and exit 0
   std::string host = "127.0.0.1";
   uint16_t port = 7878;
+  // Sent in every connection's Hello (HTTP: as "Authorization: Bearer TOKEN" on every request)
+  // to a server with --auth-file. "": none.
+  std::string token;
   // binary: the wire protocol (docs/protocol.md); http: POST /v1/apply with keep-alive
   // (docs/http-api.md; --server names the HTTP port then). HTTP answers in order, so it runs
   // without pipelining, the insert workload only.

@@ -129,7 +129,7 @@ Result<std::unique_ptr<BenchLink>> Connect(const BenchConfig& config, SSL_CTX* t
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return link;
   }
-  const std::string hello = RequestEncoder::Hello();
+  const std::string hello = RequestEncoder::Hello(config.token);
   std::vector<uint64_t> body;
   uint32_t size = 0;
   const wire::Frame* frame = nullptr;
@@ -185,9 +185,9 @@ void RequestEncoder::AppendHttp(std::string* out, OpKind kind, std::span<const u
   }
   body += "]}";
   *out +=
-      "POST /v1/apply HTTP/1.1\r\nHost: idem-bench\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
+      "POST /v1/apply HTTP/1.1\r\nHost: idem-bench\r\nContent-Type: application/json\r\n" +
+      (config_.token.empty() ? std::string() : "Authorization: Bearer " + config_.token + "\r\n") +
+      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* body) {
@@ -213,8 +213,8 @@ size_t ParseHttpResponse(std::string_view in, int* status, std::string_view* bod
   return end + 4 + length;
 }
 
-std::string RequestEncoder::Hello() {
-  FrameBytes frame = EncodeHello(1, "idem-bench");
+std::string RequestEncoder::Hello(std::string_view token) {
+  FrameBytes frame = EncodeHello(1, "idem-bench", token);
   return std::string(reinterpret_cast<const char*>(frame.data()), frame.size());
 }
 

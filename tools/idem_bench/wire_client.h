@@ -53,8 +53,8 @@ class RequestEncoder {
   // The same request as POST /v1/apply (config.http): the ops as JSON (docs/http-api.md).
   void AppendHttp(std::string* out, OpKind kind, std::span<const uint64_t> keys);
 
-  // The Hello frame that opens every connection.
-  static std::string Hello();
+  // The Hello frame that opens every connection, with `token` ("": none; BenchConfig::token).
+  static std::string Hello(std::string_view token);
 
  private:
   void WriteKey(uint64_t index, std::string* out) const;

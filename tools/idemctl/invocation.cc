@@ -319,6 +319,8 @@ void AppendExitStatusHelp(std::string& out) {
   5 TIMED_OUT: no answer within --timeout
   6 CORRUPTION: stored or received bytes do not decode
   7 BUSY, NOT_SUPPORTED, SHUTDOWN: any other error
+  8 UNAUTHENTICATED, PERMISSION_DENIED: the server did not accept the token (--token,
+    IDEM_TOKEN), or its principal may not do this
 An error is "idemctl: error (CODE): message", or with --json {"error":{"code":..,"message":..}};
 it never has an "outcome" key, so a NOT_FOUND error is never read as the NOT_FOUND answer.
 )";
@@ -339,7 +341,7 @@ std::string ArgumentName(std::string_view argument) {
 struct Grammar {
   std::unique_ptr<CLI::App> app = NewCliApp(
       "idemctl", "Inspect and change an idemstore, on a server or a local database directory.");
-  std::string server, data_dir, timeout;
+  std::string server, data_dir, timeout, token;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;
   CLI::Option* json = app->add_flag("--json")->description("print results as JSON");
   CLI::Option* tls = app->add_flag("--tls")->description(
@@ -388,6 +390,13 @@ struct Grammar {
     app->add_option("--tls-server-name", tls_server_name,
                     "the name the server's certificate must carry (default: --server's host)")
         ->type_name("NAME");
+    // From the environment when the flag is absent: a flag's value shows in `ps`, a variable's
+    // does not.
+    app->add_option("--token", token,
+                    "the secret of a principal of the server's --auth-file (default: the\n"
+                    "environment's IDEM_TOKEN)")
+        ->type_name("TOKEN")
+        ->envname("IDEM_TOKEN");
     app->add_option("command", unknown_command)->expected(0, -1);
     for (const CommandSpec& spec : Commands()) {
       auto c = std::make_unique<Command>();
@@ -532,6 +541,7 @@ Result<Invocation> ParseInvocation(std::span<const std::string_view> args) {
   inv.server = g.server;
   inv.data_dir = g.data_dir;
   inv.json = g.json->count() > 0;
+  inv.token = g.token;
   if (!g.timeout.empty()) {
     Result<int64_t> ms = ParseDurationMs(g.timeout);
     if (!ms.ok()) return Status::InvalidArgument("--timeout: " + ms.status().message());
@@ -691,7 +701,8 @@ std::string Usage() {
   std::string out =
       R"(idemctl: inspect and change an idemstore, on a server or a local database directory.
 
-usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] COMMAND ARGS...
+usage: idemctl (--server HOST:PORT | --data DIR) [--json] [--timeout D] [--token TOKEN]
+               COMMAND ARGS...
        idemctl [--json] auth hash | auth token
        idemctl --help | --version | COMMAND --help
        (the global flags may also stand after the command; a value starting with '-', such

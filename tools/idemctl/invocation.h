@@ -25,6 +25,8 @@ struct Invocation {
   int64_t timeout_ms = 10'000;
   // --tls, or any --tls-* flag: to the server over TLS (the system's CAs without --tls-ca).
   std::optional<ClientTlsOptions> tls;
+  // --token, else the environment's IDEM_TOKEN: sent to the server (ignored with --data).
+  std::string token;
 
   std::string command;                  // "insert", "get", ... "stats", "help", "version"
   std::string help_command;             // with "help": the command whose --help was asked

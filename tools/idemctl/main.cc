@@ -28,6 +28,7 @@ idem::StoreLocation Where(const idem::ctl::Invocation& inv) {
   where.data_dir = inv.data_dir;
   where.timeout_ms = inv.timeout_ms;
   where.tls = inv.tls;
+  where.token = inv.token;
   where.engine.create_if_missing = false;  // a typo in --data must not create an empty store
   where.engine.reclaim_interval_ms = 0;
   return where;

@@ -489,6 +489,9 @@ int ExitCodeFor(const Status& status) {
       return kExitTimedOut;
     case Status::Code::kCorruption:
       return kExitCorruption;
+    case Status::Code::kUnauthenticated:
+    case Status::Code::kPermissionDenied:
+      return kExitNotAllowed;
     default:
       return kExitOtherError;
   }

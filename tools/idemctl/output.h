@@ -31,6 +31,7 @@ enum ExitCode : int {
   kExitTimedOut = 5,         // TIMED_OUT
   kExitCorruption = 6,       // CORRUPTION
   kExitOtherError = 7,       // BUSY, NOT_SUPPORTED, SHUTDOWN
+  kExitNotAllowed = 8,       // UNAUTHENTICATED, PERMISSION_DENIED (--token)
 };
 
 // An error in place of an answer. `code` is a Status code name (CodeName) or "USAGE".

@@ -256,6 +256,28 @@ std::vector<FlagSpec> Flags(ParseState& s) {
          if (ms.ok()) s.flags.server.auth_timeout_ms = *ms;
          return ms.status();
        }},
+      {"auth-file", "FILE", "",
+       "turn authentication on (both listeners): the principals, their\n"
+       "hashed secrets and grants (docs/security.md; idemctl auth token).\n"
+       "Clients then need a token (idemctl --token or IDEM_TOKEN). A file\n"
+       "that cannot be read or parsed stops the start, naming\n"
+       "FILE:LINE; SIGHUP re-reads it",
+       false,
+       [&s](std::string_view v) {
+         if (v.empty()) return Bad("--auth-file", "must name a file");
+         s.flags.server.auth_file = std::string(v);
+         return Status::Ok();
+       }},
+      {"auth-failure-limit", "N", std::to_string(server.auth_failures_per_minute),
+       "failed authentications per client IP address per minute; past\n"
+       "it, that address is refused (UNAUTHENTICATED) until the minute\n"
+       "has passed, even with a good token",
+       false,
+       [&s](std::string_view v) {
+         Result<uint32_t> n = ParseInt<uint32_t>("--auth-failure-limit", v, 1, 1'000'000);
+         if (n.ok()) s.flags.server.auth_failures_per_minute = *n;
+         return n.status();
+       }},
       {"http-listen", "HOST:PORT", "",
        "also serve the HTTP/JSON API, /healthz, /readyz (and /metrics)\n"
        "there (docs/http-api.md); off unless given. ./dev run: 7879",

@@ -17,14 +17,17 @@ class [[nodiscard]] Status {
  public:
   enum class Code : uint8_t {
     kOk = 0,
-    kInvalidArgument = 1,  // the caller's input breaks a documented limit or rule
-    kNotFound = 2,         // a named thing (database dir, namespace graph) does not exist
-    kBusy = 3,             // refused for load (connection limit, queue full); retry later
-    kIOError = 4,          // disk or network failure
-    kCorruption = 5,       // stored or received bytes do not decode
-    kTimedOut = 6,         // no answer within the caller's deadline
-    kNotSupported = 7,     // unknown operation or protocol version
-    kShutdown = 8,         // the store or server is closing
+    kInvalidArgument = 1,    // the caller's input breaks a documented limit or rule
+    kNotFound = 2,           // a named thing (database dir, namespace graph) does not exist
+    kBusy = 3,               // refused for load (connection limit, queue full); retry later
+    kIOError = 4,            // disk or network failure
+    kCorruption = 5,         // stored or received bytes do not decode
+    kTimedOut = 6,           // no answer within the caller's deadline
+    kNotSupported = 7,       // unknown operation or protocol version
+    kShutdown = 8,           // the store or server is closing
+    kUnauthenticated = 9,    // no credentials, or ones the server does not accept (or no longer)
+    kPermissionDenied = 10,  // authenticated, but the principal may not do this (the message
+                             // names the principal, the permission and the namespace)
   };
 
   Status() = default;  // ok
@@ -37,6 +40,8 @@ class [[nodiscard]] Status {
   static Status TimedOut(std::string_view msg) { return {Code::kTimedOut, msg}; }
   static Status NotSupported(std::string_view msg) { return {Code::kNotSupported, msg}; }
   static Status Shutdown(std::string_view msg) { return {Code::kShutdown, msg}; }
+  static Status Unauthenticated(std::string_view msg) { return {Code::kUnauthenticated, msg}; }
+  static Status PermissionDenied(std::string_view msg) { return {Code::kPermissionDenied, msg}; }
   // For codes received over the wire; an unknown number becomes kCorruption.
   static Status FromCode(uint32_t code, std::string_view msg);
 
@@ -48,6 +53,8 @@ class [[nodiscard]] Status {
   bool IsIOError() const { return code_ == Code::kIOError; }
   bool IsCorruption() const { return code_ == Code::kCorruption; }
   bool IsTimedOut() const { return code_ == Code::kTimedOut; }
+  bool IsUnauthenticated() const { return code_ == Code::kUnauthenticated; }
+  bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
   const std::string& message() const;
   // "INVALID_ARGUMENT: key is 600 bytes; the limit is 512"
   std::string ToString() const;

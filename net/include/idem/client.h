@@ -47,6 +47,11 @@ struct ClientOptions {
   // its length prefix before any of it is allocated, and ends the connection.
   size_t max_reply_bytes = 64u << 20;
   std::string client_name = "idem::Client";  // sent in Hello, shown in the server's log
+  // The secret of a principal of the server's --auth-file (docs/security.md), sent in Hello.
+  // Empty: none. A server with authentication on refuses a connection without an accepted
+  // token: Connect, and every call, fail UNAUTHENTICATED; a request the principal's grants do
+  // not cover fails PERMISSION_DENIED (an Apply: every op's result, nothing applied).
+  std::string token;
   // When the connection is lost (a server restart, the server's idle timeout), the next call
   // connects again. After a failed attempt the calls fail at once for reconnect_backoff_ms,
   // which doubles with each failed attempt in a row up to reconnect_backoff_max_ms: a client
@@ -69,7 +74,8 @@ class Client : public Store {
   // Connects and performs the protocol handshake. IOError when the server is unreachable or the
   // TLS handshake fails (naming OpenSSL's reason: "certificate verify failed (certificate has
   // expired)"), NotSupported when it speaks another protocol version, TimedOut after
-  // connect_timeout_ms, InvalidArgument when a TLS file cannot be used (naming it).
+  // connect_timeout_ms, InvalidArgument when a TLS file cannot be used (naming it),
+  // Unauthenticated when it requires a token and options.token is not one it accepts.
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
 
   // Pipelined/asynchronous use: sends the request now and calls `done` (on the client's I/O
@@ -109,6 +115,10 @@ class Client : public Store {
   //    the calls after it fail at once ("next attempt in N ms") until the backoff has passed.
   //    Without reconnect every later call fails at once with the first error;
   //  - Corruption for a response that does not decode;
+  //  - with a server that requires a token (ServerOptions::auth_file): Unauthenticated when the
+  //    token is not accepted, or no longer (a reload revoked it: the server then closes the
+  //    connection); PermissionDenied for a request the principal's grants do not cover (an
+  //    Apply's: every op's result, and nothing of the request was applied);
   //  - Apply from inside a Callback (the client's I/O thread) is InvalidArgument: it would wait
   //    on itself. Use ApplyAsync there.
   // Destroying the Client fails the calls still waiting with Shutdown.

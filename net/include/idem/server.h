@@ -111,6 +111,17 @@ struct ServerOptions {
   // is closed (after a TIMED_OUT error frame when the handshake was done). On the HTTP listener
   // it bounds the TLS handshake. Without either it does not apply (idle_timeout_ms does).
   int64_t auth_timeout_ms = 10'000;
+  // Authentication (docs/security.md): non-empty turns it on for both listeners. The file lists
+  // the principals, their hashed secrets and their grants; Listen() refuses a file that cannot
+  // be read or parsed (the error names PATH:LINE), Reload() re-reads it. A binary connection
+  // then authenticates with its Hello's token (ClientOptions::token), an HTTP request with
+  // "Authorization: Bearer TOKEN"; without an accepted one: UNAUTHENTICATED (HTTP 401), and a
+  // request its principal's grants do not cover: PERMISSION_DENIED (HTTP 403).
+  std::string auth_file;
+  // Failed authentications per peer IP address per 60 s (>= 1); past it, that address's
+  // attempts are refused UNAUTHENTICATED "too many failed attempts" without their token being
+  // checked, until the 60 s have passed.
+  uint32_t auth_failures_per_minute = 10;
   // Where the server's records go (idem/log.h): connections refused or failing to be accepted,
   // and peers' protocol errors and idle timeouts, at most one line per kind every 10 s with a
   // count of those not logged (net/src/log_rate_limiter.h). Nothing per request. Null: lines on
@@ -141,11 +152,15 @@ class Server {
   // The HTTP listener's bound port; 0 without one (options.http unset).
   virtual uint16_t http_port() const = 0;
 
-  // Reads the TLS files again (ServerOptions::tls): connections accepted afterwards use the new
-  // certificate, key and client CAs; those already open keep the session they have. A file
-  // that cannot be used leaves everything as it was and returns the error (IOError or
-  // InvalidArgument naming the file). Logs `reloaded` or `reload_failed`. Thread-safe, any
-  // time between Listen() and Stop(); SIGHUP calls it when handle_signals is set.
+  // Re-reads the files the options name and applies them to what follows, first the TLS files
+  // (ServerOptions::tls: connections accepted afterwards use the new certificate, key and client
+  // CAs; those already open keep their session), then the auth file (each open connection
+  // re-checks its principal at its next request: one that is gone, or whose secret changed, is
+  // answered UNAUTHENTICATED and closed; the others go on with their new grants). A file that
+  // cannot be used: its error is returned (IOError or InvalidArgument naming it), what it gave
+  // before stays in force and the files after it are not read. Logs event=reloaded or
+  // event=reload_failed. Thread-safe, any time between Listen() and Stop(); SIGHUP calls it when
+  // handle_signals is set.
   virtual Status Reload() = 0;
 
   // Blocks until a signal (with handle_signals) or RequestStop(). Does not stop the server.
