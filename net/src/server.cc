@@ -169,6 +169,27 @@ class ServerImpl final : public Server {
   uint64_t refused_in_episode_ = 0;  // guarded by mu_; since the server last had a free slot
 };
 
+namespace {
+
+// allow_remote opens both listeners to the network: without TLS anyone on the path reads the
+// stored responses and the tokens, without authentication anyone who can connect changes any
+// record. Serving so takes the operator's explicit word (insecure_remote).
+Status CheckRemoteIsSecured(const ServerOptions& options) {
+  if (!options.allow_remote || options.insecure_remote) return Status::Ok();
+  const bool tls = options.tls.has_value(), auth = !options.auth_file.empty();
+  if (tls && auth) return Status::Ok();
+  const std::string missing = !tls && !auth ? "TLS (--tls-cert, --tls-key) and authentication "
+                                              "(--auth-file)"
+                              : !tls        ? "TLS (--tls-cert, --tls-key)"
+                                            : "authentication (--auth-file)";
+  return Status::InvalidArgument(
+      "--allow-remote without " + missing + " would let anyone who can reach the port " +
+      (!tls ? "read every stored response on the wire" : "read and change any record") +
+      "; configure it (docs/security.md), or add --insecure-remote if the network is trusted");
+}
+
+}  // namespace
+
 Status ServerImpl::Listen() {
   if (options_.io_threads < 1 || options_.engine_threads < 0 || options_.max_connections < 1 ||
       options_.max_refusing_connections < 1 || options_.max_frame_bytes < 1024 ||
@@ -178,6 +199,7 @@ Status ServerImpl::Listen() {
       options_.auth_timeout_ms <= 0) {
     return Status::InvalidArgument("server options out of range");
   }
+  if (Status s = CheckRemoteIsSecured(options_); !s.ok()) return s;
   if (Status s = LoadTls(); !s.ok()) return s;
   Result<uint16_t> port =
       OpenListenSocket(acceptor_, options_.host, options_.port, options_.allow_remote, "");

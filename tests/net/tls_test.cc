@@ -12,6 +12,7 @@
 #include <boost/asio/ssl.hpp>
 #include <gtest/gtest.h>
 
+#include "credentials.h"
 #include "exposition_parser.h"
 #include "protocol_codec.h"
 #include "raw_socket.h"
@@ -419,6 +420,44 @@ TEST_F(TlsHttpTest, PlainHttpToTheTlsListenerGetsNoAnswer) {
   EXPECT_EQ(1, Metric("idem_tls_handshake_failures_total"));
   TlsProbe probe(server_->server().http_port(), files_.ca_file);
   EXPECT_FALSE(probe.Handshake());  // still serving
+}
+
+// --allow-remote opens the port to the network: the server refuses it without TLS and
+// authentication unless told the network is trusted, and names what is missing.
+TEST_F(TlsTest, AllowRemoteNeedsTlsAndAuthenticationOrInsecureRemote) {
+  auto engine = ServingEngine::Open(dir_.Sub("db"),
+                                    testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  ASSERT_OK(engine);
+  Result<std::string> hash = HashSecret("a-secret-of-enough-bytes");
+  ASSERT_OK(hash);
+  const std::string auth_file = Write("auth", "ops " + *hash + " *:read,write,admin\n");
+  auto start = [&](bool tls, bool auth, bool insecure) -> Status {
+    ServerOptions options;
+    options.port = 0;
+    options.allow_remote = true;
+    options.insecure_remote = insecure;
+    if (tls) options.tls = TlsOptions{files_.cert_file, files_.key_file, ""};
+    if (auth) options.auth_file = auth_file;
+    options.log = [](const LogRecord&) {};
+    Result<std::unique_ptr<Server>> server = Server::Start(engine->get(), options);
+    if (server.ok()) (*server)->Stop();
+    return server.status();
+  };
+  Status neither = start(false, false, false);
+  EXPECT_TRUE(neither.IsInvalidArgument()) << neither.ToString();
+  EXPECT_NE(std::string::npos,
+            neither.message().find("--allow-remote without TLS (--tls-cert, "
+                                   "--tls-key) and authentication (--auth-file)"))
+      << neither.ToString();
+  EXPECT_NE(std::string::npos, neither.message().find("--insecure-remote")) << neither.ToString();
+  Status no_auth = start(true, false, false);
+  EXPECT_NE(std::string::npos, no_auth.message().find("without authentication (--auth-file)"))
+      << no_auth.ToString();
+  Status no_tls = start(false, true, false);
+  EXPECT_NE(std::string::npos, no_tls.message().find("without TLS (--tls-cert, --tls-key) would"))
+      << no_tls.ToString();
+  EXPECT_TRUE(start(true, true, false).ok());
+  EXPECT_TRUE(start(false, false, true).ok());
 }
 
 }  // namespace

@@ -231,11 +231,21 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        [&s](std::string_view v) {
          return ParseListen("--listen", v, &s.flags.server.host, &s.flags.server.port);
        }},
-      {"allow-remote", "", "false", "required to listen on a non-loopback address (both listeners)",
+      {"allow-remote", "", "false",
+       "required to listen on a non-loopback address (both listeners);\n"
+       "needs TLS and --auth-file, or --insecure-remote",
        false,
        [&s](std::string_view v) {
          return ParseChoice("--allow-remote", v, {"true", true}, {"false", false},
                             &s.flags.server.allow_remote);
+       }},
+      {"insecure-remote", "", "false",
+       "with --allow-remote: serve without TLS or without --auth-file\n"
+       "(the network is trusted: anyone on it reads and changes records)",
+       false,
+       [&s](std::string_view v) {
+         return ParseChoice("--insecure-remote", v, {"true", true}, {"false", false},
+                            &s.flags.server.insecure_remote);
        }},
       {"tls-cert", "FILE", "",
        "PEM certificate chain; with --tls-key turns TLS on for both\n"

@@ -67,7 +67,11 @@ struct TlsOptions {
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
   uint16_t port = 7878;            // 0: an ephemeral port (see Server::port())
+  // A non-loopback host needs allow_remote, and allow_remote needs TLS (tls) and authentication
+  // (auth_file) unless insecure_remote says the network is trusted: without them anyone who can
+  // reach the port reads every stored response and changes any record. Both listeners.
   bool allow_remote = false;
+  bool insecure_remote = false;
   int io_threads = 1;
   int engine_threads = 0;         // 0: the event loop applies (see above)
   size_t max_connections = 1024;  // one more gets a BUSY error frame and is closed
@@ -135,7 +139,8 @@ class Server {
  public:
   // Checks the options, binds and listens, and serves nothing yet: clients that connect wait in
   // the listen queue until Serve(). InvalidArgument for bad options (e.g. a non-loopback host
-  // without allow_remote), IOError when binding fails (e.g. the port is in use).
+  // without allow_remote, allow_remote without TLS and authentication or insecure_remote),
+  // IOError when binding fails (e.g. the port is in use).
   static Result<std::unique_ptr<Server>> Listen(ServerOptions options);
   // Listen(), then Serve(engine).
   static Result<std::unique_ptr<Server>> Start(ServingEngine* engine, ServerOptions options);
