@@ -22,7 +22,7 @@ idem_add_test(net_store_conformance_test net/store_conformance_test.cc
               net/store_conformance_lifecycle_test.cc net/store_conformance_race_test.cc
               net/store_conformance_kinds_test.cc net/store_conformance_checkpoint_test.cc
               net/store_conformance_key_format_test.cc net/store_conformance_remember_test.cc
-              net/store_conformance_admin_test.cc LIBS idem_net)
+              net/store_conformance_admin_test.cc LIBS idem_net_internal test_certs)
 idem_add_test(net_server_test net/server_test.cc LIBS idem_net_internal)
 idem_add_test(net_client_test net/client_test.cc LIBS idem_net_internal)
 idem_add_test(net_waiting_lock_test net/waiting_lock_test.cc LIBS idem_net)

@@ -12,10 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include "credentials.h"
 #include "idem/client.h"
 #include "idem/engine.h"
 #include "support/outcome_name.h"
 #include "support/temp_dir.h"
+#include "support/test_certs.h"
 #include "support/ttl_ms.h"
 #include "test_server.h"
 
@@ -46,8 +48,9 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
 
 // kClient: the server applies on an engine thread (engine_threads = 1); kClientOnLoop: its event
 // loop applies (engine_threads = 0, the default); kClientOnLoopSync: the same under
-// Durability::kSync, where a sync thread fsyncs and answers wait for it.
-enum class Mode { kEngine, kClient, kClientOnLoop, kClientOnLoopSync };
+// Durability::kSync, where a sync thread fsyncs and answers wait for it; kClientTlsAuth: as
+// kClientOnLoop over TLS, with authentication on and a token whose grant is "*:read,write,admin".
+enum class Mode { kEngine, kClient, kClientOnLoop, kClientOnLoopSync, kClientTlsAuth };
 inline const char* ModeName(Mode mode) {
   switch (mode) {
     case Mode::kEngine:
@@ -58,6 +61,8 @@ inline const char* ModeName(Mode mode) {
       return "ClientOnLoop";
     case Mode::kClientOnLoopSync:
       return "ClientOnLoopSync";
+    case Mode::kClientTlsAuth:
+      return "ClientTlsAuth";
   }
   return "?";
 }
@@ -67,11 +72,49 @@ inline std::string ModeTestName(const ::testing::TestParamInfo<Mode>& info) {
 }
 inline auto AllModes() {
   return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop,
-                           Mode::kClientOnLoopSync);
+                           Mode::kClientOnLoopSync, Mode::kClientTlsAuth);
 }
+
+// kClientTlsAuth's files, made once per test binary (an EC key pair per certificate): a CA, the
+// server's certificate for 127.0.0.1 and its key, and an auth file with one principal allowed
+// everything, whose secret is `token`.
+struct SecureServerFiles {
+  TlsFiles tls;
+  std::string auth_file;
+  std::string token;
+};
+inline const SecureServerFiles& SecureFiles() {
+  static const SecureServerFiles files = [] {
+    static const TempDir dir;  // until the test binary exits
+    const TestCa ca("conformance CA");
+    SecureServerFiles f;
+    f.tls = WriteTlsFiles(dir.path(), "server", ca, ca.Issue({.ips = {"127.0.0.1"}}));
+    f.token = NewSecret();
+    Result<std::string> hash = HashSecret(f.token);
+    if (!hash.ok()) std::abort();
+    f.auth_file = dir.Sub("auth");
+    WriteTestFile(f.auth_file, "conformance " + *hash + " *:read,write,admin\n");
+    return f;
+  }();
+  return files;
+}
+
 inline ServerOptions ServerOptionsFor(Mode mode) {
   ServerOptions options;
   options.engine_threads = mode == Mode::kClient ? 1 : 0;
+  if (mode == Mode::kClientTlsAuth) {
+    const SecureServerFiles& files = SecureFiles();
+    options.tls = TlsOptions{files.tls.cert_file, files.tls.key_file, ""};
+    options.auth_file = files.auth_file;
+  }
+  return options;
+}
+inline ClientOptions ClientOptionsFor(Mode mode) {
+  ClientOptions options;
+  if (mode == Mode::kClientTlsAuth) {
+    options.tls = ClientTlsOptions{.ca_file = SecureFiles().tls.ca_file};
+    options.token = SecureFiles().token;
+  }
   return options;
 }
 
@@ -85,7 +128,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
       EngineOptions options = ConformanceEngineOptions(clock_);
       if (GetParam() == Mode::kClientOnLoopSync) options.durability = Durability::kSync;
       server_ = std::make_unique<TestServer>(ServerOptionsFor(GetParam()), clock_, options, false);
-      auto client = server_->Connect();
+      auto client = server_->Connect(ClientOptionsFor(GetParam()));
       ASSERT_OK(client);
       client_ = std::move(*client);
       store_ = client_.get();

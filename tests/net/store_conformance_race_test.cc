@@ -78,7 +78,7 @@ class RealLeaseTest : public ::testing::TestWithParam<Mode> {
     } else {
       server_ = std::make_unique<TestServer>(ServerOptionsFor(GetParam()),
                                              std::make_shared<ManualClock>(), options, false);
-      auto client = server_->Connect();
+      auto client = server_->Connect(ClientOptionsFor(GetParam()));
       ASSERT_OK(client);
       client_ = std::move(*client);
       store_ = client_.get();
