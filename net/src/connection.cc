@@ -28,7 +28,7 @@ Connection::Connection(tcp::socket socket, RequestHandler* handler, const Option
       handler_(handler),
       options_(options),
       on_closed_(std::move(on_closed)),
-      parser_(options.max_frame_bytes),
+      parser_(std::min(options.max_frame_bytes, kMaxHelloFrameBytes)),
       state_(options.tls ? State::kHandshaking : State::kOpen) {
   if (options_.tls) tls_ = std::make_unique<TlsLayer>(socket_, *options_.tls);
   boost::system::error_code ec;
@@ -184,7 +184,8 @@ void Connection::ProcessBuffered() {
     if (state == FrameParser::State::kBad) {
       Status error = Status::InvalidArgument(
           "frame length " + std::to_string(parser_.bad_length()) + " is outside 1.." +
-          std::to_string(parser_.max_frame_bytes()) + " (max_frame_bytes)");
+          std::to_string(parser_.max_frame_bytes()) +
+          (session_.greeted ? " (max_frame_bytes)" : " (the first frame is a Hello)"));
       Log(LogRecord(LogLevel::kWarn, "bad_frame", "closing: " + error.ToString())
               .With("code", std::string(CodeName(error.code()))));
       if (options_.metrics) options_.metrics->ProtocolError(error.code());
@@ -204,6 +205,7 @@ void Connection::ProcessBuffered() {
         self->OnReply(std::move(frame));
       });
     });
+    if (session_.greeted) parser_.set_max_frame_bytes(options_.max_frame_bytes);
     if (!status.ok()) {  // the handler's reply is the error frame; close once it is written
       // An authentication failure is no protocol error: the Authenticator counted and logged it.
       if (!status.IsUnauthenticated()) {

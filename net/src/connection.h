@@ -65,6 +65,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using OnClosed = std::function<void(const std::shared_ptr<Connection>&)>;
 
   static constexpr int64_t kLingerMs = 1'000;
+  // The first frame must be a Hello (a few fields, a token of at most 1 KiB): until one is
+  // accepted, a longer frame is refused from its length prefix. So a peer that has not
+  // authenticated cannot make the server hold max_frame_bytes for it.
+  static constexpr size_t kMaxHelloFrameBytes = 16u << 10;
 
   // `socket` must have been accepted onto a strand (its executor serializes this connection).
   Connection(boost::asio::ip::tcp::socket socket, RequestHandler* handler, const Options& options,

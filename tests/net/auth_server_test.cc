@@ -143,6 +143,32 @@ TEST_F(AuthServerTest, RequestsPipelinedBehindARefusedHelloChangeNothing) {
   EXPECT_EQ("NOT_FOUND", Stored("payments", "sneaky"));
 }
 
+// Before its Hello is accepted a peer could announce a frame of max_frame_bytes (4 MiB) and
+// have the server buffer it; a Hello is about a kilobyte. The length prefix alone now refuses it.
+TEST_F(AuthServerTest, AFirstFrameLongerThanAHelloIsRefusedFromItsLengthPrefix) {
+  RawSocket socket(server_->port());
+  ASSERT_TRUE(socket.connected());
+  const uint32_t n = (4u << 20) - 16;  // under the default max_frame_bytes
+  const uint8_t prefix[4] = {uint8_t(n), uint8_t(n >> 8), uint8_t(n >> 16), uint8_t(n >> 24)};
+  ASSERT_TRUE(socket.Send(prefix, 4));
+  std::vector<uint8_t> body;
+  ASSERT_EQ(ReadResult::kFrame, socket.ReadFrame(&body, std::chrono::seconds(5)));
+  const wire::Frame* frame = VerifyFrame(body.data(), body.size());
+  ASSERT_NE(nullptr, frame);
+  const Status error = DecodeError(frame->error());
+  EXPECT_TRUE(error.IsInvalidArgument()) << error.ToString();
+  EXPECT_NE(std::string::npos, error.message().find("(the first frame is a Hello)"))
+      << error.ToString();
+  EXPECT_TRUE(socket.WaitClosed());
+  // Once greeted, a client's frames may be as long as max_frame_bytes again.
+  auto client = Connect(kCheckoutToken);
+  ASSERT_OK(client);
+  const std::string big(64u << 10, 'x');
+  Result<OpResult> r =
+      (*client)->Insert({.ns = "payments", .key = "big", .status = "NEW", .payload = big});
+  ASSERT_OK(r);
+}
+
 TEST_F(AuthServerTest, PastTheFailureLimitEvenAGoodTokenIsRefusedAsRateLimited) {
   Start(3);
   for (int i = 0; i < 3; ++i) {
