@@ -329,7 +329,12 @@ void ClientImpl::Connected() {
 // attempt also sets the time before which calls fail at once instead of connecting.
 void ClientImpl::Disconnect(const Status& why) {
   if (link_ == Link::kConnecting) {
-    next_attempt_at_ = Clock::now() + std::chrono::milliseconds(backoff_ms_);
+    // A refused token is refused again until the server's credentials change, and every refusal
+    // counts against this address's failure limit, which also bars the other clients behind it.
+    const int64_t wait_ms = why.IsUnauthenticated()
+                                ? std::max(backoff_ms_, ClientOptions::kRefusedTokenRetryMs)
+                                : backoff_ms_;
+    next_attempt_at_ = Clock::now() + std::chrono::milliseconds(wait_ms);
     backoff_ms_ = std::min(backoff_ms_ * 2, options_.reconnect_backoff_max_ms);
   }
   link_ = Link::kDown;

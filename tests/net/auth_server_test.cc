@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -369,6 +370,27 @@ TEST_F(AuthServerTest, ARevokedPrincipalsOpenConnectionGetsUnauthenticatedAndIsC
   EXPECT_FALSE(reader->Get({.ns = "payments", .key = "x"}).ok());
   EXPECT_EQ(1, AuthFailures("revoked"));
   EXPECT_TRUE(Connect(kReaderToken).status().IsUnauthenticated());
+}
+
+// A client left with a revoked token reconnected after every backoff (2 s at most), each
+// refused Hello counting against its address's failure limit: within a minute it barred every
+// other client behind the same address. It now tries again after a minute.
+TEST_F(AuthServerTest, AClientWithARefusedTokenDoesNotSpendItsAddresssFailureLimit) {
+  ClientOptions options;
+  options.token = kReaderToken;
+  options.reconnect_backoff_ms = 1;
+  options.reconnect_backoff_max_ms = 2;
+  auto reader = server_->Connect(options);
+  ASSERT_OK(reader);
+  file_.Write("admin " + kAdminToken + " *:read,write,admin\n");
+  ASSERT_OK(server_->server().Reload());
+  EXPECT_TRUE((*reader)->Get({.ns = "payments", .key = "x"}).status().IsUnauthenticated());
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the 2 ms backoff
+    Status s = (*reader)->Get({.ns = "payments", .key = "x"}).status();
+    EXPECT_TRUE(s.IsUnauthenticated()) << s.ToString();
+  }
+  EXPECT_EQ(1, AuthFailures("bad_token"));  // one reconnection, refused; then none for a minute
 }
 
 TEST_F(AuthServerTest, AReloadOfABadFileKeepsTheOldCredentialsAndReturnsTheError) {

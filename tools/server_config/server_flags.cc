@@ -257,8 +257,8 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        "the CAs in this PEM file",
        false, file(&s.tls.client_ca_file)},
       {"auth-timeout", "DUR", FormatDurationMs(server.auth_timeout_ms),
-       "with TLS: close a connection not greeted (TLS handshake done,\n"
-       "Hello accepted) this long after it was accepted",
+       "with TLS or --auth-file: close a connection not greeted (TLS\n"
+       "handshake done, Hello accepted) this long after it was accepted",
        false,
        [&s](std::string_view v) {
          Result<int64_t> ms = ParseDuration("--auth-timeout", v);

@@ -56,9 +56,14 @@ struct ClientOptions {
   // connects again. After a failed attempt the calls fail at once for reconnect_backoff_ms,
   // which doubles with each failed attempt in a row up to reconnect_backoff_max_ms: a client
   // of a server that is down costs it one connection attempt per backoff, not one per call.
+  // A reconnection whose Hello is refused UNAUTHENTICATED (a token the server no longer accepts)
+  // is not tried again for kRefusedTokenRetryMs: calls fail at once meanwhile, so a client left
+  // with a revoked token spends one of its address's failed attempts a minute
+  // (--auth-failure-limit), not one per backoff, and does not lock out the other clients there.
   bool reconnect = true;
   int64_t reconnect_backoff_ms = 100;
   int64_t reconnect_backoff_max_ms = 2'000;
+  static constexpr int64_t kRefusedTokenRetryMs = 60'000;
   // TLS; unset: plain TCP. The TLS handshake counts against connect_timeout_ms.
   std::optional<ClientTlsOptions> tls;
 };
