@@ -1,5 +1,6 @@
-// FailureLimiter: a peer that fails `limit` times is refused until its window (60 s from its
-// first failure) ends; other peers are not affected; the table never holds more than max_peers.
+// FailureLimiter: a peer (an IPv4 address, or an IPv6 /64) that fails `limit` times is refused
+// until its window (60 s from its first failure) ends; other peers are not affected; the table
+// never holds more than max_peers and never drops a blocked peer to make room.
 #include "failure_limiter.h"
 
 #include <memory>
@@ -48,24 +49,83 @@ TEST_F(FailureLimiterTest, FailuresSpreadOverWindowsDoNotAddUp) {
   EXPECT_FALSE(limiter.Blocked("p"));
 }
 
-TEST_F(FailureLimiterTest, AFullTableDropsEndedWindowsFirstThenTheOldest) {
-  FailureLimiter limiter(1, clock_, /*max_peers=*/3);
-  limiter.CountFailure("a");
+TEST_F(FailureLimiterTest, AFullTableDropsEndedWindowsFirstThenTheOldestUnblocked) {
+  FailureLimiter limiter(2, clock_, /*max_peers=*/3);
+  limiter.CountFailure("10.0.0.1");
   clock_->Advance(1'000);
-  limiter.CountFailure("b");
+  limiter.CountFailure("10.0.0.2");
   clock_->Advance(1'000);
-  limiter.CountFailure("c");
+  limiter.CountFailure("10.0.0.3");
   EXPECT_EQ(3u, limiter.peers());
-  limiter.CountFailure("d");  // full, nothing ended: "a", the oldest, goes
+  limiter.CountFailure("10.0.0.4");  // full, nothing ended: .1, the oldest, goes
   EXPECT_EQ(3u, limiter.peers());
-  EXPECT_FALSE(limiter.Blocked("a"));
-  EXPECT_TRUE(limiter.Blocked("b"));
-  EXPECT_TRUE(limiter.Blocked("d"));
+  limiter.CountFailure("10.0.0.1");  // a new window of one failure, where two would block
+  EXPECT_FALSE(limiter.Blocked("10.0.0.1"));
+  limiter.CountFailure("10.0.0.3");
+  EXPECT_TRUE(limiter.Blocked("10.0.0.3"));  // was kept
 
-  clock_->Advance(FailureLimiter::kWindowMs);  // b, c and d have all ended
-  limiter.CountFailure("e");
+  clock_->Advance(FailureLimiter::kWindowMs);  // every window has ended
+  limiter.CountFailure("10.0.0.5");
   EXPECT_EQ(1u, limiter.peers());
-  EXPECT_TRUE(limiter.Blocked("e"));
+}
+
+TEST_F(FailureLimiterTest, NewPeersNeverEvictABlockedPeer) {
+  FailureLimiter limiter(2, clock_, /*max_peers=*/3);
+  limiter.CountFailure("198.51.100.7");  // the oldest entry, and blocked
+  limiter.CountFailure("198.51.100.7");
+  clock_->Advance(1);
+  for (int i = 1; i <= 10; ++i) limiter.CountFailure("203.0.113." + std::to_string(i));
+  EXPECT_TRUE(limiter.Blocked("198.51.100.7"));
+  EXPECT_EQ(3u, limiter.peers());
+}
+
+TEST_F(FailureLimiterTest, WhenEveryEntryIsBlockedANewPeerIsNotTrackedUntilOneEnds) {
+  FailureLimiter limiter(1, clock_, /*max_peers=*/2);
+  limiter.CountFailure("10.0.0.1");
+  clock_->Advance(1'000);
+  limiter.CountFailure("10.0.0.2");
+  limiter.CountFailure("10.0.0.3");  // no room: not tracked, so not blocked
+  EXPECT_EQ(2u, limiter.peers());
+  EXPECT_FALSE(limiter.Blocked("10.0.0.3"));
+  EXPECT_TRUE(limiter.Blocked("10.0.0.1"));
+  EXPECT_TRUE(limiter.Blocked("10.0.0.2"));
+
+  clock_->Advance(FailureLimiter::kWindowMs - 1'000);  // .1's window ends; .2's does not
+  limiter.CountFailure("10.0.0.3");
+  EXPECT_TRUE(limiter.Blocked("10.0.0.3"));
+  EXPECT_TRUE(limiter.Blocked("10.0.0.2"));
+  EXPECT_EQ(2u, limiter.peers());
+}
+
+TEST_F(FailureLimiterTest, AnIpv4MappedAddressIsTheSamePeerAsItsIpv4Form) {
+  FailureLimiter limiter(1, clock_);
+  limiter.CountFailure("127.0.0.1");                 // e.g. the HTTP listener bound to 0.0.0.0
+  EXPECT_TRUE(limiter.Blocked("::ffff:127.0.0.1"));  // the binary listener bound to ::
+  limiter.CountFailure("::ffff:10.0.0.1");
+  EXPECT_TRUE(limiter.Blocked("10.0.0.1"));
+}
+
+TEST_F(FailureLimiterTest, AddressesOfOneIpv6Slash64AreOnePeer) {
+  FailureLimiter limiter(1, clock_);
+  limiter.CountFailure("2001:db8::1");
+  EXPECT_TRUE(limiter.Blocked("2001:db8::ffff:ffff:ffff:ffff"));  // same /64: one host's allocation
+  EXPECT_FALSE(limiter.Blocked("2001:db8:0:1::1"));               // the next /64
+}
+
+TEST_F(FailureLimiterTest, OneSlash64CannotFlushOtherPeersBlocks) {
+  FailureLimiter limiter(1, clock_, /*max_peers=*/100);
+  limiter.CountFailure("198.51.100.7");
+  clock_->Advance(1);
+  for (int i = 0; i < 100; ++i) limiter.CountFailure("2001:db8::" + std::to_string(i + 1));
+  EXPECT_TRUE(limiter.Blocked("198.51.100.7"));
+  EXPECT_EQ(2u, limiter.peers());
+}
+
+TEST_F(FailureLimiterTest, APeerThatIsNotAnIpAddressIsKeyedAsGiven) {
+  FailureLimiter limiter(1, clock_);
+  limiter.CountFailure("");  // the HTTP server's "unknown"
+  EXPECT_TRUE(limiter.Blocked(""));
+  EXPECT_FALSE(limiter.Blocked("10.0.0.1"));
 }
 
 }  // namespace
