@@ -34,29 +34,28 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
   const size_t n = request.count;
   const auto received = request.received;
   if (request.errors) request.errors->resize(n);
+  // Every op's type, for OnApplied (an op that did not decode counts as "unknown"), indexed
+  // like the request.
+  std::vector<OpType> types(n, static_cast<OpType>(0));
+  for (size_t i = 0, next = 0; i < n; ++i) {
+    if (!request.errors || !(*request.errors)[i]) types[i] = request.ops[next++].type;
+  }
   if (request.principal) {
     if (auto denied = DeniedResults(*request.principal, request)) {
       if (metrics_) metrics_->PermissionDenied();
-      std::vector<OpType> types(n, static_cast<OpType>(0));
-      for (size_t i = 0, next = 0; i < n; ++i) {
-        if (!request.errors || !(*request.errors)[i]) types[i] = request.ops[next++].type;
-      }
       OnApplied(transport, types, Status::Ok(), *denied,
                 std::chrono::steady_clock::now() - received);
       done(Status::Ok(), std::move(*denied));
       return;
     }
   }
-  // Ops that wait for their key's holder (op_waiter.h), kept past the Submit that takes the
-  // ops; and every op's type, for OnApplied (an op that did not decode counts as "unknown").
-  // Both indexed like the request.
+  // Ops that wait for their key's holder (op_waiter.h), kept past the Submit that takes the ops.
   struct Wait {
     size_t index;
     std::chrono::milliseconds wait;
     OpWaiter::Ticket ticket;
   };
   std::shared_ptr<std::vector<Wait>> waits;
-  std::vector<OpType> types(n, static_cast<OpType>(0));
   // A waiting Lock queued behind others is left out of the batch (it is applied in its turn):
   // the ops kept are moved down in place, and its place gets a stand-in result, replaced by its
   // wait's answer.
@@ -64,7 +63,6 @@ void ApplyPath::Apply(Transport transport, DecodedOps request, Done done) {
   for (size_t i = 0, next = 0; i < n; ++i) {
     if (request.errors && (*request.errors)[i]) continue;
     Op& op = request.ops[next++];
-    types[i] = op.type;
     if (waiter_ && WaitsForHolder(op)) {
       OpWaiter::Ticket ticket = waiter_->Arrive(op);
       const bool valid = ticket.status().ok();

@@ -5,6 +5,7 @@
 
 #include <boost/asio/ssl.hpp>
 
+#include "listen_socket.h"
 #include "tls_context.h"
 
 namespace idem {
@@ -31,11 +32,10 @@ Connection::Connection(tcp::socket socket, RequestHandler* handler, const Option
       parser_(std::min(options.max_frame_bytes, kMaxHelloFrameBytes)),
       state_(options.tls ? State::kHandshaking : State::kOpen) {
   if (options_.tls) tls_ = std::make_unique<TlsLayer>(socket_, *options_.tls);
+  PeerIdentity peer = DescribePeer(socket_);
+  peer_ = std::move(peer.name);
+  session_.peer_address = std::move(peer.address);
   boost::system::error_code ec;
-  tcp::endpoint remote = socket_.remote_endpoint(ec);
-  peer_ = ec ? std::string("unknown peer")
-             : remote.address().to_string() + ":" + std::to_string(remote.port());
-  if (!ec) session_.peer_address = remote.address().to_string();
   socket_.set_option(tcp::no_delay(true), ec);  // responses are small and latency-bound
 }
 

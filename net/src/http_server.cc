@@ -21,17 +21,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-namespace {
-
-// The peer's IP address (failed authentications count against it); "" when unknown.
-std::string PeerAddress(const tcp::socket& socket) {
-  boost::system::error_code ec;
-  tcp::endpoint remote = socket.remote_endpoint(ec);
-  return ec ? std::string() : remote.address().to_string();
-}
-
-}  // namespace
-
 // One accepted socket. Behind this interface so that the server holds plain and TLS connections
 // alike (BasicHttpConnection below).
 class HttpConnection {
@@ -54,13 +43,13 @@ class BasicHttpConnection final : public HttpConnection,
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
   BasicHttpConnection(tcp::socket socket, HttpServer* server) requires(!kTls)
-      : peer_address_(PeerAddress(socket)),
+      : peer_(DescribePeer(socket)),
         stream_(std::move(socket)),
         server_(server),
         buffer_(BufferLimit(server)) {}
   BasicHttpConnection(tcp::socket socket, HttpServer* server,
                       std::shared_ptr<asio::ssl::context> tls) requires(kTls)
-      : peer_address_(PeerAddress(socket)),
+      : peer_(DescribePeer(socket)),
         tls_(std::move(tls)),
         stream_(std::move(socket), *tls_),
         server_(server),
@@ -145,11 +134,7 @@ class BasicHttpConnection final : public HttpConnection,
     if (tls.peer_log) {
       LogRecord record(LogLevel::kWarn, timed_out ? "auth_timeout" : "tls_handshake_failed",
                        "HTTP: TLS handshake failed: " + reason + "; closing");
-      boost::system::error_code peer_ec;
-      const tcp::endpoint peer = Lowest().socket().remote_endpoint(peer_ec);
-      record.With("peer", peer_ec ? std::string("unknown peer")
-                                  : peer.address().to_string() + ":" + std::to_string(peer.port()));
-      record.With("listener", "http").With("reason", reason);
+      record.With("peer", peer_.name).With("listener", "http").With("reason", reason);
       tls.peer_log(record);
     }
     CloseNow();
@@ -207,7 +192,7 @@ class BasicHttpConnection final : public HttpConnection,
     keep_alive_ = request.keep_alive() && !draining_;
     busy_ = true;
     Lowest().expires_never();  // the engine's time is not the client's idleness
-    server_->handler_->Handle(request, peer_address_,
+    server_->handler_->Handle(request, peer_.address,
                               [self = this->shared_from_this()](HttpResponse response) {
                                 asio::post(self->stream_.get_executor(),
                                            [self, response = std::move(response)]() mutable {
@@ -275,7 +260,7 @@ class BasicHttpConnection final : public HttpConnection,
     server_->OnClosed(this);
   }
 
-  const std::string peer_address_;
+  const PeerIdentity peer_;  // read at accept
   // TLS: the context this connection's session was made with, kept while it lives (a reload
   // swaps the server's). Declared before stream_, which refers to it.
   std::shared_ptr<asio::ssl::context> tls_;

@@ -28,4 +28,13 @@ Result<uint16_t> OpenListenSocket(boost::asio::ip::tcp::acceptor& acceptor, cons
   return acceptor.local_endpoint(ec).port();
 }
 
+PeerIdentity DescribePeer(const boost::asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const boost::asio::ip::tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return {"", "unknown peer"};
+  std::string address = remote.address().to_string();
+  std::string name = address + ":" + std::to_string(remote.port());
+  return {std::move(address), std::move(name)};
+}
+
 }  // namespace idem
