@@ -61,6 +61,7 @@ class ServerImpl final : public Server {
 
   uint16_t port() const override { return port_; }
   uint16_t http_port() const override { return http_ ? http_->port() : 0; }
+  uint16_t gateway_port() const override { return 0; }
   std::string address() const override {
     return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
                                                          : options_.host) +
@@ -530,6 +531,7 @@ std::string ServerImpl::MetricsTextOf(ServingEngine* engine) {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::Listen(ServerOptions options) {
+  if (options.gateway) return Status::InvalidArgument("the gateway is not available yet");
   auto server = std::make_unique<ServerImpl>(std::move(options));
   if (Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<Server>(std::move(server));

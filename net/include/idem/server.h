@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "idem/log.h"
 #include "idem/options.h"
@@ -62,6 +63,48 @@ struct TlsOptions {
   // Mutual TLS: clients must present a certificate signed by one of the CAs in this file.
   // Empty: clients are not asked for one.
   std::string client_ca_file;
+};
+
+// The Idempotency-Key gateway (docs/gateway.md): an HTTP/1.1 reverse proxy in front of one
+// upstream service that makes its requests idempotent without changing it. A request the route
+// covers (its method and path) with an `Idempotency-Key` header runs once: the first is
+// forwarded while its attempt (Begin/Complete/Abort in `route.ns`) holds a lease, kept alive by
+// heartbeats; duplicates get the stored status, headers and body byte for byte with
+// `Idempotent-Replayed: true`, or 409 (or a wait) while the first is in flight, or 422 when
+// their request differs from the first (its fingerprint). Other requests pass through.
+struct GatewayRoute {
+  std::vector<std::string> methods = {"POST", "PATCH"};  // others pass through
+  std::vector<std::string> path_prefixes;                // covered paths; empty: every path
+  bool require_key = false;    // a covered request without the header: 400 problem+json
+  std::string ns = "gateway";  // the namespace of the route's records (its retention applies)
+  // Whose keys these are: the key is scoped by a hash of this header's value, so two clients
+  // sending the same key never share a record. Empty: every client shares one scope.
+  std::string identity_header = "Authorization";
+  // Request headers that are part of the fingerprint besides method, path, query and body.
+  std::vector<std::string> fingerprint_headers = {"Content-Type"};
+  // Response headers stored and replayed (with the status and body); others are not replayed.
+  std::vector<std::string> replay_headers = {"Content-Type", "Location"};
+  int64_t lease_ms = 30'000;  // the attempt's lease; heartbeats renew it every lease_ms / 3
+  // A duplicate of a request in flight: 409 with Retry-After at once (wait_ms 0), or wait up to
+  // wait_ms for the first to finish and answer as a duplicate after completion (409 if it has
+  // not).
+  int64_t wait_ms = 0;
+  // A 5xx from the upstream: stored and replayed like any response (true), or the attempt is
+  // aborted so that a retry runs the request again (false).
+  bool store_server_errors = false;
+};
+
+struct GatewayOptions {
+  std::string host = "127.0.0.1";  // an IP address; not a loopback one needs allow_remote
+  uint16_t port = 7880;            // 0: an ephemeral port (see Server::gateway_port())
+  std::string upstream;            // http://HOST:PORT (an IP address or a name resolved once)
+  GatewayRoute route;
+  size_t max_connections = 1024;             // client connections; one more gets 503 and is closed
+  size_t max_header_bytes = 16u << 10;       // request or upstream response headers
+  size_t max_request_body_bytes = 1u << 20;  // more: 413 (the fingerprint needs the whole body)
+  size_t max_stored_response_bytes = 1u << 20;  // a larger response is passed on, not stored
+  int64_t upstream_timeout_ms = 30'000;  // no complete upstream response by then: 504, aborted
+  int64_t idle_timeout_ms = 60'000;      // as HttpListenerOptions::idle_timeout_ms
 };
 
 struct ServerOptions {
@@ -107,6 +150,8 @@ struct ServerOptions {
   Limits limits;
   // The HTTP listener; unset: none.
   std::optional<HttpListenerOptions> http;
+  // The Idempotency-Key gateway; unset: none.
+  std::optional<GatewayOptions> gateway;
   // TLS on both listeners; unset: plain TCP. A file that cannot be used fails Listen() with an
   // error naming it (TLS 1.2 or 1.3 only: tls_context.h has the policy).
   std::optional<TlsOptions> tls;
@@ -156,6 +201,8 @@ class Server {
   virtual std::string address() const = 0;
   // The HTTP listener's bound port; 0 without one (options.http unset).
   virtual uint16_t http_port() const = 0;
+  // The gateway's bound port; 0 without one (options.gateway unset).
+  virtual uint16_t gateway_port() const = 0;
 
   // Re-reads the files the options name and applies them to what follows, first the TLS files
   // (ServerOptions::tls: connections accepted afterwards use the new certificate, key and client
