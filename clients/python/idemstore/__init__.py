@@ -10,12 +10,13 @@ exceptions (idemstore.errors). Client is thread-safe and pipelined; idemstore.ai
 asyncio client; @idempotent runs a function once per key.
 """
 from . import errors, ops
+from .client import Client
 from .tls import TlsOptions
 from .types import HelloInfo, OpError, OpResult, OpType, Outcome, Record, RecordKind, StatusCode
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "TlsOptions", "Outcome", "RecordKind", "StatusCode", "OpType", "Record", "OpResult",
+    "Client", "TlsOptions", "Outcome", "RecordKind", "StatusCode", "OpType", "Record", "OpResult",
     "OpError", "HelloInfo", "ops", "errors", "__version__",
 ]
