@@ -361,12 +361,13 @@ def _record(r, budget: _Budget) -> Record:
 def _op_answer(r, budget: _Budget) -> OpAnswer:
     e = r.Error()
     if e is not None:
+        _table(e, "Error")
+        message = _str(e, _ERROR_MESSAGE, "Error.message", budget)
         try:
-            code, message = _error(e, budget)
-        except errors.ProtocolError as bad:
-            # The frame decodes but this op's error does not: this op alone is CORRUPTION.
-            return OpError(StatusCode.CORRUPTION, bad.message)
-        return OpError(code, message)
+            return OpError(_status_code(e.Code()), message)
+        except errors.ProtocolError as unknown:
+            # A well-formed error with a code this client does not know: that op's CORRUPTION.
+            return OpError(StatusCode.CORRUPTION, f"{unknown.message}: {message}")
     outcome = r.Outcome()
     try:
         outcome = Outcome(outcome)
