@@ -58,7 +58,8 @@ class ServerProcess:
              *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=_die_with_parent, text=True)
-        threading.Thread(target=self._drain, args=(self._proc,), daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, args=(self._proc,), daemon=True)
+        self._drainer.start()
         if not self._started.wait(20) or self._proc.poll() is not None:
             self.kill()
             raise AssertionError(f"idemstored did not start:\n{self.output()}")
@@ -76,12 +77,20 @@ class ServerProcess:
     def stop(self):
         """SIGTERM, then waits for the exit status (0 after a clean shutdown)."""
         self._proc.send_signal(signal.SIGTERM)
-        return self._proc.wait(30)
+        return self._reap()
 
     def kill(self):
+        """SIGKILL: the server dies at once, with whatever it was doing."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
-            self._proc.wait(30)
+        if self._proc is not None:
+            self._reap()
+
+    def _reap(self):
+        status = self._proc.wait(30)
+        self._drainer.join(30)
+        self._proc.stdout.close()
+        return status
 
 
 def wait_until(condition, timeout=10.0, what="condition"):
