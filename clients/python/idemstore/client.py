@@ -433,6 +433,10 @@ class Client:
             self._close_quietly(sock)
             raise errors.TimeoutError(f"connect to {self.address}: no handshake within "
                                       f"{self.connect_timeout:g} s") from None
+        except ssl.SSLCertVerificationError as e:
+            self._close_quietly(sock)
+            raise errors.ConnectionError(f"TLS handshake with {self.address} failed: certificate "
+                                         f"verify failed ({e.verify_message})") from None
         except ssl.SSLError as e:
             self._close_quietly(sock)
             raise errors.ConnectionError(

@@ -29,17 +29,23 @@ class TlsOptions:
                                "TLS: cert_file and key_file go together (mutual TLS)")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the chain and the host name
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        try:
-            if self.ca_file:
-                ctx.load_verify_locations(cafile=self.ca_file)
-            else:
-                ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-            if self.cert_file:
-                ctx.load_cert_chain(self.cert_file, self.key_file)
-        except (OSError, ssl.SSLError) as e:
-            raise errors.Error(StatusCode.INVALID_ARGUMENT, f"TLS: cannot use "
-                               f"{getattr(e, 'filename', None) or 'the files given'}: {e}") from None
+        if self.ca_file:
+            _load(self.ca_file, lambda: ctx.load_verify_locations(cafile=self.ca_file))
+        else:
+            ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        if self.cert_file:
+            _load(f"{self.cert_file} and {self.key_file}",
+                  lambda: ctx.load_cert_chain(self.cert_file, self.key_file))
         return ctx
+
+
+def _load(what: str, load) -> None:
+    try:
+        load()
+    except (OSError, ssl.SSLError) as e:
+        reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or str(e)
+        raise errors.Error(StatusCode.INVALID_ARGUMENT, f"TLS: cannot use {what}: {reason}") \
+            from None
 
 
 def client_context(tls: "TlsOptions | ssl.SSLContext | None") -> Optional[ssl.SSLContext]:
