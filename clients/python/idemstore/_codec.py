@@ -169,24 +169,13 @@ def _op(b: flatbuffers.Builder, op: Op) -> int:
     _Op.AddType(b, int(op.type))
     _Op.AddNs(b, ns)
     _Op.AddKey(b, key)
-    if status is not None:
-        _Op.AddStatus(b, status)
-    if payload is not None:
-        _Op.AddPayload(b, payload)
-    if fingerprint is not None:
-        _Op.AddFingerprint(b, fingerprint)
-    if op.ttl_ms is not None:
-        _Op.AddTtlMs(b, op.ttl_ms)
-    if condition is not None:
-        _Op.AddCondition(b, condition)
-    if update is not None:
-        _Op.AddUpdate(b, update)
-    if owner is not None:
-        _Op.AddOwner(b, owner)
-    if op.lease_ms is not None:
-        _Op.AddLeaseMs(b, op.lease_ms)
-    if op.wait_ms is not None:
-        _Op.AddWaitMs(b, op.wait_ms)
+    for add, value in ((_Op.AddStatus, status), (_Op.AddPayload, payload),
+                       (_Op.AddFingerprint, fingerprint), (_Op.AddTtlMs, op.ttl_ms),
+                       (_Op.AddCondition, condition), (_Op.AddUpdate, update),
+                       (_Op.AddOwner, owner), (_Op.AddLeaseMs, op.lease_ms),
+                       (_Op.AddWaitMs, op.wait_ms)):
+        if value is not None:  # absent, not a default: ttl_ms etc. are optional scalars
+            add(b, value)
     return _Op.End(b)
 
 

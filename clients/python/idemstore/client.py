@@ -192,6 +192,9 @@ class _Connection:
                       else errors.EffectUnknownError(e.message, e.code))
         except (OSError, ssl.SSLError) as e:
             self.fail(errors.EffectUnknownError(f"read from {self._address}: {e}"))
+        except Exception as e:  # noqa: BLE001 - a bug here must not leave callers waiting
+            self.fail(errors.EffectUnknownError(f"reader of {self._address} failed: {e!r}"))
+            raise
 
     def _dispatch(self, reply: _codec.Reply) -> None:
         if reply.request_id == 0:
@@ -302,6 +305,11 @@ class Client:
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.fail(errors.EffectUnknownError("client closed", StatusCode.SHUTDOWN))
+
+    def __del__(self) -> None:
+        # A Client dropped without close() must not leave its connection and reader behind.
+        if getattr(self, "_conn", None) is not None:
+            self.close()
 
     def __enter__(self) -> "Client":
         return self
