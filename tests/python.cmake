@@ -12,7 +12,9 @@ set(IDEM_PYTHON_TEST_MODULES
     test_client          # every outcome, concurrency, pipelining
     test_client_failures # restart, kill mid-call, timeouts, a scripted peer
     test_tls             # TLS and tokens (certificates made with the openssl command)
-    test_install)        # pip install into a venv, offline
+    test_install         # pip install into a venv, offline
+    test_aio             # the asyncio client: the same behaviours, fewer of them
+    test_idempotent)     # @idempotent and the Idempotency context managers
 foreach(module ${IDEM_PYTHON_TEST_MODULES})
   add_test(NAME python_${module}
            COMMAND ${IDEM_PYTHON} -m unittest discover -s ${IDEM_PYTHON_CLIENT_DIR}/tests
