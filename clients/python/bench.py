@@ -162,147 +162,126 @@ def timed_threads(n_threads, seconds, work):
     return sum(counts) / (time.perf_counter() - began)
 
 
-def timed_tasks(n_tasks, seconds, work):
+async def timed_tasks(n_tasks, seconds, work):
     """Runs the coroutine work(deadline) -> ops in n_tasks tasks; returns ops per second."""
-
-    async def main():
-        began = time.perf_counter()
-        deadline = began + seconds
-        counts = await asyncio.gather(*(work(deadline) for _ in range(n_tasks)))
-        return sum(counts) / (time.perf_counter() - began)
-
-    return asyncio.run(main())
+    began = time.perf_counter()
+    deadline = began + seconds
+    counts = await asyncio.gather(*(work(deadline) for _ in range(n_tasks)))
+    return sum(counts) / (time.perf_counter() - began)
 
 
-class IdemSide:
+class Side:
+    """One system's four modes, each inserting new keys for --seconds; a subclass makes the
+    calls: insert(key), insert_batch(keys), and for asyncio open_async(), insert_async(client,
+    key), close_async(client)."""
+
+    def __init__(self, args):
+        self.args = args
+        self.keys = Keys("py-bench-")
+
+    def _one_at_a_time(self, deadline):
+        n = 0
+        while time.perf_counter() < deadline:
+            for key in self.keys.take(100):
+                self.insert(key)
+            n += 100
+        return n
+
+    def single(self):
+        return timed_threads(1, self.args.seconds, self._one_at_a_time)
+
+    def threads(self):
+        return timed_threads(self.args.threads, self.args.seconds, self._one_at_a_time)
+
+    def batch(self):
+        def work(deadline):
+            n = 0
+            while time.perf_counter() < deadline:
+                self.insert_batch(self.keys.take(self.args.batch))
+                n += self.args.batch
+            return n
+
+        return timed_threads(1, self.args.seconds, work)
+
+    def asyncio(self):
+        async def run():
+            client = self.open_async()
+
+            async def work(deadline):
+                n = 0
+                while time.perf_counter() < deadline:
+                    for key in self.keys.take(10):
+                        await self.insert_async(client, key)
+                    n += 10
+                return n
+
+            try:
+                return await timed_tasks(self.args.tasks, self.args.seconds, work)
+            finally:
+                await self.close_async(client)
+
+        return asyncio.run(run())
+
+
+class IdemSide(Side):
     name = "idemstore"
 
     def __init__(self, address, args):
-        self.address, self.args = address, args
-        self.keys = Keys("py-bench-")
+        super().__init__(args)
+        self.address = address
         self.client = idemstore.Client(address, timeout=30.0)
 
     def close(self):
         self.client.close()
 
-    def _insert_loop(self, deadline):
-        n = 0
-        client, keys = self.client, self.keys
-        while time.perf_counter() < deadline:
-            for key in keys.take(100):
-                client.insert(NAMESPACE, key, status="DONE", payload=PAYLOAD, ttl_ms=TTL_MS)
-            n += 100
-        return n
+    def insert(self, key):
+        self.client.insert(NAMESPACE, key, status="DONE", payload=PAYLOAD, ttl_ms=TTL_MS)
 
-    def single(self):
-        return timed_threads(1, self.args.seconds, self._insert_loop)
+    def insert_batch(self, keys):
+        self.client.apply([ops.insert(NAMESPACE, key, status="DONE", payload=PAYLOAD,
+                                      ttl_ms=TTL_MS) for key in keys])
 
-    def threads(self):
-        return timed_threads(self.args.threads, self.args.seconds, self._insert_loop)
+    def open_async(self):
+        return aio.Client(self.address, timeout=30.0)
 
-    def batch(self):
-        size = self.args.batch
+    async def insert_async(self, client, key):
+        await client.insert(NAMESPACE, key, status="DONE", payload=PAYLOAD, ttl_ms=TTL_MS)
 
-        def loop(deadline):
-            n = 0
-            while time.perf_counter() < deadline:
-                self.client.apply([ops.insert(NAMESPACE, key, status="DONE", payload=PAYLOAD,
-                                              ttl_ms=TTL_MS) for key in self.keys.take(size)])
-                n += size
-            return n
-
-        return timed_threads(1, self.args.seconds, loop)
-
-    def asyncio(self):
-        async def run():
-            client = aio.Client(self.address, timeout=30.0)
-            try:
-                async def loop(deadline):
-                    n = 0
-                    while time.perf_counter() < deadline:
-                        for key in self.keys.take(10):
-                            await client.insert(NAMESPACE, key, status="DONE", payload=PAYLOAD,
-                                                ttl_ms=TTL_MS)
-                        n += 10
-                    return n
-
-                began = time.perf_counter()
-                deadline = began + self.args.seconds
-                counts = await asyncio.gather(*(loop(deadline) for _ in range(self.args.tasks)))
-                return sum(counts) / (time.perf_counter() - began)
-            finally:
-                await client.close()
-
-        return asyncio.run(run())
+    async def close_async(self, client):
+        await client.close()
 
 
-class RedisSide:
+class RedisSide(Side):
     name = "redis"
+    EX = TTL_MS // 1000
 
     def __init__(self, port, args):
         import redis
-        self.redis, self.port, self.args = redis, port, args
-        self.keys = Keys("py-bench-")
-        self.client = redis.Redis(host="127.0.0.1", port=port,
-                                  max_connections=max(args.threads, 1) + 1)
+        super().__init__(args)
+        self.port = port
+        self.client = redis.Redis(host="127.0.0.1", port=port, max_connections=args.threads + 1)
 
     def close(self):
         self.client.close()
 
-    def _set_loop(self, deadline):
-        n = 0
-        client, keys, ex = self.client, self.keys, TTL_MS // 1000
-        while time.perf_counter() < deadline:
-            for key in keys.take(100):
-                client.set(key, PAYLOAD, nx=True, ex=ex)
-            n += 100
-        return n
+    def insert(self, key):
+        self.client.set(key, PAYLOAD, nx=True, ex=self.EX)
 
-    def single(self):
-        return timed_threads(1, self.args.seconds, self._set_loop)
+    def insert_batch(self, keys):
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.set(key, PAYLOAD, nx=True, ex=self.EX)
+        pipe.execute()
 
-    def threads(self):
-        return timed_threads(self.args.threads, self.args.seconds, self._set_loop)
-
-    def batch(self):
-        size, ex = self.args.batch, TTL_MS // 1000
-
-        def loop(deadline):
-            n = 0
-            while time.perf_counter() < deadline:
-                pipe = self.client.pipeline(transaction=False)
-                for key in self.keys.take(size):
-                    pipe.set(key, PAYLOAD, nx=True, ex=ex)
-                pipe.execute()
-                n += size
-            return n
-
-        return timed_threads(1, self.args.seconds, loop)
-
-    def asyncio(self):
+    def open_async(self):
         from redis import asyncio as aioredis
-        ex = TTL_MS // 1000
+        return aioredis.Redis(host="127.0.0.1", port=self.port, max_connections=self.args.tasks + 1)
 
-        async def run():
-            client = aioredis.Redis(host="127.0.0.1", port=self.port,
-                                    max_connections=self.args.tasks + 1)
-            try:
-                async def loop(deadline):
-                    n = 0
-                    while time.perf_counter() < deadline:
-                        for key in self.keys.take(10):
-                            await client.set(key, PAYLOAD, nx=True, ex=ex)
-                        n += 10
-                    return n
+    async def insert_async(self, client, key):
+        await client.set(key, PAYLOAD, nx=True, ex=self.EX)
 
-                began = time.perf_counter()
-                deadline = began + self.args.seconds
-                counts = await asyncio.gather(*(loop(deadline) for _ in range(self.args.tasks)))
-                return sum(counts) / (time.perf_counter() - began)
-            finally:
-                await client.close()
-
-        return asyncio.run(run())
+    async def close_async(self, client):
+        await client.close()
 
 
 def main():
@@ -359,10 +338,11 @@ def main():
     for side in sides:
         side.close()
 
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nPython {sys.version.split()[0]}, idemstored --durability {args.durability}"
           f"{', redis appendfsync everysec' if len(sides) > 1 else ''}; median of {args.rounds}"
           f" rounds of {args.seconds:g} s; threads {args.threads}, tasks {args.tasks}, "
-          f"batch {args.batch}\n")
+          f"batch {args.batch}; load average at the end {load} on {os.cpu_count()} CPUs\n")
     header = "| mode | idemstore ops/s |" + (" redis ops/s | idemstore ÷ redis |"
                                               if len(sides) > 1 else "")
     print(header)

@@ -11,6 +11,8 @@ asyncio client; @idempotent runs a function once per key.
 """
 from . import errors, ops
 from .client import Client
+from .idempotent import (AsyncIdempotency, ExpiredError, Idempotency, JsonSerializer,
+                         ReplayedFailureError, idempotent)
 from .tls import TlsOptions
 from .types import HelloInfo, OpError, OpResult, OpType, Outcome, Record, RecordKind, StatusCode
 
@@ -19,4 +21,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "TlsOptions", "Outcome", "RecordKind", "StatusCode", "OpType", "Record", "OpResult",
     "OpError", "HelloInfo", "ops", "errors", "__version__",
+    "idempotent", "Idempotency", "AsyncIdempotency", "JsonSerializer", "ExpiredError",
+    "ReplayedFailureError",
 ]

@@ -37,7 +37,6 @@ import json
 import os
 import socket
 import threading
-import time
 from typing import Any, Callable, Protocol
 
 from . import errors
@@ -196,54 +195,13 @@ class _Plan:
             raise self.fence_lost(fence, result)
 
 
-# ---- Synchronous attempts -------------------------------------------------------------------
+# ---- Attempts: the state and decisions shared by both forms ------------------------------------
 
 
-class _HeartbeatThread:
-    """Renews the lease every interval until stopped or the fence is lost. Transport errors are
-    retried at the next tick: the lease outlasts two of them by default (interval lease/3)."""
-
-    def __init__(self, client, plan: _Plan, fence: int):
-        self._client, self._plan, self._fence = client, plan, fence
-        self._stop = threading.Event()
-        self.lost: FenceError | None = None  # set once, by the thread
-        self.lost_event = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"idemstore-heartbeat {plan.where()}")
-        self._thread.start()
-
-    def _run(self) -> None:
-        interval = self._plan.heartbeat_ms / 1000
-        while not self._stop.wait(interval):
-            try:
-                result = self._client.heartbeat(ns=self._plan.ns, key=self._plan.key,
-                                                fence=self._fence, lease_ms=self._plan.lease_ms)
-            except errors.Error:
-                continue
-            if result.outcome != Outcome.APPLIED:
-                self.lost = self._plan.fence_lost(self._fence, result)
-                self.lost_event.set()
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
-
-
-class Idempotency:
-    """One key's attempt around a block of code, for the synchronous Client:
-
-        with Idempotency(client, "orders", order_id, fingerprint=digest) as attempt:
-            if attempt.replayed:
-                return attempt.result
-            return attempt.complete(charge(order_id, amount))
-
-    Entering begins the attempt (raising MismatchError, InProgressError, ExpiredError or
-    ReplayedFailureError for those answers). complete(value) stores the value and returns what
-    a replay returns; FenceError if the attempt was lost. Leaving with an exception aborts the
-    attempt; leaving without complete() aborts it and raises RuntimeError (a bug in the block).
-    """
+class _Attempt:
+    """One key's attempt: its state and what each answer means. Idempotency and
+    AsyncIdempotency add only the calls (blocking with a heartbeat thread, or coroutines with a
+    heartbeat task)."""
 
     def __init__(self, client, ns: str, key: str | bytes, *, fingerprint: bytes = b"",
                  lease_ms: int = 30_000, in_progress: str = "wait", wait_ms: int = 10_000,
@@ -254,8 +212,8 @@ class Idempotency:
                            in_progress=in_progress, wait_ms=wait_ms,
                            serializer=serializer or JsonSerializer(), owner=owner,
                            heartbeat_ms=heartbeat_ms, ttl_ms=ttl_ms)
-        self._heartbeat: _HeartbeatThread | None = None
         self._held = False
+        self._lost: FenceError | None = None  # set by the heartbeat when it finds a takeover
         self.replayed = False
         self.result: Any = None
         self.fence: int | None = None
@@ -263,71 +221,128 @@ class Idempotency:
     @property
     def lost(self) -> bool:
         """Whether a heartbeat found the attempt taken over: long work may stop early."""
-        return self._heartbeat is not None and self._heartbeat.lost is not None
+        return self._lost is not None
 
-    def __enter__(self) -> "Idempotency":
-        plan = self._plan
-        started, value = plan.on_begin(self._client.begin(**plan.begin_args()))
+    def _began(self, result) -> bool:
+        """Takes Begin's answer; True when the attempt is ours and wants a heartbeat."""
+        started, value = self._plan.on_begin(result)
         if not started:
             self.replayed, self.result = True, value
-            return self
+            return False
         self._held, self.fence = True, value.fence
-        if plan.heartbeat_ms > 0:
-            self._heartbeat = _HeartbeatThread(self._client, plan, self.fence)
-        return self
+        return self._plan.heartbeat_ms > 0
 
-    def complete(self, value: Any) -> Any:
-        """Stores `value` (serialized) as the key's result; returns serializer.loads() of it."""
+    def _heartbeat_args(self) -> dict:
+        return dict(ns=self._plan.ns, key=self._plan.key, fence=self.fence,
+                    lease_ms=self._plan.lease_ms)
+
+    def _kept(self, heartbeat_result) -> bool:
+        """Takes a heartbeat's answer; False once the attempt is lost (no more heartbeats)."""
+        if heartbeat_result.outcome == Outcome.APPLIED:
+            return True
+        self._lost = self._plan.fence_lost(self.fence, heartbeat_result)
+        return False
+
+    def _result_bytes(self, value: Any) -> bytes:
         if not self._held:
             raise RuntimeError(f"{self._plan.where()}: complete() without a held attempt")
-        data = self._plan.serializer.dumps(value)
-        self._stop_heartbeat()
-        if self._heartbeat is not None and self._heartbeat.lost is not None:
-            self._held = False
-            raise self._heartbeat.lost
-        # Not held from here on: a Complete whose fate is unknown (a timeout, a dropped
-        # connection) is not followed by an Abort that could undo a stored result.
+        return self._plan.serializer.dumps(value)
+
+    def _complete_args(self, data: bytes) -> dict:
+        """For the Complete, once the heartbeat has stopped. The attempt is not held from here
+        on: a Complete whose fate is unknown (a timeout, a dropped connection) is not followed
+        by an Abort that could undo a stored result."""
         self._held = False
-        result = self._client.complete(ns=self._plan.ns, key=self._plan.key, fence=self.fence,
-                                       payload=data, ttl_ms=self._plan.ttl_ms)
+        if self._lost is not None:
+            raise self._lost
+        return dict(ns=self._plan.ns, key=self._plan.key, fence=self.fence, payload=data,
+                    ttl_ms=self._plan.ttl_ms)
+
+    def _completed(self, result, data: bytes) -> Any:
         self._plan.on_complete(self.fence, result)
         self.result = self._plan.serializer.loads(data)
         return self.result
+
+    def _abort_args(self, exc: BaseException | None) -> dict:
+        """For the Abort when the block ends while the attempt is held. The payload is what a
+        namespace that remembers failures keeps (ReplayedFailureError)."""
+        self._held = False
+        payload = b"" if exc is None else json.dumps(
+            {"error": type(exc).__name__, "message": str(exc)[:1000]}).encode()
+        return dict(ns=self._plan.ns, key=self._plan.key, fence=self.fence, payload=payload)
+
+    def _after_abort(self, exc: BaseException | None, abort_error: errors.Error | None) -> bool:
+        """__exit__'s answer once the Abort was sent: the block's exception goes on (with a note
+        if the Abort failed too); a block that ended without complete() is a bug."""
+        if abort_error is not None:
+            if exc is None:
+                raise abort_error
+            exc.add_note(f"idemstore: aborting {self._plan.where()} failed too: {abort_error}")
+        elif exc is None:
+            raise RuntimeError(f"{self._plan.where()}: the block ended without complete(); "
+                               "the attempt was aborted")
+        return False
+
+
+class Idempotency(_Attempt):
+    """One key's attempt around a block of code, for the synchronous Client:
+
+        with Idempotency(client, "orders", order_id, fingerprint=digest) as attempt:
+            if attempt.replayed:
+                return attempt.result
+            return attempt.complete(charge(order_id, amount))
+
+    Entering begins the attempt (raising MismatchError, InProgressError, ExpiredError or
+    ReplayedFailureError for those answers) and, when it is ours, starts a heartbeat thread.
+    complete(value) stores the value and returns what a replay returns; FenceError if the
+    attempt was lost. Leaving with an exception aborts the attempt; leaving without complete()
+    aborts it and raises RuntimeError (a bug in the block). Arguments as @idempotent's.
+    """
+
+    _heartbeat: threading.Thread | None = None
+    _stopping: threading.Event | None = None
+
+    def __enter__(self) -> "Idempotency":
+        if self._began(self._client.begin(**self._plan.begin_args())):
+            self._stopping = threading.Event()
+            self._heartbeat = threading.Thread(target=self._beat, daemon=True,
+                                               name=f"idemstore heartbeat {self._plan.where()}")
+            self._heartbeat.start()
+        return self
+
+    def _beat(self) -> None:
+        # A failed heartbeat is retried at the next tick: the lease outlasts two by default.
+        while not self._stopping.wait(self._plan.heartbeat_ms / 1000):
+            try:
+                result = self._client.heartbeat(**self._heartbeat_args())
+            except errors.Error:
+                continue
+            if not self._kept(result):
+                return
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._stopping.set()
+            self._heartbeat.join()
+
+    def complete(self, value: Any) -> Any:
+        """Stores `value` (serialized) as the key's result; returns serializer.loads() of it."""
+        data = self._result_bytes(value)
+        self._stop_heartbeat()
+        return self._completed(self._client.complete(**self._complete_args(data)), data)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if not self._held:
             return False
         self._stop_heartbeat()
-        self._held = False
         try:
-            self._client.abort(ns=self._plan.ns, key=self._plan.key, fence=self.fence,
-                               payload=_failure_payload(exc))
+            self._client.abort(**self._abort_args(exc))
         except errors.Error as abort_error:
-            if exc is None:
-                raise
-            exc.add_note(f"idemstore: aborting {self._plan.where()} failed too: {abort_error}")
-            return False
-        if exc is None:
-            raise RuntimeError(f"{self._plan.where()}: the block ended without complete(); "
-                               "the attempt was aborted")
-        return False
-
-    def _stop_heartbeat(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.stop()
+            return self._after_abort(exc, abort_error)
+        return self._after_abort(exc, None)
 
 
-def _failure_payload(exc: BaseException | None) -> bytes:
-    """What Abort stores for a namespace that remembers failures (ReplayedFailureError)."""
-    if exc is None:
-        return b""
-    return json.dumps({"error": type(exc).__name__, "message": str(exc)[:1000]}).encode()
-
-
-# ---- Asynchronous attempts ------------------------------------------------------------------
-
-
-class AsyncIdempotency:
+class AsyncIdempotency(_Attempt):
     """Idempotency for the asyncio client (idemstore.aio.Client):
 
         async with AsyncIdempotency(client, "orders", order_id) as attempt:
@@ -339,92 +354,45 @@ class AsyncIdempotency:
     block aborts the attempt like an exception.
     """
 
-    def __init__(self, client, ns: str, key: str | bytes, *, fingerprint: bytes = b"",
-                 lease_ms: int = 30_000, in_progress: str = "wait", wait_ms: int = 10_000,
-                 serializer: Serializer | None = None, owner: str | None = None,
-                 heartbeat_ms: int | None = None, ttl_ms: int | None = None):
-        self._client = client
-        self._plan = _Plan(ns, key, fingerprint=fingerprint, lease_ms=lease_ms,
-                           in_progress=in_progress, wait_ms=wait_ms,
-                           serializer=serializer or JsonSerializer(), owner=owner,
-                           heartbeat_ms=heartbeat_ms, ttl_ms=ttl_ms)
-        self._heartbeat: asyncio.Task | None = None
-        self._lost: FenceError | None = None
-        self._held = False
-        self.replayed = False
-        self.result: Any = None
-        self.fence: int | None = None
-
-    @property
-    def lost(self) -> bool:
-        return self._lost is not None
+    _heartbeat: asyncio.Task | None = None
 
     async def __aenter__(self) -> "AsyncIdempotency":
-        plan = self._plan
-        started, value = plan.on_begin(await self._client.begin(**plan.begin_args()))
-        if not started:
-            self.replayed, self.result = True, value
-            return self
-        self._held, self.fence = True, value.fence
-        if plan.heartbeat_ms > 0:
+        if self._began(await self._client.begin(**self._plan.begin_args())):
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
         return self
 
     async def _beat(self) -> None:
-        plan = self._plan
         while True:
-            await asyncio.sleep(plan.heartbeat_ms / 1000)
+            await asyncio.sleep(self._plan.heartbeat_ms / 1000)
             try:
-                result = await self._client.heartbeat(ns=plan.ns, key=plan.key, fence=self.fence,
-                                                      lease_ms=plan.lease_ms)
+                result = await self._client.heartbeat(**self._heartbeat_args())
             except errors.Error:
                 continue
-            if result.outcome != Outcome.APPLIED:
-                self._lost = plan.fence_lost(self.fence, result)
+            if not self._kept(result):
                 return
 
     async def _stop_heartbeat(self) -> None:
-        if self._heartbeat is None:
-            return
-        self._heartbeat.cancel()
-        try:
-            await self._heartbeat
-        except asyncio.CancelledError:
-            pass
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            try:
+                await self._heartbeat
+            except asyncio.CancelledError:
+                pass
 
     async def complete(self, value: Any) -> Any:
-        if not self._held:
-            raise RuntimeError(f"{self._plan.where()}: complete() without a held attempt")
-        data = self._plan.serializer.dumps(value)
+        data = self._result_bytes(value)
         await self._stop_heartbeat()
-        if self._lost is not None:
-            self._held = False
-            raise self._lost
-        self._held = False  # as in Idempotency.complete
-        result = await self._client.complete(ns=self._plan.ns, key=self._plan.key,
-                                             fence=self.fence, payload=data,
-                                             ttl_ms=self._plan.ttl_ms)
-        self._plan.on_complete(self.fence, result)
-        self.result = self._plan.serializer.loads(data)
-        return self.result
+        return self._completed(await self._client.complete(**self._complete_args(data)), data)
 
     async def __aexit__(self, exc_type, exc, tb) -> bool:
         if not self._held:
             return False
         await self._stop_heartbeat()
-        self._held = False
         try:
-            await self._client.abort(ns=self._plan.ns, key=self._plan.key, fence=self.fence,
-                                     payload=_failure_payload(exc))
+            await self._client.abort(**self._abort_args(exc))
         except errors.Error as abort_error:
-            if exc is None:
-                raise
-            exc.add_note(f"idemstore: aborting {self._plan.where()} failed too: {abort_error}")
-            return False
-        if exc is None:
-            raise RuntimeError(f"{self._plan.where()}: the block ended without complete(); "
-                               "the attempt was aborted")
-        return False
+            return self._after_abort(exc, abort_error)
+        return self._after_abort(exc, None)
 
 
 # ---- The decorator --------------------------------------------------------------------------

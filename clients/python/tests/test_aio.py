@@ -13,6 +13,7 @@ import wire_builders as wb
 from fake_server import FakeServer
 from idemstore import OpError, Outcome, StatusCode, aio, errors, ops
 from server_process import ServerProcess
+from test_client_failures import connected, found
 
 
 async def wait_for_condition(condition, what, timeout=10.0):
@@ -24,14 +25,19 @@ async def wait_for_condition(condition, what, timeout=10.0):
         await asyncio.sleep(0.005)
 
 
-def found(request_id, status):
-    return wb.apply_response(request_id,
-                             lambda b: [wb.op_result(b, 7, wb.record(b, status=status))])
+def answers_the_first_request_late():
+    """A scripted peer's respond(): the first request gets no answer until the next arrives,
+    then its late answer goes out just before the next one's ("LATE", then "ON_TIME")."""
+    held = []
 
+    def respond(server, conn, request_id):
+        if not held:
+            held.append(request_id)
+            return
+        conn.send(found(held[0], "LATE"))
+        conn.send(found(request_id, "ON_TIME"))
 
-def connected(client):
-    conn = client._conn
-    return conn is not None and conn.alive
+    return respond
 
 
 class AioTestCase(unittest.IsolatedAsyncioTestCase):
@@ -213,16 +219,7 @@ class ScriptedPeerTest(AioTestCase):
                          [(conn, keys) for conn, _, keys in server.requests])
 
     async def test_a_timed_out_call_keeps_the_connection_and_its_late_answer_is_dropped(self):
-        held = []
-
-        def respond(server, conn, request_id):
-            if not held:
-                held.append(request_id)
-                return
-            conn.send(found(held[0], "LATE"))
-            conn.send(found(request_id, "ON_TIME"))
-
-        server = self.serve(respond)
+        server = self.serve(answers_the_first_request_late())
         client = self.client(server, timeout=0.3)
         with self.assertRaises(errors.TimeoutError) as raised:
             await client.get("pay", "slow")
@@ -231,19 +228,10 @@ class ScriptedPeerTest(AioTestCase):
         self.assertEqual(1, server.connections)
 
     async def test_a_cancelled_call_is_dropped_and_the_connection_stays(self):
-        held = []
-
-        def respond(server, conn, request_id):
-            if not held:
-                held.append(request_id)
-                return
-            conn.send(found(held[0], "LATE"))
-            conn.send(found(request_id, "ON_TIME"))
-
-        server = self.serve(respond)
+        server = self.serve(answers_the_first_request_late())
         client = self.client(server)
         call = asyncio.ensure_future(client.get("pay", "cancelled"))
-        await wait_for_condition(lambda: held, "the request to arrive")
+        await wait_for_condition(lambda: server.requests, "the request to arrive")
         call.cancel()
         with self.assertRaises(asyncio.CancelledError):
             await call
