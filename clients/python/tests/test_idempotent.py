@@ -11,17 +11,21 @@ import uuid
 import idemstore
 from idemstore import aio
 from idemstore.idempotent import (AsyncIdempotency, FenceError, Idempotency, InProgressError,
-                                  MismatchError, idempotent)
+                                  MismatchError, ReplayedFailureError, idempotent)
 from idemstore.types import Outcome
 
 from server_process import ServerProcess, wait_until
+
+
+# Namespace "failing" keeps a failed attempt's record (Abort stores FAILED, Begin replays it).
+SERVER_ARGS = ["--lifecycle", "failing=remember-failures"]
 
 
 def start_server(test_class) -> ServerProcess:
     """An idemstored for the class's tests, stopped (and its data removed) after them."""
     data = tempfile.TemporaryDirectory(prefix="idem-py-test-")
     test_class.addClassCleanup(data.cleanup)
-    server = ServerProcess(data.name).start()
+    server = ServerProcess(data.name, SERVER_ARGS).start()
     test_class.addClassCleanup(server.stop)
     return server
 
@@ -101,6 +105,22 @@ class IdempotentTest(unittest.TestCase):
         self.assertEqual(Outcome.NOT_FOUND, self.client.get("orders", key).outcome)
         self.assertEqual("charged", flaky(key))
         self.assertEqual(2, self.calls.value)
+
+    def test_a_failure_the_namespace_remembers_is_raised_to_retries_without_running(self):
+        key = unique_key()
+
+        @idempotent(self.client, "failing", key_args=("order_id",))
+        def declined(order_id):
+            self.calls.add()
+            raise ValueError("card declined")
+
+        with self.assertRaisesRegex(ValueError, "card declined"):
+            declined(key)
+        with self.assertRaises(ReplayedFailureError) as raised:
+            declined(key)
+        self.assertEqual({"error": "ValueError", "message": "card declined"},
+                         json.loads(raised.exception.record.payload))
+        self.assertEqual(1, self.calls.value)
 
     def test_sixteen_concurrent_duplicates_run_once(self):
         key = unique_key()
