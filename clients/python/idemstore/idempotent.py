@@ -114,54 +114,68 @@ class JsonSerializer:
         return json.loads(data)
 
 
-# ---- What every attempt does, whatever the I/O ----------------------------------------------
+# ---- One key's attempt: its state and what each answer means, whatever the I/O ----------------
 
 
 def _default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class _Plan:
-    """The parameters of one key's attempt, and the meaning of each answer: no I/O here."""
+class _Attempt:
+    """One key's attempt: its parameters, its state, and what each answer means. Idempotency
+    and AsyncIdempotency add only the calls (blocking ones with a heartbeat thread, or
+    coroutines with a heartbeat task)."""
 
-    def __init__(self, ns: str, key: str | bytes, *, fingerprint: bytes, lease_ms: int,
-                 in_progress: str, wait_ms: int, serializer: Serializer, owner: str | None,
-                 heartbeat_ms: int | None, ttl_ms: int | None):
+    def __init__(self, client, ns: str, key: str | bytes, *, fingerprint: bytes = b"",
+                 lease_ms: int = 30_000, in_progress: str = "wait", wait_ms: int = 10_000,
+                 serializer: Serializer | None = None, owner: str | None = None,
+                 heartbeat_ms: int | None = None, ttl_ms: int | None = None):
         if in_progress not in ("wait", "raise"):
             raise ValueError(f"in_progress must be 'wait' or 'raise', not {in_progress!r}")
         if lease_ms <= 0:
             raise ValueError(f"lease_ms must be positive, not {lease_ms}")
         if wait_ms < 0:
             raise ValueError(f"wait_ms must be 0 or more, not {wait_ms}")
-        self.ns = ns
-        self.key = key
-        self.fingerprint = fingerprint
-        self.lease_ms = lease_ms
-        self.wait_ms = wait_ms if in_progress == "wait" else 0
-        self.serializer = serializer
-        self.owner = owner if owner is not None else _default_owner()
-        # 0 turns heartbeats off (the lease must then outlast the function).
-        self.heartbeat_ms = lease_ms // 3 if heartbeat_ms is None else heartbeat_ms
-        self.ttl_ms = ttl_ms
+        self._client = client
+        self._ns, self._key, self._fingerprint = ns, key, fingerprint
+        self._lease_ms = lease_ms
+        self._wait_ms = wait_ms if in_progress == "wait" else 0
+        self._serializer = serializer or JsonSerializer()
+        self._owner = owner if owner is not None else _default_owner()
+        # 0 turns heartbeats off (the lease must then outlast the block).
+        self._heartbeat_ms = max(1, lease_ms // 3) if heartbeat_ms is None else heartbeat_ms
+        self._ttl_ms = ttl_ms
+        self._held = False
+        self._lost: FenceError | None = None  # set by the heartbeat when it finds a takeover
+        self.replayed = False
+        self.result: Any = None
+        self.fence: int | None = None
 
-    def where(self) -> str:
-        key = self.key if isinstance(self.key, str) else repr(self.key)
-        return f"{self.ns}/{key}"
+    @property
+    def lost(self) -> bool:
+        """Whether a heartbeat found the attempt taken over: long work may stop early."""
+        return self._lost is not None
 
-    def begin_args(self) -> dict:
+    def _where(self) -> str:
+        key = self._key if isinstance(self._key, str) else repr(self._key)
+        return f"{self._ns}/{key}"
+
+    def _begin_args(self) -> dict:
         # A waiting Begin is answered when the holder lets go or the wait ends; the clients
         # wait that much longer than their timeout for it.
-        return dict(ns=self.ns, key=self.key, fingerprint=self.fingerprint, owner=self.owner,
-                    lease_ms=self.lease_ms, wait_ms=self.wait_ms or None)
+        return dict(ns=self._ns, key=self._key, fingerprint=self._fingerprint, owner=self._owner,
+                    lease_ms=self._lease_ms, wait_ms=self._wait_ms or None)
 
-    def on_begin(self, result) -> tuple[bool, Any]:
-        """(True, record) when this call holds the attempt; (False, stored result) for a replay;
-        raises for every other answer."""
-        outcome, record, where = result.outcome, result.record, self.where()
+    def _began(self, result) -> bool:
+        """Takes Begin's answer: True when the attempt is ours and wants a heartbeat, False for
+        a replay (self.result); raises for every other answer."""
+        outcome, record, where = result.outcome, result.record, self._where()
         if outcome == Outcome.STARTED:
-            return True, record
+            self._held, self.fence = True, record.fence
+            return self._heartbeat_ms > 0
         if outcome == Outcome.COMPLETED and record.status != _STATUS_FAILED:
-            return False, self.serializer.loads(bytes(record.payload))
+            self.replayed, self.result = True, self._serializer.loads(bytes(record.payload))
+            return False
         if outcome == Outcome.COMPLETED:
             raise _refusal(ReplayedFailureError, StatusCode.INVALID_ARGUMENT, result,
                            f"{where}: an earlier attempt failed and the namespace remembers "
@@ -181,72 +195,28 @@ class _Plan:
                        f"begin {where} answered {outcome.name}: the key is used by another "
                        "scheme (a lock, token or plain record)")
 
-    def fence_lost(self, fence: int, result) -> FenceError:
+    def _fence_lost(self, result) -> FenceError:
         current = result.record
         now = (f"now fence {current.fence}, status {current.status}" if current is not None
                else "the record is gone")
         return _refusal(FenceError, StatusCode.NOT_FOUND, result,
-                        f"{self.where()}: the attempt with fence {fence} lost the key "
+                        f"{self._where()}: the attempt with fence {self.fence} lost the key "
                         f"({result.outcome.name}; {now}): its result was not stored")
 
-    def on_complete(self, fence: int, result) -> None:
-        # ALREADY: this fence's Complete was stored before (a repeat): success.
-        if result.outcome not in (Outcome.APPLIED, Outcome.ALREADY):
-            raise self.fence_lost(fence, result)
-
-
-# ---- Attempts: the state and decisions shared by both forms ------------------------------------
-
-
-class _Attempt:
-    """One key's attempt: its state and what each answer means. Idempotency and
-    AsyncIdempotency add only the calls (blocking with a heartbeat thread, or coroutines with a
-    heartbeat task)."""
-
-    def __init__(self, client, ns: str, key: str | bytes, *, fingerprint: bytes = b"",
-                 lease_ms: int = 30_000, in_progress: str = "wait", wait_ms: int = 10_000,
-                 serializer: Serializer | None = None, owner: str | None = None,
-                 heartbeat_ms: int | None = None, ttl_ms: int | None = None):
-        self._client = client
-        self._plan = _Plan(ns, key, fingerprint=fingerprint, lease_ms=lease_ms,
-                           in_progress=in_progress, wait_ms=wait_ms,
-                           serializer=serializer or JsonSerializer(), owner=owner,
-                           heartbeat_ms=heartbeat_ms, ttl_ms=ttl_ms)
-        self._held = False
-        self._lost: FenceError | None = None  # set by the heartbeat when it finds a takeover
-        self.replayed = False
-        self.result: Any = None
-        self.fence: int | None = None
-
-    @property
-    def lost(self) -> bool:
-        """Whether a heartbeat found the attempt taken over: long work may stop early."""
-        return self._lost is not None
-
-    def _began(self, result) -> bool:
-        """Takes Begin's answer; True when the attempt is ours and wants a heartbeat."""
-        started, value = self._plan.on_begin(result)
-        if not started:
-            self.replayed, self.result = True, value
-            return False
-        self._held, self.fence = True, value.fence
-        return self._plan.heartbeat_ms > 0
-
     def _heartbeat_args(self) -> dict:
-        return dict(ns=self._plan.ns, key=self._plan.key, fence=self.fence,
-                    lease_ms=self._plan.lease_ms)
+        return dict(ns=self._ns, key=self._key, fence=self.fence, lease_ms=self._lease_ms)
 
     def _kept(self, heartbeat_result) -> bool:
         """Takes a heartbeat's answer; False once the attempt is lost (no more heartbeats)."""
         if heartbeat_result.outcome == Outcome.APPLIED:
             return True
-        self._lost = self._plan.fence_lost(self.fence, heartbeat_result)
+        self._lost = self._fence_lost(heartbeat_result)
         return False
 
     def _result_bytes(self, value: Any) -> bytes:
         if not self._held:
-            raise RuntimeError(f"{self._plan.where()}: complete() without a held attempt")
-        return self._plan.serializer.dumps(value)
+            raise RuntimeError(f"{self._where()}: complete() without a held attempt")
+        return self._serializer.dumps(value)
 
     def _complete_args(self, data: bytes) -> dict:
         """For the Complete, once the heartbeat has stopped. The attempt is not held from here
@@ -255,12 +225,14 @@ class _Attempt:
         self._held = False
         if self._lost is not None:
             raise self._lost
-        return dict(ns=self._plan.ns, key=self._plan.key, fence=self.fence, payload=data,
-                    ttl_ms=self._plan.ttl_ms)
+        return dict(ns=self._ns, key=self._key, fence=self.fence, payload=data,
+                    ttl_ms=self._ttl_ms)
 
     def _completed(self, result, data: bytes) -> Any:
-        self._plan.on_complete(self.fence, result)
-        self.result = self._plan.serializer.loads(data)
+        # ALREADY would be this fence's own earlier Complete: stored, so success too.
+        if result.outcome not in (Outcome.APPLIED, Outcome.ALREADY):
+            raise self._fence_lost(result)
+        self.result = self._serializer.loads(data)
         return self.result
 
     def _abort_args(self, exc: BaseException | None) -> dict:
@@ -269,7 +241,7 @@ class _Attempt:
         self._held = False
         payload = b"" if exc is None else json.dumps(
             {"error": type(exc).__name__, "message": str(exc)[:1000]}).encode()
-        return dict(ns=self._plan.ns, key=self._plan.key, fence=self.fence, payload=payload)
+        return dict(ns=self._ns, key=self._key, fence=self.fence, payload=payload)
 
     def _after_abort(self, exc: BaseException | None, abort_error: errors.Error | None) -> bool:
         """__exit__'s answer once the Abort was sent: the block's exception goes on (with a note
@@ -277,9 +249,9 @@ class _Attempt:
         if abort_error is not None:
             if exc is None:
                 raise abort_error
-            exc.add_note(f"idemstore: aborting {self._plan.where()} failed too: {abort_error}")
+            exc.add_note(f"idemstore: aborting {self._where()} failed too: {abort_error}")
         elif exc is None:
-            raise RuntimeError(f"{self._plan.where()}: the block ended without complete(); "
+            raise RuntimeError(f"{self._where()}: the block ended without complete(); "
                                "the attempt was aborted")
         return False
 
@@ -303,16 +275,16 @@ class Idempotency(_Attempt):
     _stopping: threading.Event | None = None
 
     def __enter__(self) -> "Idempotency":
-        if self._began(self._client.begin(**self._plan.begin_args())):
+        if self._began(self._client.begin(**self._begin_args())):
             self._stopping = threading.Event()
             self._heartbeat = threading.Thread(target=self._beat, daemon=True,
-                                               name=f"idemstore heartbeat {self._plan.where()}")
+                                               name=f"idemstore heartbeat {self._where()}")
             self._heartbeat.start()
         return self
 
     def _beat(self) -> None:
         # A failed heartbeat is retried at the next tick: the lease outlasts two by default.
-        while not self._stopping.wait(self._plan.heartbeat_ms / 1000):
+        while not self._stopping.wait(self._heartbeat_ms / 1000):
             try:
                 result = self._client.heartbeat(**self._heartbeat_args())
             except errors.Error:
@@ -357,13 +329,13 @@ class AsyncIdempotency(_Attempt):
     _heartbeat: asyncio.Task | None = None
 
     async def __aenter__(self) -> "AsyncIdempotency":
-        if self._began(await self._client.begin(**self._plan.begin_args())):
+        if self._began(await self._client.begin(**self._begin_args())):
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
         return self
 
     async def _beat(self) -> None:
         while True:
-            await asyncio.sleep(self._plan.heartbeat_ms / 1000)
+            await asyncio.sleep(self._heartbeat_ms / 1000)
             try:
                 result = await self._client.heartbeat(**self._heartbeat_args())
             except errors.Error:
@@ -418,6 +390,8 @@ class _CallIdentity:
                                 f"{fn.__qualname__} does not take")
         self._fingerprint = fingerprint
         self._serializer = serializer
+        first = next(iter(self._signature.parameters), None)
+        self._receiver = first if first in ("self", "cls") else None
 
     def __call__(self, args: tuple, kwargs: dict) -> tuple[str | bytes, bytes]:
         bound = self._signature.bind(*args, **kwargs)
@@ -429,18 +403,20 @@ class _CallIdentity:
                 by_name.update(value)
             else:
                 by_name[name] = value
-        if self._key_args is not None:
-            values = [by_name[n] for n in self._key_args]
-            key = (_key_text(values[0]) if len(values) == 1 else
-                   json.dumps([_key_text(v) for v in values], separators=(",", ":")))
+        if self._key_args is not None and len(self._key_args) == 1:
+            key = _key_text(by_name[self._key_args[0]])
+        elif self._key_args is not None:
+            key = json.dumps([_key_part(by_name[n]) for n in self._key_args],
+                             separators=(",", ":"))
         else:
             key = _key_text(self._key(**by_name))
         if self._fingerprint is None:
             return key, b""
         if self._fingerprint is not _DEFAULT_FINGERPRINT:
             return key, bytes(self._fingerprint(**by_name))
+        # A method's object is who runs it, not what it is asked: left out, like the key.
         rest = {n: v for n, v in by_name.items()
-                if self._key_args is None or n not in self._key_args}
+                if n not in (self._key_args or ()) and n != self._receiver}
         try:
             data = self._serializer.dumps(rest)
         except TypeError as e:
@@ -451,11 +427,18 @@ class _CallIdentity:
 
 
 def _key_text(value: Any) -> str | bytes:
-    if isinstance(value, (str, bytes)):
+    if isinstance(value, bytes):
+        return value
+    return _key_part(value)
+
+
+def _key_part(value: Any) -> str:
+    if isinstance(value, str):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise TypeError(f"idempotent: a key must be str, bytes or int, not {type(value).__name__}")
+    raise TypeError(f"idempotent: a key (or, with several key_args, each part) must be str or "
+                    f"int (a single key may be bytes), not {type(value).__name__}")
 
 
 def idempotent(client, namespace: str, *, key: Callable[..., Any] | None = None,
@@ -467,11 +450,12 @@ def idempotent(client, namespace: str, *, key: Callable[..., Any] | None = None,
     """Makes a function run once per key (the module's contract above).
 
     key: a function returning the key (str, bytes or int), or key_args: names of the arguments
-    that make the key (one: its value; several: a JSON list of them).
+    that make the key (one: its value; several: a JSON list of their values, str or int).
     fingerprint: by default SHA-256 of the serialized arguments not in key_args (all of them
-    with key=), so a reused key with other arguments is a MismatchError; a function returning
-    bytes (at most 64); or None for no check. Key and fingerprint functions are called with the
-    call's arguments by name, defaults applied: key=lambda order_id, **_: order_id.
+    with key=; a method's self or cls left out), so a reused key with other arguments is a
+    MismatchError; a function returning bytes (at most 64); or None for no check. Key and
+    fingerprint functions are called with the call's arguments by name, defaults applied:
+    key=lambda order_id, **_: order_id.
     lease_ms: how long an attempt holds the key without a heartbeat; heartbeat_ms: how often
     the lease is renewed while the function runs (default lease_ms/3; 0: never).
     in_progress: "wait" (a duplicate waits up to wait_ms for the running attempt's result) or

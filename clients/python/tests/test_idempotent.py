@@ -246,6 +246,22 @@ class IdempotentTest(unittest.TestCase):
         self.assertEqual(10, charge(key, 10))
         self.assertEqual(10, charge(key, 20))
 
+    def test_a_method_is_fingerprinted_without_its_object_and_keyed_by_several_arguments(self):
+        shop, key = self, unique_key()
+
+        class Shop:
+            @idempotent(self.client, "orders", key_args=("order_id", "line"))
+            def ship(self, order_id, line, quantity):
+                shop.calls.add()
+                return quantity
+
+        self.assertEqual(2, Shop().ship(key, 1, 2))
+        self.assertEqual(2, Shop().ship(key, 1, 2))  # another object: the same call
+        with self.assertRaises(MismatchError):
+            Shop().ship(key, 1, 3)
+        self.assertEqual(1, self.calls.value)
+        self.assertEqual("COMPLETED", self.stored(f'["{key}","1"]').status)
+
     def test_a_coroutine_function_needs_the_asyncio_client(self):
         with self.assertRaisesRegex(TypeError, "asyncio client"):
             @idempotent(self.client, "orders", key_args=("k",))
