@@ -33,6 +33,7 @@ from .tls import TlsOptions, client_context, server_hostname
 from .types import HelloInfo, OpAnswer, OpError, OpResult, StatusCode
 
 _READ_BYTES = 256 * 1024
+_WRITE_BUFFER_BYTES = 1 << 20  # unsent request bytes before a call waits for the socket
 _BACKOFF_FIRST_S = 0.1
 _BACKOFF_MAX_S = 2.0
 _REFUSED_TOKEN_RETRY_S = 60.0  # ClientOptions::kRefusedTokenRetryMs
@@ -63,20 +64,22 @@ class _Connection:
         self._waiting[request_id] = future
         self._writer.write(frame)
         try:
-            return await asyncio.wait_for(self._drained(future), timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout):  # no task per call, unlike wait_for
+                if self._writer.transport.get_write_buffer_size() > _WRITE_BUFFER_BYTES:
+                    await self._drain()  # the server stops reading while its answers wait
+                return await future
+        except TimeoutError:  # asyncio.timeout's (errors.TimeoutError is only raised below)
             raise errors.TimeoutError(
                 f"no response from {self._address} within {timeout:g} s; the request may have "
                 "been applied") from None
         finally:
             self._waiting.pop(request_id, None)  # a late answer is dropped
 
-    async def _drained(self, future: asyncio.Future) -> _codec.Reply:
+    async def _drain(self) -> None:
         try:
-            await self._writer.drain()  # the server stops reading while its answers wait
+            await self._writer.drain()
         except (OSError, ssl.SSLError) as e:
             self.fail(errors.EffectUnknownError(f"write to {self._address}: {e}"))
-        return await future
 
     def fail(self, why: errors.Error) -> None:
         """Ends the connection: every call waiting on it raises `why` (an EffectUnknownError)."""
