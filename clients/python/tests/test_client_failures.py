@@ -21,8 +21,9 @@ def found(request_id, status):
 
 
 def connected(client):
+    """Whether the client's connection is up, having read what the server sent meanwhile."""
     conn = client._conn
-    return conn is not None and conn.alive
+    return conn is not None and conn.usable()
 
 
 class UnreachableServerTest(unittest.TestCase):
