@@ -110,6 +110,24 @@ class NotResentTest(unittest.TestCase):
         self.assertEqual([(1, [b"first"]), (2, [b"second"])],
                          [(conn, keys) for conn, _, keys in server.requests])
 
+    def test_a_connection_the_server_ended_while_idle_is_replaced_before_the_next_call(self):
+        # As the server's idle timeout does: an id-0 TIMED_OUT error frame, then close, while
+        # no call is in flight. The next call must not go out on that connection.
+        connections = []
+
+        def respond(server, conn, request_id):
+            connections.append(conn)
+            conn.send(found(request_id, "S"))
+
+        server = self.serve(respond)
+        client = self.client(server)
+        self.assertEqual(Outcome.FOUND, client.get("pay", "first").outcome)
+        connections[0].send(wb.error_frame(0, StatusCode.TIMED_OUT, "idle for 300000 ms"))
+        connections[0].close()
+        self.assertEqual(Outcome.FOUND, client.get("pay", "second").outcome)
+        self.assertEqual([(1, [b"first"]), (2, [b"second"])],
+                         [(conn, keys) for conn, _, keys in server.requests])
+
     def test_a_timed_out_call_keeps_the_connection_and_its_late_answer_is_dropped(self):
         held = []
 
