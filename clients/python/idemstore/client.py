@@ -365,7 +365,10 @@ class Client:
     def __del__(self) -> None:
         # A Client dropped without close() must not leave its connection and reader behind.
         if getattr(self, "_conn", None) is not None:
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - e.g. at interpreter exit
+                pass
 
     def __enter__(self) -> "Client":
         return self
@@ -394,7 +397,8 @@ class Client:
                     f"no response from {self.address} within {timeout:g} s; the request "
                     "may have been applied")
             if call.error is not None:
-                raise call.error
+                # One exception per call: every call of a failed connection shares `error`.
+                raise errors.EffectUnknownError(call.error.message, call.error.code)
             return call.reply
         raise errors.ConnectionError(f"connection to {self.address} lost before sending")
 
