@@ -32,6 +32,7 @@ Failure contract (the C++ client's, net/include/idem/client.h):
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import select
 import socket
@@ -274,6 +275,11 @@ def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
 
     functools.update_wrapper(method, build)
     method.__annotations__ = dict(build.__annotations__, **{"return": "OpResult"})
+    signature = inspect.signature(build)
+    method.__signature__ = signature.replace(
+        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                    *signature.parameters.values()],
+        return_annotation="OpResult")
     return method
 
 
