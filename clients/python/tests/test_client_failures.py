@@ -4,20 +4,19 @@ do not decode. The real idemstored where it can be made to fail on cue, a script
 (fake_server.py) where it cannot, or where what it received must be counted.
 """
 import concurrent.futures
-import os
 import socket
-import tempfile
 import unittest
 
 import idemstore
 import wire_builders as wb
 from fake_server import FakeServer
 from idemstore import Outcome, StatusCode, errors
-from server_process import ServerProcess, ServerTestCase, wait_until
+from server_process import ServerTestCase, wait_until
 
 
 def found(request_id, status):
-    return wb.apply_response(request_id, lambda b: [wb.op_result(b, 7, wb.record(b, status=status))])
+    return wb.apply_response(request_id,
+                             lambda b: [wb.op_result(b, 7, wb.record(b, status=status))])
 
 
 def connected(client):
