@@ -15,6 +15,8 @@ set(IDEM_PYTHON_TEST_MODULES
     test_install         # pip install into a venv, offline
     test_aio             # the asyncio client: the same behaviours, fewer of them
     test_idempotent)     # @idempotent and the Idempotency context managers
+set(IDEM_PYTHON_TEST_ENV IDEMSTORED=$<TARGET_FILE:idemstored> IDEMCTL=$<TARGET_FILE:idemctl>
+    PYTHONPATH=${IDEM_PYTHON_CLIENT_DIR} PYTHONDONTWRITEBYTECODE=1)
 foreach(module ${IDEM_PYTHON_TEST_MODULES})
   add_test(NAME python_${module}
            COMMAND ${IDEM_PYTHON} -m unittest discover -s ${IDEM_PYTHON_CLIENT_DIR}/tests
@@ -22,7 +24,7 @@ foreach(module ${IDEM_PYTHON_TEST_MODULES})
   set_tests_properties(python_${module} PROPERTIES
     TIMEOUT 300
     LABELS python
-    ENVIRONMENT "IDEMSTORED=$<TARGET_FILE:idemstored>;IDEMCTL=$<TARGET_FILE:idemctl>;PYTHONPATH=${IDEM_PYTHON_CLIENT_DIR};PYTHONDONTWRITEBYTECODE=1")
+    ENVIRONMENT "${IDEM_PYTHON_TEST_ENV}")
 endforeach()
 
 # The checked-in generated code (clients/python/idemstore/_proto) is what flatc makes of

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence
 
 import flatbuffers
 
@@ -37,13 +37,11 @@ from ._proto import StatsRequest as _StatsRequest
 from ._proto import Update as _Update
 from ._proto.ApplyResponse import ApplyResponse as _ApplyResponse
 from ._proto.Body import Body as _Body
-from ._proto.Error import Error as _Error
 from ._proto.HelloReply import HelloReply as _HelloReply
 from ._proto.MetricFamily import MetricFamily as _MetricFamily
 from ._proto.MetricLabel import MetricLabel as _MetricLabel
 from ._proto.MetricSample import MetricSample as _MetricSample
 from ._proto.OpResult import OpResult as _OpResult
-from ._proto.Record import Record as _Record
 from ._proto.StatsResponse import StatsResponse as _StatsResponse
 from .ops import Op
 from .types import HelloInfo, OpAnswer, OpError, OpResult, Outcome, Record, RecordKind, StatusCode

@@ -6,7 +6,7 @@
 
 Thread-safe and pipelined: any number of threads call one Client at once; their requests share
 one connection and are matched to responses by request id (responses may come back in any
-order). A reader thread per connection receives them.
+order). The client has no thread of its own: a waiting caller reads for all (_Connection).
 
 Failure contract (the C++ client's, net/include/idem/client.h):
 - The constructor connects (TCP, TLS, Hello): errors.ConnectionError when the server cannot be
@@ -32,7 +32,9 @@ Failure contract (the C++ client's, net/include/idem/client.h):
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
+import select
 import socket
 import ssl
 import threading
@@ -79,7 +81,15 @@ class _NotSent(Exception):
 
 
 class _Connection:
-    """One connection, handshaken: sends frames, and its reader thread resolves the calls.
+    """One connection, handshaken: sends frames and reads the answers.
+
+    Whoever waits reads: no thread of the client's own. A caller waiting for its answer becomes
+    the connection's reader when no other caller is reading; the reader dispatches every frame
+    it reads to its call (answers come in any order) and wakes the waiters, and when its own
+    answer is in (or its time is up) it hands the reading on to another waiter. A single
+    thread's call thus costs one round trip and no thread switch. While no call waits nobody
+    reads; the next call first reads whatever arrived meanwhile (the server's idle timeout, its
+    close), so it does not go out on a connection the server has already ended.
 
     TLS runs through a memory BIO (ssl.SSLObject) rather than an SSLSocket, because an SSL object
     must not be used by two threads at once (here: the reader and a sender). _tls_lock guards the
@@ -96,16 +106,29 @@ class _Connection:
         self._tls_lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._frames = reader
+        self._early = early  # frames read with the HelloReply, for the first reader
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
         self._address = address
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # calls answered, or the reader left
         self._calls: Dict[int, _Call] = {}  # guarded by _lock
+        self._reading = False  # guarded by _lock: a caller is the reader
         self._failure: Optional[errors.Error] = None  # guarded by _lock; set once: the link is down
-        self._thread = threading.Thread(target=self._read_loop, args=(early,),
-                                        name=f"idemstore reader {address}", daemon=True)
-        self._thread.start()
 
-    @property
-    def alive(self) -> bool:
+    def usable(self) -> bool:
+        """Whether the link is up, after reading what arrived while nobody was waiting."""
+        with self._lock:
+            if self._failure is not None:
+                return False
+            idle = not self._reading and not self._calls
+            if idle:
+                self._reading = True
+        if idle:
+            try:
+                self._read_once(0)
+            finally:
+                self._leave_reading()
         with self._lock:
             return self._failure is None
 
@@ -130,10 +153,27 @@ class _Connection:
             self.fail(errors.EffectUnknownError(f"write to {self._address}: {e}"))
         return call
 
-    def forget(self, request_id: int) -> None:
-        """The caller stopped waiting (timeout): a late answer is dropped."""
-        with self._lock:
-            self._calls.pop(request_id, None)
+    def wait(self, request_id: int, call: _Call, timeout: Optional[float]) -> bool:
+        """Waits for the call's answer, reading when no one else does. False when `timeout`
+        seconds passed first: the call is then forgotten, and a late answer dropped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                while True:
+                    if call.done.is_set():
+                        return True
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        self._calls.pop(request_id, None)
+                        return call.done.is_set()
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    self._changed.wait(left)
+            try:
+                self._read_once(left)
+            finally:
+                self._leave_reading()
 
     def fail(self, why: errors.Error) -> None:
         """Ends the connection: every call waiting on it raises `why` (an EffectUnknownError)."""
@@ -142,59 +182,75 @@ class _Connection:
                 return
             self._failure = why
             calls, self._calls = self._calls, {}
+            self._changed.notify_all()
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in poll
         except OSError:
             pass
         self._sock.close()
         for call in calls.values():
             call.resolve(None, why)
+        with self._lock:
+            self._changed.notify_all()
 
-    def _recv(self) -> bytes:
-        """Plaintext from the server; b"" once it has closed."""
-        while True:
-            data = self._sock.recv(_RECV_BYTES)
-            if self._tls is None or not data:
-                return data
-            with self._tls_lock:
-                self._incoming.write(data)
-                chunks = []
-                try:
-                    while True:
-                        chunk = self._tls.read(_RECV_BYTES)
-                        if not chunk:
-                            break
-                        chunks.append(chunk)
-                except ssl.SSLWantReadError:
-                    pass
-                except ssl.SSLZeroReturnError:  # close_notify
-                    if not chunks:
-                        return b""
-            if chunks:
-                return b"".join(chunks)
+    def _leave_reading(self) -> None:
+        with self._lock:
+            self._reading = False
+            self._changed.notify_all()
 
-    def _read_loop(self, early: List[bytes]) -> None:
+    def _read_once(self, timeout: Optional[float]) -> None:
+        """The reader: waits up to `timeout` for bytes, dispatches the frames they complete.
+        Any failure of the link fails it (and so every call on it)."""
         try:
-            bodies = early
-            while True:
-                for body in bodies:
-                    self._dispatch(_codec.decode_frame(body))
+            bodies, self._early = self._early, []
+            if not bodies:
+                if not self._poll.poll(None if timeout is None else max(0, int(timeout * 1000))):
+                    return
                 data = self._recv()
+                if data is None:  # a TLS record not complete yet
+                    return
                 if not data:
                     raise errors.EffectUnknownError(
                         f"connection closed by the server {self._address}")
                 bodies = self._frames.feed(data)
+            for body in bodies:
+                self._dispatch(_codec.decode_frame(body))
         except errors.ProtocolError as e:
             self.fail(errors.EffectUnknownError(
                 f"connection to {self._address} dropped: {e.message}", StatusCode.CORRUPTION))
         except errors.Error as e:
             self.fail(e if isinstance(e, errors.EffectUnknownError)
                       else errors.EffectUnknownError(e.message, e.code))
-        except (OSError, ssl.SSLError) as e:
-            self.fail(errors.EffectUnknownError(f"read from {self._address}: {e}"))
-        except Exception as e:  # noqa: BLE001 - a bug here must not leave callers waiting
+        except (OSError, ValueError, ssl.SSLError) as e:  # ValueError: the socket was closed
+            with self._lock:
+                failed = self._failure is not None
+            if not failed:
+                self.fail(errors.EffectUnknownError(f"read from {self._address}: {e}"))
+        except BaseException as e:  # a bug here must not leave the other callers waiting
             self.fail(errors.EffectUnknownError(f"reader of {self._address} failed: {e!r}"))
             raise
+
+    def _recv(self) -> Optional[bytes]:
+        """Plaintext from the server; b"" once it has closed; None when the bytes read do not
+        complete a TLS record yet. Called when the socket is readable: it does not block."""
+        data = self._sock.recv(_RECV_BYTES)
+        if self._tls is None or not data:
+            return data
+        with self._tls_lock:
+            self._incoming.write(data)
+            chunks = []
+            try:
+                while True:
+                    chunk = self._tls.read(_RECV_BYTES)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:  # close_notify
+                if not chunks:
+                    return b""
+        return b"".join(chunks) if chunks else None
 
     def _dispatch(self, reply: _codec.Reply) -> None:
         if reply.request_id == 0:
@@ -205,8 +261,9 @@ class _Connection:
                 e.code)
         with self._lock:
             call = self._calls.pop(reply.request_id, None)
-        if call is not None:  # else: it timed out earlier
-            call.resolve(reply, None)
+            if call is not None:  # else: it timed out earlier
+                call.resolve(reply, None)
+                self._changed.notify_all()
 
 
 def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
@@ -218,6 +275,11 @@ def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
 
     functools.update_wrapper(method, build)
     method.__annotations__ = dict(build.__annotations__, **{"return": "OpResult"})
+    signature = inspect.signature(build)
+    method.__signature__ = signature.replace(
+        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                    *signature.parameters.values()],
+        return_annotation="OpResult")
     return method
 
 
@@ -309,7 +371,10 @@ class Client:
     def __del__(self) -> None:
         # A Client dropped without close() must not leave its connection and reader behind.
         if getattr(self, "_conn", None) is not None:
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - e.g. at interpreter exit
+                pass
 
     def __enter__(self) -> "Client":
         return self
@@ -333,25 +398,24 @@ class Client:
             except _NotSent:
                 continue
             timeout = None if self.timeout is None else self.timeout + extra_wait_s
-            if not call.done.wait(timeout):
-                conn.forget(request_id)
-                if not call.done.is_set():
-                    raise errors.TimeoutError(
-                        f"no response from {self.address} within {timeout:g} s; the request "
-                        "may have been applied")
+            if not conn.wait(request_id, call, timeout):
+                raise errors.TimeoutError(
+                    f"no response from {self.address} within {timeout:g} s; the request "
+                    "may have been applied")
             if call.error is not None:
-                raise call.error
+                # One exception per call: every call of a failed connection shares `error`.
+                raise errors.EffectUnknownError(call.error.message, call.error.code)
             return call.reply
         raise errors.ConnectionError(f"connection to {self.address} lost before sending")
 
     def _connection(self) -> _Connection:
         conn = self._conn
-        if conn is not None and conn.alive:
+        if conn is not None and conn.usable():
             return conn
         with self._connect_lock:
             if self._closed:
                 raise errors.ConnectionError("client closed", StatusCode.SHUTDOWN)
-            if self._conn is not None and self._conn.alive:
+            if self._conn is not None and self._conn.usable():
                 return self._conn
             wait = self._next_attempt_at - time.monotonic()
             if self._last_error is not None and wait > 0:
@@ -432,7 +496,9 @@ class Client:
                                            f"got a response to {reply.request_id}")
             info = _codec.hello_result(reply)
             reader.max_frame_bytes = _codec.max_reply_bytes(info)
-            sock.settimeout(None)
+            # Reads wait in poll, so this bounds only a send blocked by a server that stopped
+            # reading (it fails the connection).
+            sock.settimeout(self.timeout)
             conn = _Connection(sock, tls, incoming, outgoing, reader, bodies[1:], self.address)
         except errors.Error:
             self._close_quietly(sock)

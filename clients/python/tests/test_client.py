@@ -196,7 +196,8 @@ class ConcurrencyTest(ServerTestCase):
         self.assertGreater(second.record.fence, first.record.fence)
 
         old = first.record.fence
-        self.assertEqual("FENCE_MISMATCH", outcome(self.client.heartbeat("jobs", "slow", fence=old)))
+        self.assertEqual("FENCE_MISMATCH",
+                         outcome(self.client.heartbeat("jobs", "slow", fence=old)))
         self.assertEqual("FENCE_MISMATCH", outcome(self.client.complete("jobs", "slow", fence=old,
                                                                         payload=b"late")))
         self.assertEqual("APPLIED", outcome(other.complete("jobs", "slow",

@@ -4,25 +4,25 @@ do not decode. The real idemstored where it can be made to fail on cue, a script
 (fake_server.py) where it cannot, or where what it received must be counted.
 """
 import concurrent.futures
-import os
 import socket
-import tempfile
 import unittest
 
 import idemstore
 import wire_builders as wb
 from fake_server import FakeServer
 from idemstore import Outcome, StatusCode, errors
-from server_process import ServerProcess, ServerTestCase, wait_until
+from server_process import ServerTestCase, wait_until
 
 
 def found(request_id, status):
-    return wb.apply_response(request_id, lambda b: [wb.op_result(b, 7, wb.record(b, status=status))])
+    return wb.apply_response(request_id,
+                             lambda b: [wb.op_result(b, 7, wb.record(b, status=status))])
 
 
 def connected(client):
+    """Whether the client's connection is up, having read what the server sent meanwhile."""
     conn = client._conn
-    return conn is not None and conn.alive
+    return conn is not None and conn.usable()
 
 
 class UnreachableServerTest(unittest.TestCase):
@@ -105,6 +105,24 @@ class NotResentTest(unittest.TestCase):
         client = self.client(server)
         with self.assertRaises(errors.EffectUnknownError):
             client.get("pay", "first")
+        self.assertEqual(Outcome.FOUND, client.get("pay", "second").outcome)
+        self.assertEqual([(1, [b"first"]), (2, [b"second"])],
+                         [(conn, keys) for conn, _, keys in server.requests])
+
+    def test_a_connection_the_server_ended_while_idle_is_replaced_before_the_next_call(self):
+        # As the server's idle timeout does: an id-0 TIMED_OUT error frame, then close, while
+        # no call is in flight. The next call must not go out on that connection.
+        connections = []
+
+        def respond(server, conn, request_id):
+            connections.append(conn)
+            conn.send(found(request_id, "S"))
+
+        server = self.serve(respond)
+        client = self.client(server)
+        self.assertEqual(Outcome.FOUND, client.get("pay", "first").outcome)
+        connections[0].send(wb.error_frame(0, StatusCode.TIMED_OUT, "idle for 300000 ms"))
+        connections[0].close()
         self.assertEqual(Outcome.FOUND, client.get("pay", "second").outcome)
         self.assertEqual([(1, [b"first"]), (2, [b"second"])],
                          [(conn, keys) for conn, _, keys in server.requests])

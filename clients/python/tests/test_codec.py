@@ -9,7 +9,7 @@ import unittest
 
 import wire_builders as wb
 from idemstore import _codec, errors, ops
-from idemstore._proto import ApplyRequest, Frame, Hello, Op as WireOp
+from idemstore._proto import ApplyRequest, Frame, Hello
 from idemstore._proto import MetricFamily, MetricLabel, MetricSample
 from idemstore._proto import OpResult as WireOpResult
 from idemstore._proto import Record as WireRecord
@@ -104,7 +104,8 @@ class EncoderTest(unittest.TestCase):
 
         self.assertEqual(2**64 - 1, complete.Condition().Fence().Value())
         self.assertEqual((b"resp", b"DONE"), (wire_bytes(complete, "Payload"), complete.Status()))
-        self.assertEqual((b"PAID", 4), (transition.Status(), transition.Condition().Version().Value()))
+        self.assertEqual((b"PAID", 4),
+                         (transition.Status(), transition.Condition().Version().Value()))
         self.assertIsNone(transition.Update())  # no payload given: the record keeps its own
 
     def test_an_empty_batch_is_a_request_with_no_ops(self):
@@ -349,7 +350,8 @@ class FrameReaderTest(unittest.TestCase):
         for i in range(len(stream)):
             out += reader.feed(stream[i:i + 1])
         self.assertEqual([b"first-body", b"2", b"third" * 100], out)
-        self.assertEqual([b"a", b"bb"], _codec.FrameReader().feed(wb.framed(b"a") + wb.framed(b"bb")))
+        self.assertEqual([b"a", b"bb"],
+                         _codec.FrameReader().feed(wb.framed(b"a") + wb.framed(b"bb")))
 
     def test_a_zero_length_is_refused(self):
         with self.assertRaisesRegex(errors.ProtocolError, "length 0 is outside 1..16"):
