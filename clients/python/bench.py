@@ -27,6 +27,7 @@ Not a test: nothing here is asserted.
 import argparse
 import asyncio
 import atexit
+import importlib.util
 import os
 import shutil
 import socket
@@ -103,9 +104,7 @@ def ensure_redis(no_install):
     missing = []
     if shutil.which("redis-server") is None:
         missing.append("redis-server")
-    try:
-        import redis  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("redis") is None:
         missing.append("python3-redis")
     if not missing:
         return True
@@ -121,7 +120,6 @@ def ensure_redis(no_install):
     # The package starts its own default instance; this script uses a private one.
     subprocess.run(sudo + ["systemctl", "stop", "redis-server"], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    import importlib
     importlib.invalidate_caches()
     return True
 

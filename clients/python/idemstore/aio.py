@@ -23,12 +23,14 @@ call or `async with`:
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import ssl
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import _codec, errors, ops as _ops
-from .client import split_address
+from .client import _single as _sync_single, split_address
 from .tls import TlsOptions, client_context, server_hostname
 from .types import HelloInfo, OpAnswer, OpError, OpResult, StatusCode
 
@@ -89,8 +91,8 @@ class _Connection:
         self._writer.close()
         waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
-            if not future.done():
-                future.set_exception(why)
+            if not future.done():  # each call its own exception (its own traceback)
+                future.set_exception(errors.EffectUnknownError(why.message, why.code))
 
     async def close(self, why: errors.Error) -> None:
         self.fail(why)
@@ -139,13 +141,13 @@ class _Connection:
 
 def _single(build: Callable[..., _ops.Op]):
     """A Client coroutine running the op `build` makes: its OpResult, or its OpError raised as
-    errors.ServerError. Its arguments are build's (ops.py documents them)."""
+    errors.ServerError. Its arguments and signature are idemstore.Client's method's."""
 
     async def method(self: "Client", *args, **kwargs) -> OpResult:
         return await self.execute(build(*args, **kwargs))
 
-    method.__name__ = method.__qualname__ = build.__name__
-    method.__doc__ = build.__doc__
+    functools.update_wrapper(method, build)
+    method.__signature__ = inspect.signature(_sync_single(build))
     return method
 
 

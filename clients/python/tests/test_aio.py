@@ -8,12 +8,11 @@ import tempfile
 import time
 import unittest
 
-import idemstore
 import wire_builders as wb
 from fake_server import FakeServer
 from idemstore import OpError, Outcome, StatusCode, aio, errors, ops
 from server_process import ServerProcess
-from test_client_failures import connected, found
+from test_client_failures import found
 
 
 async def wait_for_condition(condition, what, timeout=10.0):
@@ -23,6 +22,11 @@ async def wait_for_condition(condition, what, timeout=10.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.005)
+
+
+def connected(client):
+    conn = client._conn
+    return conn is not None and conn.alive
 
 
 def answers_the_first_request_late():
@@ -214,6 +218,25 @@ class ScriptedPeerTest(AioTestCase):
         client = self.client(server)
         with self.assertRaises(errors.EffectUnknownError):
             await client.get("pay", "first")
+        self.assertEqual(Outcome.FOUND, (await client.get("pay", "second")).outcome)
+        self.assertEqual([(1, [b"first"]), (2, [b"second"])],
+                         [(conn, keys) for conn, _, keys in server.requests])
+
+    async def test_a_connection_the_server_ended_while_idle_is_replaced_before_the_next_call(self):
+        # As the server's idle timeout does: an id-0 TIMED_OUT error frame, then close, while
+        # no call is in flight. The reader task sees it; the next call goes on a new connection.
+        connections = []
+
+        def respond(server, conn, request_id):
+            connections.append(conn)
+            conn.send(found(request_id, "S"))
+
+        server = self.serve(respond)
+        client = self.client(server)
+        self.assertEqual(Outcome.FOUND, (await client.get("pay", "first")).outcome)
+        connections[0].send(wb.error_frame(0, StatusCode.TIMED_OUT, "idle for 300000 ms"))
+        connections[0].close()
+        await wait_for_condition(lambda: not connected(client), "the reader to see the close")
         self.assertEqual(Outcome.FOUND, (await client.get("pay", "second")).outcome)
         self.assertEqual([(1, [b"first"]), (2, [b"second"])],
                          [(conn, keys) for conn, _, keys in server.requests])
