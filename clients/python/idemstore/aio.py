@@ -177,23 +177,7 @@ class Client:
         self._server_info: Optional[HelloInfo] = None
         self._max_frame_bytes = 0  # the server's, from its HelloReply
 
-    # -- the operations ------------------------------------------------------------------------
-
-    insert = _single(_ops.insert)
-    get = _single(_ops.get)
-    cas = _single(_ops.cas)
-    delete = _single(_ops.delete)
-    begin = _single(_ops.begin)
-    complete = _single(_ops.complete)
-    abort = _single(_ops.abort)
-    heartbeat = _single(_ops.heartbeat)
-    checkpoint = _single(_ops.checkpoint)
-    issue_token = _single(_ops.issue_token)
-    consume_token = _single(_ops.consume_token)
-    lock = _single(_ops.lock)
-    renew = _single(_ops.renew)
-    unlock = _single(_ops.unlock)
-    transition = _single(_ops.transition)
+    # -- the operations (the single-op coroutines are added after the class) ------------------
 
     async def apply(self, ops: Sequence[_ops.Op]) -> List[OpAnswer]:
         """Runs `ops` as one request (idemstore.Client.apply): one OpResult or OpError per op."""
@@ -318,3 +302,10 @@ class Client:
         self._server_info = info
         self._max_frame_bytes = info.max_frame_bytes
         return conn
+
+
+# One coroutine per op builder, named and documented as idemstore.Client's single-op methods.
+for _name in ("insert", "get", "cas", "delete", "begin", "complete", "abort", "heartbeat",
+              "checkpoint", "issue_token", "consume_token", "lock", "renew", "unlock",
+              "transition"):
+    setattr(Client, _name, _single(getattr(_ops, _name)))
