@@ -279,6 +279,9 @@ class Client:
         except asyncio.TimeoutError:
             raise errors.TimeoutError(f"connect to {self.address}: no handshake within "
                                       f"{self.connect_timeout:g} s") from None
+        except ssl.SSLCertVerificationError as e:
+            raise errors.ConnectionError(f"TLS handshake with {self.address} failed: certificate "
+                                         f"verify failed ({e.verify_message})") from None
         except ssl.SSLError as e:
             raise errors.ConnectionError(
                 f"TLS handshake with {self.address} failed: {e.reason or e}") from None

@@ -10,9 +10,10 @@ import unittest
 
 import wire_builders as wb
 from fake_server import FakeServer
-from idemstore import OpError, Outcome, StatusCode, aio, errors, ops
+from idemstore import OpError, Outcome, StatusCode, TlsOptions, aio, errors, ops
 from server_process import ServerProcess
 from test_client_failures import found
+from test_tls import WRITER_TOKEN, make_ca, make_server_cert, secret_hash
 
 
 async def wait_for_condition(condition, what, timeout=10.0):
@@ -52,19 +53,23 @@ class AioTestCase(unittest.IsolatedAsyncioTestCase):
 
 
 class AioServerTestCase(AioTestCase):
-    """A fresh idemstored per test and self.client, an aio.Client of it."""
+    """A fresh idemstored per test (started with server_args) and self.client, an aio.Client
+    of it (made with connect_options)."""
+
+    server_args = ()
+    connect_options = {}
 
     async def asyncSetUp(self):
         await super().asyncSetUp()
         tmp = tempfile.TemporaryDirectory(prefix="idemstore-py-")
         self.addCleanup(tmp.cleanup)
-        self.server = ServerProcess(os.path.join(tmp.name, "db"))
+        self.server = ServerProcess(os.path.join(tmp.name, "db"), self.server_args)
         self.addCleanup(self.server.kill)
         await asyncio.to_thread(self.server.start)
         self.client = await self.connect()
 
     async def connect(self, **options):
-        client = aio.Client(self.server.address, **options)
+        client = aio.Client(self.server.address, **{**self.connect_options, **options})
         self.addAsyncCleanup(client.close)
         await client.__aenter__()
         return client
@@ -194,6 +199,46 @@ class RestartTest(AioServerTestCase):
         await asyncio.to_thread(self.server.kill)
         with self.assertRaises(errors.EffectUnknownError):
             await asyncio.wait_for(waiting, 10)  # at once, not after the 60 s wait
+
+
+class TlsTokenTest(AioServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        certs = tempfile.TemporaryDirectory(prefix="idemstore-py-certs-")
+        cls.addClassCleanup(certs.cleanup)
+        cls.ca = make_ca(certs.name, "test-ca")
+        cls.other_ca = make_ca(certs.name, "other-ca")
+        make_server_cert(certs.name, "test-ca")
+        auth = os.path.join(certs.name, "auth")
+        with open(auth, "w") as f:
+            f.write(f"writer {secret_hash(WRITER_TOKEN)} *:read,write,admin\n")
+        os.chmod(auth, 0o600)
+        cls.server_args = ("--tls-cert", os.path.join(certs.name, "server.pem"),
+                           "--tls-key", os.path.join(certs.name, "server.key"),
+                           "--auth-file", auth)
+        cls.connect_options = {"tls": TlsOptions(ca_file=cls.ca), "token": WRITER_TOKEN}
+
+    async def test_tasks_share_one_verified_connection_with_an_accepted_token(self):
+        conn = self.client._conn
+        results = await asyncio.gather(
+            *(self.client.insert("pay", f"k{i}", status="S") for i in range(32)))
+        self.assertEqual([Outcome.INSERTED] * 32, [r.outcome for r in results])
+        self.assertIs(conn, self.client._conn)
+
+    async def test_a_wrong_token_is_refused_then_not_tried_again_at_once(self):
+        client = aio.Client(self.server.address, tls=TlsOptions(ca_file=self.ca), token="wrong")
+        self.addAsyncCleanup(client.close)
+        with self.assertRaises(errors.ServerError) as refused:
+            await client.get("pay", "k")
+        self.assertEqual(StatusCode.UNAUTHENTICATED, refused.exception.code)
+        with self.assertRaises(errors.ConnectionError) as backing_off:
+            await client.get("pay", "k")
+        self.assertIn("next attempt in", backing_off.exception.message)
+
+    async def test_a_certificate_from_another_ca_is_refused(self):
+        with self.assertRaises(errors.ConnectionError) as raised:
+            await self.connect(tls=TlsOptions(ca_file=self.other_ca))
+        self.assertIn("certificate verify failed", raised.exception.message)
 
 
 class ScriptedPeerTest(AioTestCase):
