@@ -5,6 +5,7 @@ do not decode. The real idemstored where it can be made to fail on cue, a script
 """
 import concurrent.futures
 import socket
+import time
 import unittest
 
 import idemstore
@@ -81,6 +82,18 @@ class RestartTest(ServerTestCase):
         self.assertEqual(StatusCode.IO_ERROR, raised.exception.code)
         self.server.start()
         self.assertEqual(Outcome.IN_PROGRESS, self.client.begin("jobs", "held").outcome)
+
+
+class WaitingCallTest(ServerTestCase):
+    def test_a_call_that_waits_at_the_server_gets_its_wait_on_top_of_the_timeout(self):
+        # The server holds the waiting Begin's answer until the holder's 1 s lease ends: past
+        # the client's 0.3 s timeout, within timeout + wait_ms.
+        self.client.begin("jobs", "held", lease_ms=1_000)
+        impatient = self.connect(timeout=0.3)
+        started = time.monotonic()
+        r = impatient.begin("jobs", "held", wait_ms=20_000)
+        self.assertEqual(Outcome.STARTED, r.outcome)
+        self.assertGreater(time.monotonic() - started, 0.3)  # it did outlast the timeout
 
 
 class NotResentTest(unittest.TestCase):
