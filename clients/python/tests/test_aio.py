@@ -173,6 +173,18 @@ class PipeliningTest(AioServerTestCase):
         self.assertEqual((Outcome.COMPLETED, b"done"), (replay.outcome, replay.record.payload))
 
 
+class WaitingCallTest(AioServerTestCase):
+    async def test_a_call_that_waits_at_the_server_gets_its_wait_on_top_of_the_timeout(self):
+        # The server holds the waiting Begin's answer until the holder's 1 s lease ends: past
+        # the client's 0.3 s timeout, within timeout + wait_ms.
+        await self.client.begin("jobs", "held", lease_ms=1_000)
+        impatient = await self.connect(timeout=0.3)
+        started = time.monotonic()
+        r = await impatient.begin("jobs", "held", wait_ms=20_000)
+        self.assertEqual(Outcome.STARTED, r.outcome)
+        self.assertGreater(time.monotonic() - started, 0.3)  # it did outlast the timeout
+
+
 class RestartTest(AioServerTestCase):
     async def test_the_next_call_after_a_restart_reconnects(self):
         await self.client.insert("pay", "k", status="S")
