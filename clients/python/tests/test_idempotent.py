@@ -221,11 +221,12 @@ class IdempotentTest(unittest.TestCase):
     def test_heartbeats_keep_the_lease_while_the_function_runs(self):
         key = unique_key()
 
-        @idempotent(self.client, "orders", key_args=("order_id",), lease_ms=600,
+        @idempotent(self.client, "orders", key_args=("order_id",), lease_ms=1_000,
                     heartbeat_ms=100)
         def long_work(order_id):
-            # Waits more than twice the lease: only heartbeats keep the attempt ours.
-            return self.other.begin("orders", key, wait_ms=1_500).outcome.name
+            # Waits more than twice the lease: only heartbeats keep the attempt ours (a gap of
+            # ten heartbeats on a loaded machine would lose it).
+            return self.other.begin("orders", key, wait_ms=2_500).outcome.name
 
         self.assertEqual("IN_PROGRESS", long_work(key))
 
