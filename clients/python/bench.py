@@ -3,7 +3,7 @@
 
     /usr/bin/python3 clients/python/bench.py [--idemstored PATH | --server HOST:PORT]
         [--seconds 3] [--rounds 3] [--threads 16] [--tasks 64] [--batch 100]
-        [--durability async] [--no-redis] [--no-install]
+        [--durability async] [--modes single,threads,batch,asyncio] [--no-redis] [--no-install]
 
 Starts idemstored (default: build/tools/idemstored, or $IDEMSTORED) and, unless --no-redis, a
 private redis-server on 127.0.0.1 (installing python3-redis and redis-server with apt-get when
