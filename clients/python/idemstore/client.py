@@ -1,0 +1,549 @@
+"""Client: idemstored over its binary protocol, for threads (idemstore.aio.Client for asyncio).
+
+    with idemstore.Client("127.0.0.1:7878", timeout=5.0) as store:
+        r = store.begin("charges", "order-42", fingerprint=fp, lease_ms=30_000)
+        if r.outcome is Outcome.STARTED: ...
+
+Thread-safe and pipelined: any number of threads call one Client at once; their requests share
+one connection and are matched to responses by request id (responses may come back in any
+order). The client has no thread of its own: a waiting caller reads for all (_Connection).
+
+Failure contract (the C++ client's, net/include/idem/client.h):
+- The constructor connects (TCP, TLS, Hello): errors.ConnectionError when the server cannot be
+  reached or the TLS handshake fails, errors.TimeoutError after connect_timeout,
+  errors.ServerError UNAUTHENTICATED for a token the server does not accept, NOT_SUPPORTED for
+  another protocol version.
+- A call waits `timeout` seconds for its answer (plus the longest wait_ms of its ops), then
+  raises errors.TimeoutError: it may have been applied, and its late answer is dropped. The
+  connection stays up, as the C++ client's does: request ids are never reused, so a late answer
+  cannot be taken for another call's.
+- When the connection is lost (a server restart, its idle timeout, a response that does not
+  decode), every call waiting on it raises errors.EffectUnknownError at once: it may or may not
+  have been applied, and it is never resent. The next call connects again; when that fails it
+  raises, and the calls after it raise errors.ConnectionError at once (nothing sent) for a
+  backoff of 100 ms doubling to 2 s (60 s after a refused token: each refusal counts against
+  the client's address at the server).
+- A request the server refuses as a whole raises errors.ServerError (docs/protocol.md section 5
+  says for each code whether anything took effect). apply() returns per-op errors as OpError;
+  the single-op methods raise them as errors.ServerError.
+- close() (or leaving the with block) fails the calls still waiting with EffectUnknownError
+  SHUTDOWN; later calls raise ConnectionError SHUTDOWN.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import select
+import socket
+import ssl
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _codec, errors, ops as _ops
+from .tls import TlsOptions, client_context, server_hostname
+from .types import HelloInfo, OpAnswer, OpError, OpResult, StatusCode
+
+_RECV_BYTES = 256 * 1024
+_BACKOFF_FIRST_S = 0.1
+_BACKOFF_MAX_S = 2.0
+_REFUSED_TOKEN_RETRY_S = 60.0  # ClientOptions::kRefusedTokenRetryMs
+
+
+def split_address(address: str) -> Tuple[str, int]:
+    """"HOST:PORT" or "[IPv6]:PORT" -> (host, port); ValueError for anything else."""
+    host, sep, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f'address "{address}" is not HOST:PORT')
+    return host, int(port)
+
+
+class _Call:
+    """One request waiting for its answer: a Reply, or the exception to raise."""
+
+    __slots__ = ("done", "reply", "error")
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.reply: Optional[_codec.Reply] = None
+        self.error: Optional[errors.Error] = None
+
+    def resolve(self, reply: Optional[_codec.Reply], error: Optional[errors.Error]) -> None:
+        self.reply, self.error = reply, error
+        self.done.set()
+
+
+class _NotSent(Exception):
+    """The connection was already down: the request was not sent (the caller connects again)."""
+
+
+class _Connection:
+    """One connection, handshaken: sends frames and reads the answers.
+
+    Whoever waits reads: no thread of the client's own. A caller waiting for its answer becomes
+    the connection's reader when no other caller is reading; the reader dispatches every frame
+    it reads to its call (answers come in any order) and wakes the waiters, and when its own
+    answer is in (or its time is up) it hands the reading on to another waiter. A single
+    thread's call thus costs one round trip and no thread switch. While no call waits nobody
+    reads; the next call first reads whatever arrived meanwhile (the server's idle timeout, its
+    close), so it does not go out on a connection the server has already ended.
+
+    TLS runs through a memory BIO (ssl.SSLObject) rather than an SSLSocket, because an SSL object
+    must not be used by two threads at once (here: the reader and a sender). _tls_lock guards the
+    SSLObject and is never held while blocking on the socket; _send_lock orders the senders and
+    is held while one blocks in sendall, which never stops the reader, so a server that waits
+    for its responses to be read before it reads more requests cannot deadlock the client.
+    """
+
+    def __init__(self, sock: socket.socket, tls: Optional[ssl.SSLObject],
+                 incoming: Optional[ssl.MemoryBIO], outgoing: Optional[ssl.MemoryBIO],
+                 reader: _codec.FrameReader, early: List[bytes], address: str):
+        self._sock = sock
+        self._tls, self._incoming, self._outgoing = tls, incoming, outgoing
+        self._tls_lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._frames = reader
+        self._early = early  # frames read with the HelloReply, for the first reader
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
+        self._address = address
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # calls answered, or the reader left
+        self._calls: Dict[int, _Call] = {}  # guarded by _lock
+        self._reading = False  # guarded by _lock: a caller is the reader
+        self._failure: Optional[errors.Error] = None  # guarded by _lock; set once: the link is down
+
+    def usable(self) -> bool:
+        """Whether the link is up, after reading what arrived while nobody was waiting."""
+        with self._lock:
+            if self._failure is not None:
+                return False
+            idle = not self._reading and not self._calls
+            if idle:
+                self._reading = True
+        if idle:
+            try:
+                self._read_once(0)
+            finally:
+                self._leave_reading()
+        with self._lock:
+            return self._failure is None
+
+    def send(self, request_id: int, frame: bytes) -> _Call:
+        """Registers the call and sends its frame. Raises _NotSent if the link is already down;
+        a failure while sending fails the link, and with it this call (EffectUnknownError)."""
+        call = _Call()
+        with self._lock:
+            if self._failure is not None:
+                raise _NotSent()
+            self._calls[request_id] = call
+        try:
+            with self._send_lock:
+                if self._tls is None:
+                    self._sock.sendall(frame)
+                else:
+                    with self._tls_lock:
+                        self._tls.write(frame)
+                        data = self._outgoing.read()
+                    self._sock.sendall(data)
+        except (OSError, ssl.SSLError) as e:
+            self.fail(errors.EffectUnknownError(f"write to {self._address}: {e}"))
+        return call
+
+    def wait(self, request_id: int, call: _Call, timeout: Optional[float]) -> bool:
+        """Waits for the call's answer, reading when no one else does. False when `timeout`
+        seconds passed first: the call is then forgotten, and a late answer dropped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                while True:
+                    if call.done.is_set():
+                        return True
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        self._calls.pop(request_id, None)
+                        return call.done.is_set()
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    self._changed.wait(left)
+            try:
+                self._read_once(left)
+            finally:
+                self._leave_reading()
+
+    def fail(self, why: errors.Error) -> None:
+        """Ends the connection: every call waiting on it raises `why` (an EffectUnknownError)."""
+        with self._lock:
+            if self._failure is not None:
+                return
+            self._failure = why
+            calls, self._calls = self._calls, {}
+            self._changed.notify_all()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in poll
+        except OSError:
+            pass
+        self._sock.close()
+        for call in calls.values():
+            call.resolve(None, why)
+        with self._lock:
+            self._changed.notify_all()
+
+    def _leave_reading(self) -> None:
+        with self._lock:
+            self._reading = False
+            self._changed.notify_all()
+
+    def _read_once(self, timeout: Optional[float]) -> None:
+        """The reader: waits up to `timeout` for bytes, dispatches the frames they complete.
+        Any failure of the link fails it (and so every call on it)."""
+        try:
+            bodies, self._early = self._early, []
+            if not bodies:
+                if not self._poll.poll(None if timeout is None else max(0, int(timeout * 1000))):
+                    return
+                data = self._recv()
+                if data is None:  # a TLS record not complete yet
+                    return
+                if not data:
+                    raise errors.EffectUnknownError(
+                        f"connection closed by the server {self._address}")
+                bodies = self._frames.feed(data)
+            for body in bodies:
+                self._dispatch(_codec.decode_frame(body))
+        except errors.ProtocolError as e:
+            self.fail(errors.EffectUnknownError(
+                f"connection to {self._address} dropped: {e.message}", StatusCode.CORRUPTION))
+        except errors.Error as e:
+            self.fail(e if isinstance(e, errors.EffectUnknownError)
+                      else errors.EffectUnknownError(e.message, e.code))
+        except (OSError, ValueError, ssl.SSLError) as e:  # ValueError: the socket was closed
+            with self._lock:
+                failed = self._failure is not None
+            if not failed:
+                self.fail(errors.EffectUnknownError(f"read from {self._address}: {e}"))
+        except BaseException as e:  # a bug here must not leave the other callers waiting
+            self.fail(errors.EffectUnknownError(f"reader of {self._address} failed: {e!r}"))
+            raise
+
+    def _recv(self) -> Optional[bytes]:
+        """Plaintext from the server; b"" once it has closed; None when the bytes read do not
+        complete a TLS record yet. Called when the socket is readable: it does not block."""
+        data = self._sock.recv(_RECV_BYTES)
+        if self._tls is None or not data:
+            return data
+        with self._tls_lock:
+            self._incoming.write(data)
+            chunks = []
+            try:
+                while True:
+                    chunk = self._tls.read(_RECV_BYTES)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:  # close_notify
+                if not chunks:
+                    return b""
+        return b"".join(chunks) if chunks else None
+
+    def _dispatch(self, reply: _codec.Reply) -> None:
+        if reply.request_id == 0:
+            # A connection-level error; the server closes after it (docs/protocol.md section 5).
+            e = reply.value
+            raise errors.EffectUnknownError(
+                f"the server {self._address} ended the connection: {e.code.name}: {e.message}",
+                e.code)
+        with self._lock:
+            call = self._calls.pop(reply.request_id, None)
+            if call is not None:  # else: it timed out earlier
+                call.resolve(reply, None)
+                self._changed.notify_all()
+
+
+def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
+    """A Client method running the op `build` makes: its OpResult, or its OpError raised as
+    errors.ServerError. Its arguments are build's (ops.py documents them)."""
+
+    def method(self: "Client", *args, **kwargs) -> OpResult:
+        return self.execute(build(*args, **kwargs))
+
+    functools.update_wrapper(method, build)
+    method.__annotations__ = dict(build.__annotations__, **{"return": "OpResult"})
+    signature = inspect.signature(build)
+    method.__signature__ = signature.replace(
+        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                    *signature.parameters.values()],
+        return_annotation="OpResult")
+    return method
+
+
+class Client:
+    """A connection to idemstored (see the module's failure contract). Arguments:
+
+    address          "HOST:PORT" ("[::1]:7878" for IPv6)
+    timeout          seconds a call waits for its answer (None: no limit)
+    token            the secret of a principal of the server's --auth-file (None: none)
+    tls              TlsOptions, or an ssl.SSLContext of your own, or None for plain TCP
+    connect_timeout  seconds for TCP connect, TLS handshake and Hello (None: `timeout`)
+    client_name      shown in the server's log
+    """
+
+    def __init__(self, address: str = "127.0.0.1:7878", *, timeout: Optional[float] = 5.0,
+                 token: Optional[str] = None,
+                 tls: Union[TlsOptions, ssl.SSLContext, None] = None,
+                 connect_timeout: Optional[float] = None,
+                 client_name: str = _codec.CLIENT_NAME):
+        self.address = address
+        self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
+        self._host, self._port = split_address(address)
+        self._token = token
+        self._client_name = client_name
+        self._ssl_context = client_context(tls)
+        self._server_name = server_hostname(tls, self._host)
+        self._ids = itertools.count(1)
+        self._connect_lock = threading.Lock()  # one connection attempt at a time
+        self._conn: Optional[_Connection] = None  # replaced under _connect_lock
+        self._closed = False
+        self._backoff_s = _BACKOFF_FIRST_S
+        self._next_attempt_at = 0.0  # monotonic; guarded by _connect_lock
+        self._last_error: Optional[errors.Error] = None  # guarded by _connect_lock
+        self._server_info: Optional[HelloInfo] = None
+        self._max_frame_bytes = 0  # the server's, from its HelloReply
+        self._connection()
+
+    # -- the operations ------------------------------------------------------------------------
+
+    insert = _single(_ops.insert)
+    get = _single(_ops.get)
+    cas = _single(_ops.cas)
+    delete = _single(_ops.delete)
+    begin = _single(_ops.begin)
+    complete = _single(_ops.complete)
+    abort = _single(_ops.abort)
+    heartbeat = _single(_ops.heartbeat)
+    checkpoint = _single(_ops.checkpoint)
+    issue_token = _single(_ops.issue_token)
+    consume_token = _single(_ops.consume_token)
+    lock = _single(_ops.lock)
+    renew = _single(_ops.renew)
+    unlock = _single(_ops.unlock)
+    transition = _single(_ops.transition)
+
+    def apply(self, ops: Sequence[_ops.Op]) -> List[OpAnswer]:
+        """Runs `ops` as one request: in order, each seeing the ones before, committed as one
+        unit (docs/protocol.md section 4). One OpResult or OpError per op, in order."""
+        ops = list(ops)
+        wait_s = _ops.longest_wait_ms(ops) / 1000
+        reply = self._request(lambda request_id: _codec.encode_apply(request_id, ops), wait_s)
+        return _codec.apply_result(reply, len(ops))
+
+    def execute(self, op: _ops.Op) -> OpResult:
+        """Runs one op: its OpResult, or its OpError raised as errors.ServerError."""
+        (answer,) = self.apply([op])
+        if isinstance(answer, OpError):
+            raise errors.ServerError(answer.code, answer.message)
+        return answer
+
+    def stats(self) -> Dict[str, Any]:
+        """The store's figures and the server's metrics (StatsResponse's fields by name,
+        "metrics": a list of families)."""
+        return _codec.stats_result(self._request(_codec.encode_stats, 0.0))
+
+    @property
+    def server_info(self) -> HelloInfo:
+        """What the server announced in its HelloReply, on the latest connection."""
+        return self._server_info
+
+    def close(self) -> None:
+        with self._connect_lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.fail(errors.EffectUnknownError("client closed", StatusCode.SHUTDOWN))
+
+    def __del__(self) -> None:
+        # A Client dropped without close() must not leave its connection and reader behind.
+        if getattr(self, "_conn", None) is not None:
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - e.g. at interpreter exit
+                pass
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests and connections --------------------------------------------------------------
+
+    def _request(self, encode: Callable[[int], bytes], extra_wait_s: float) -> _codec.Reply:
+        for _ in range(2):  # a second time only when the link went down before sending
+            conn = self._connection()
+            request_id = next(self._ids)
+            frame = encode(request_id)
+            if self._max_frame_bytes and len(frame) - 4 > self._max_frame_bytes:
+                raise errors.Error(StatusCode.INVALID_ARGUMENT,
+                                   f"request frame of {len(frame) - 4} bytes exceeds the "
+                                   f"server's max_frame_bytes {self._max_frame_bytes}")
+            try:
+                call = conn.send(request_id, frame)
+            except _NotSent:
+                continue
+            timeout = None if self.timeout is None else self.timeout + extra_wait_s
+            if not conn.wait(request_id, call, timeout):
+                raise errors.TimeoutError(
+                    f"no response from {self.address} within {timeout:g} s; the request "
+                    "may have been applied")
+            if call.error is not None:
+                # One exception per call: every call of a failed connection shares `error`.
+                raise errors.EffectUnknownError(call.error.message, call.error.code)
+            return call.reply
+        raise errors.ConnectionError(f"connection to {self.address} lost before sending")
+
+    def _connection(self) -> _Connection:
+        conn = self._conn
+        if conn is not None and conn.usable():
+            return conn
+        with self._connect_lock:
+            if self._closed:
+                raise errors.ConnectionError("client closed", StatusCode.SHUTDOWN)
+            if self._conn is not None and self._conn.usable():
+                return self._conn
+            wait = self._next_attempt_at - time.monotonic()
+            if self._last_error is not None and wait > 0:
+                raise errors.ConnectionError(
+                    f"{self._last_error.message}; next attempt in {int(wait * 1000) + 1} ms",
+                    self._last_error.code)
+            try:
+                self._conn = self._connect()
+            except errors.Error as e:
+                retry_s = self._backoff_s
+                if e.code == StatusCode.UNAUTHENTICATED:
+                    retry_s = max(retry_s, _REFUSED_TOKEN_RETRY_S)
+                self._next_attempt_at = time.monotonic() + retry_s
+                self._backoff_s = min(self._backoff_s * 2, _BACKOFF_MAX_S)
+                self._last_error = e
+                raise
+            self._backoff_s = _BACKOFF_FIRST_S
+            self._last_error = None
+            return self._conn
+
+    def _connect(self) -> _Connection:
+        """TCP, TLS and the Hello, within connect_timeout; the HelloReply's limits applied."""
+        deadline = None if self.connect_timeout is None else \
+            time.monotonic() + self.connect_timeout
+
+        def left() -> Optional[float]:
+            if deadline is None:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise socket.timeout()
+            return remaining
+
+        sock = None
+        try:
+            sock = socket.create_connection((self._host, self._port), timeout=left())
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = incoming = outgoing = None
+            if self._ssl_context is not None:
+                incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                tls = self._ssl_context.wrap_bio(incoming, outgoing,
+                                                 server_hostname=self._server_name)
+                self._handshake(sock, tls, incoming, outgoing, left)
+
+            def send(data: bytes) -> None:
+                if tls is not None:
+                    tls.write(data)
+                    data = outgoing.read()
+                sock.settimeout(left())
+                sock.sendall(data)
+
+            def recv() -> bytes:
+                sock.settimeout(left())
+                while True:
+                    data = sock.recv(_RECV_BYTES)
+                    if tls is None or not data:
+                        return data
+                    incoming.write(data)
+                    try:
+                        return tls.read(_RECV_BYTES)
+                    except ssl.SSLWantReadError:
+                        continue
+
+            hello_id = next(self._ids)
+            send(_codec.encode_hello(hello_id, self._token, self._client_name))
+            reader = _codec.FrameReader(_codec.DEFAULT_MAX_FRAME_BYTES)
+            bodies: List[bytes] = []
+            while not bodies:
+                data = recv()
+                if not data:
+                    raise errors.ConnectionError(
+                        f"connect to {self.address}: the server closed the connection before "
+                        "answering the Hello")
+                bodies = reader.feed(data)
+            reply = _codec.decode_frame(bodies[0])
+            if reply.request_id not in (0, hello_id):
+                raise errors.ProtocolError(f"expected the HelloReply to request {hello_id}, "
+                                           f"got a response to {reply.request_id}")
+            info = _codec.hello_result(reply)
+            reader.max_frame_bytes = _codec.max_reply_bytes(info)
+            # Reads wait in poll, so this bounds only a send blocked by a server that stopped
+            # reading (it fails the connection).
+            sock.settimeout(self.timeout)
+            conn = _Connection(sock, tls, incoming, outgoing, reader, bodies[1:], self.address)
+        except errors.Error:
+            self._close_quietly(sock)
+            raise
+        except socket.timeout:
+            self._close_quietly(sock)
+            raise errors.TimeoutError(f"connect to {self.address}: no handshake within "
+                                      f"{self.connect_timeout:g} s") from None
+        except ssl.SSLCertVerificationError as e:
+            self._close_quietly(sock)
+            raise errors.ConnectionError(f"TLS handshake with {self.address} failed: certificate "
+                                         f"verify failed ({e.verify_message})") from None
+        except ssl.SSLError as e:
+            self._close_quietly(sock)
+            raise errors.ConnectionError(
+                f"TLS handshake with {self.address} failed: {e.reason or e}") from None
+        except OSError as e:
+            self._close_quietly(sock)
+            raise errors.ConnectionError(f"connect to {self.address}: {e.strerror or e}") from None
+        self._server_info = info
+        self._max_frame_bytes = info.max_frame_bytes
+        return conn
+
+    @staticmethod
+    def _handshake(sock: socket.socket, tls: ssl.SSLObject, incoming: ssl.MemoryBIO,
+                   outgoing: ssl.MemoryBIO, left: Callable[[], Optional[float]]) -> None:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pending = outgoing.read()
+                sock.settimeout(left())
+                if pending:
+                    sock.sendall(pending)
+                data = sock.recv(_RECV_BYTES)
+                if not data:
+                    raise ssl.SSLError("the server closed the connection during the handshake")
+                incoming.write(data)
+        pending = outgoing.read()
+        if pending:
+            sock.settimeout(left())
+            sock.sendall(pending)
+
+    @staticmethod
+    def _close_quietly(sock: Optional[socket.socket]) -> None:
+        if sock is not None:
+            sock.close()

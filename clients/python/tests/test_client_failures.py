@@ -1,0 +1,219 @@
+"""idemstore.Client's failure contract (the C++ client's, net/include/idem/client.h): a server
+that cannot be reached, restarts, dies mid-call, answers late or not at all, or sends bytes that
+do not decode. The real idemstored where it can be made to fail on cue, a scripted peer
+(fake_server.py) where it cannot, or where what it received must be counted.
+"""
+import concurrent.futures
+import socket
+import time
+import unittest
+
+import idemstore
+import wire_builders as wb
+from fake_server import FakeServer
+from idemstore import Outcome, StatusCode, errors
+from server_process import ServerTestCase, wait_until
+
+
+def found(request_id, status):
+    return wb.apply_response(request_id,
+                             lambda b: [wb.op_result(b, 7, wb.record(b, status=status))])
+
+
+def connected(client):
+    """Whether the client's connection is up, having read what the server sent meanwhile."""
+    conn = client._conn
+    return conn is not None and conn.usable()
+
+
+class UnreachableServerTest(unittest.TestCase):
+    def test_connecting_to_a_closed_port_is_a_connection_error(self):
+        with socket.socket() as bound_not_listening:
+            bound_not_listening.bind(("127.0.0.1", 0))
+            port = bound_not_listening.getsockname()[1]
+            with self.assertRaises(errors.ConnectionError) as raised:
+                idemstore.Client(f"127.0.0.1:{port}", timeout=5)
+        self.assertEqual(StatusCode.IO_ERROR, raised.exception.code)
+        self.assertIn(f"127.0.0.1:{port}", raised.exception.message)
+
+    def test_an_address_without_a_port_is_refused(self):
+        with self.assertRaises(ValueError):
+            idemstore.Client("localhost")
+
+
+class RestartTest(ServerTestCase):
+    def test_the_next_call_after_a_restart_reconnects(self):
+        self.assertEqual(Outcome.INSERTED,
+                         self.client.insert("pay", "k", status="S").outcome)
+        self.assertEqual(0, self.server.stop())
+        wait_until(lambda: not connected(self.client), what="the client to see the close")
+        self.server.start()
+        self.assertEqual(Outcome.FOUND, self.client.get("pay", "k").outcome)
+
+    def test_while_the_server_is_down_calls_fail_at_once_then_it_reconnects(self):
+        self.server.stop()
+        wait_until(lambda: not connected(self.client), what="the client to see the close")
+        with self.assertRaises(errors.ConnectionError) as first:
+            self.client.get("pay", "k")
+        self.assertNotIn("next attempt", first.exception.message)
+        with self.assertRaises(errors.ConnectionError) as second:  # no attempt: backing off
+            self.client.get("pay", "k")
+        self.assertIn("next attempt in", second.exception.message)
+
+        self.server.start()
+
+        def answered():
+            try:
+                return self.client.get("pay", "k").outcome is Outcome.NOT_FOUND
+            except errors.ConnectionError:
+                return False  # still backing off
+
+        wait_until(answered, what="a call after the backoff")
+
+    def test_a_call_in_flight_when_the_server_is_killed_has_an_unknown_effect(self):
+        holder = self.connect()
+        holder.begin("jobs", "held", lease_ms=60_000)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(self.client.begin, "jobs", "held", wait_ms=60_000)
+            wait_until(lambda: len(self.client._conn._calls) == 1, what="the call to be sent")
+            self.server.kill()
+            with self.assertRaises(errors.EffectUnknownError) as raised:
+                waiting.result(timeout=10)  # at once, not after the 65 s the call may wait
+        self.assertEqual(StatusCode.IO_ERROR, raised.exception.code)
+        self.server.start()
+        self.assertEqual(Outcome.IN_PROGRESS, self.client.begin("jobs", "held").outcome)
+
+
+class WaitingCallTest(ServerTestCase):
+    def test_a_call_that_waits_at_the_server_gets_its_wait_on_top_of_the_timeout(self):
+        # The server holds the waiting Begin's answer until the holder's 1 s lease ends: past
+        # the client's 0.3 s timeout, within timeout + wait_ms.
+        self.client.begin("jobs", "held", lease_ms=1_000)
+        impatient = self.connect(timeout=0.3)
+        started = time.monotonic()
+        r = impatient.begin("jobs", "held", wait_ms=20_000)
+        self.assertEqual(Outcome.STARTED, r.outcome)
+        self.assertGreater(time.monotonic() - started, 0.3)  # it did outlast the timeout
+
+
+class NotResentTest(unittest.TestCase):
+    def serve(self, respond):
+        server = FakeServer(respond)
+        self.addCleanup(server.close)
+        return server
+
+    def client(self, server, **options):
+        client = idemstore.Client(server.address, **options)
+        self.addCleanup(client.close)
+        return client
+
+    def test_a_call_whose_connection_drops_is_not_resent(self):
+        def respond(server, conn, request_id):
+            if conn.number == 1:
+                conn.close()  # the first connection ends with the request unanswered
+            else:
+                conn.send(found(request_id, "S"))
+
+        server = self.serve(respond)
+        client = self.client(server)
+        with self.assertRaises(errors.EffectUnknownError):
+            client.get("pay", "first")
+        self.assertEqual(Outcome.FOUND, client.get("pay", "second").outcome)
+        self.assertEqual([(1, [b"first"]), (2, [b"second"])],
+                         [(conn, keys) for conn, _, keys in server.requests])
+
+    def test_a_connection_the_server_ended_while_idle_is_replaced_before_the_next_call(self):
+        # As the server's idle timeout does: an id-0 TIMED_OUT error frame, then close, while
+        # no call is in flight. The next call must not go out on that connection.
+        connections = []
+
+        def respond(server, conn, request_id):
+            connections.append(conn)
+            conn.send(found(request_id, "S"))
+
+        server = self.serve(respond)
+        client = self.client(server)
+        self.assertEqual(Outcome.FOUND, client.get("pay", "first").outcome)
+        connections[0].send(wb.error_frame(0, StatusCode.TIMED_OUT, "idle for 300000 ms"))
+        connections[0].close()
+        self.assertEqual(Outcome.FOUND, client.get("pay", "second").outcome)
+        self.assertEqual([(1, [b"first"]), (2, [b"second"])],
+                         [(conn, keys) for conn, _, keys in server.requests])
+
+    def test_a_timed_out_call_keeps_the_connection_and_its_late_answer_is_dropped(self):
+        held = []
+
+        def respond(server, conn, request_id):
+            if not held:
+                held.append(request_id)  # never answered in time
+                return
+            conn.send(found(held[0], "LATE"))  # the late answer first, then this request's
+            conn.send(found(request_id, "ON_TIME"))
+
+        server = self.serve(respond)
+        client = self.client(server, timeout=0.3)
+        with self.assertRaises(errors.TimeoutError) as raised:
+            client.get("pay", "slow")
+        self.assertEqual(StatusCode.TIMED_OUT, raised.exception.code)
+        self.assertEqual("ON_TIME", client.get("pay", "next").record.status)
+        self.assertEqual(1, server.connections)
+
+    def test_a_connection_error_frame_fails_the_calls_in_flight(self):
+        def respond(server, conn, request_id):
+            conn.send(wb.error_frame(0, StatusCode.BUSY, "server has 1024 connections open"))
+            conn.close()
+
+        client = self.client(self.serve(respond))
+        with self.assertRaises(errors.EffectUnknownError) as raised:
+            client.get("pay", "k")
+        self.assertEqual(StatusCode.BUSY, raised.exception.code)
+        self.assertIn("1024 connections", raised.exception.message)
+
+    def test_a_response_that_does_not_decode_drops_the_connection(self):
+        def respond(server, conn, request_id):
+            if conn.number == 1:
+                conn.send(b"\xff" * 64)
+            else:
+                conn.send(found(request_id, "S"))
+
+        server = self.serve(respond)
+        client = self.client(server)
+        with self.assertRaises(errors.EffectUnknownError) as raised:
+            client.get("pay", "k")
+        self.assertEqual(StatusCode.CORRUPTION, raised.exception.code)
+        self.assertEqual(Outcome.FOUND, client.get("pay", "k").outcome)
+        self.assertEqual(2, server.connections)
+
+    def test_a_response_length_over_the_announced_limit_drops_the_connection(self):
+        def respond(server, conn, request_id):
+            conn.send_raw((64 << 20).to_bytes(4, "little"))  # over 4 MiB: refused from the prefix
+
+        client = self.client(self.serve(respond))
+        with self.assertRaises(errors.EffectUnknownError) as raised:
+            client.get("pay", "k")
+        self.assertIn("outside 1..4194304", raised.exception.message)
+
+    def test_results_not_matching_the_ops_are_a_protocol_error(self):
+        def respond(server, conn, request_id):
+            conn.send(found(request_id, "S"))  # one result, whatever was asked
+
+        client = self.client(self.serve(respond))
+        with self.assertRaises(errors.ProtocolError):
+            client.apply([idemstore.ops.get("pay", "a"), idemstore.ops.get("pay", "b")])
+
+    def test_close_fails_the_calls_still_waiting(self):
+        server = self.serve(lambda server, conn, request_id: None)  # never answers
+        client = self.client(server)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(client.get, "pay", "k")
+            wait_until(lambda: len(server.requests) == 1, what="the request to arrive")
+            client.close()
+            with self.assertRaises(errors.EffectUnknownError) as raised:
+                waiting.result(timeout=10)
+        self.assertEqual(StatusCode.SHUTDOWN, raised.exception.code)
+        with self.assertRaises(errors.ConnectionError):
+            client.get("pay", "k")
+
+
+if __name__ == "__main__":
+    unittest.main()
