@@ -89,7 +89,9 @@ class _Connection:
     answer is in (or its time is up) it hands the reading on to another waiter. A single
     thread's call thus costs one round trip and no thread switch. While no call waits nobody
     reads; the next call first reads whatever arrived meanwhile (the server's idle timeout, its
-    close), so it does not go out on a connection the server has already ended.
+    close), so it does not go out on a connection the server has already ended. Once the
+    connection has failed nobody takes the reader's role again, and its socket is closed by
+    whoever ends the failure's last read, never under a reader still in poll.
 
     TLS runs through a memory BIO (ssl.SSLObject) rather than an SSLSocket, because an SSL object
     must not be used by two threads at once (here: the reader and a sender). _tls_lock guards the
@@ -166,7 +168,7 @@ class _Connection:
                     if left is not None and left <= 0:
                         self._calls.pop(request_id, None)
                         return call.done.is_set()
-                    if not self._reading:
+                    if not self._reading and self._failure is None:
                         self._reading = True
                         break
                     self._changed.wait(left)
@@ -182,21 +184,27 @@ class _Connection:
                 return
             self._failure = why
             calls, self._calls = self._calls, {}
+            # A reader in poll is woken by the shutdown and closes the socket as it leaves:
+            # closed now, its fd number could go to another socket (a reconnect's) while the
+            # reader still polls it, and the reader would sleep through its call's end.
+            close_now = not self._reading
+            for call in calls.values():
+                call.resolve(None, why)
             self._changed.notify_all()
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in poll
         except OSError:
             pass
-        self._sock.close()
-        for call in calls.values():
-            call.resolve(None, why)
-        with self._lock:
-            self._changed.notify_all()
+        if close_now:
+            self._sock.close()
 
     def _leave_reading(self) -> None:
         with self._lock:
             self._reading = False
+            close = self._failure is not None  # no one reads a failed connection again
             self._changed.notify_all()
+        if close:
+            self._sock.close()
 
     def _read_once(self, timeout: Optional[float]) -> None:
         """The reader: waits up to `timeout` for bytes, dispatches the frames they complete.
@@ -255,7 +263,11 @@ class _Connection:
     def _dispatch(self, reply: _codec.Reply) -> None:
         if reply.request_id == 0:
             # A connection-level error; the server closes after it (docs/protocol.md section 5).
+            # Anything else with id 0 is the server's mistake, and ends the connection as well.
             e = reply.value
+            if reply.kind != "error":
+                raise errors.EffectUnknownError(
+                    f"the server {self._address} sent a frame with id 0 that is not an error")
             raise errors.EffectUnknownError(
                 f"the server {self._address} ended the connection: {e.code.name}: {e.message}",
                 e.code)

@@ -169,6 +169,18 @@ class NotResentTest(unittest.TestCase):
         self.assertEqual(StatusCode.BUSY, raised.exception.code)
         self.assertIn("1024 connections", raised.exception.message)
 
+    def test_a_frame_with_id_0_that_is_not_an_error_fails_the_calls_in_flight(self):
+        # Id 0 is reserved for connection errors; anything else there is the server's fault
+        # (the C++ client: IOError "server sent a frame with id 0").
+        def respond(server, conn, request_id):
+            conn.send(found(0, "S"))
+
+        client = self.client(self.serve(respond))
+        with self.assertRaises(errors.EffectUnknownError) as raised:
+            client.get("pay", "k")
+        self.assertEqual(StatusCode.IO_ERROR, raised.exception.code)
+        self.assertIn("id 0", raised.exception.message)
+
     def test_a_response_that_does_not_decode_drops_the_connection(self):
         def respond(server, conn, request_id):
             if conn.number == 1:
@@ -200,6 +212,34 @@ class NotResentTest(unittest.TestCase):
         client = self.client(self.serve(respond))
         with self.assertRaises(errors.ProtocolError):
             client.apply([idemstore.ops.get("pay", "a"), idemstore.ops.get("pay", "b")])
+
+    def test_the_socket_is_closed_only_once_no_one_polls_it(self):
+        # A reader blocked in poll on a socket that another thread closes sleeps on whatever
+        # socket gets that fd number next (here at once, as a reconnect would), and through
+        # its own call's end: the socket is shut down to wake the reader, and closed after.
+        server = self.serve(lambda server, conn, request_id: None)  # never answers
+        client = self.client(server, timeout=30)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(client.get, "pay", "k")
+            wait_until(lambda: len(server.requests) == 1, what="the request to arrive")
+            conn = client._conn
+            read_while_closing, reused = [], []
+
+            class ReusedOnClose(socket.socket):
+                __slots__ = ()
+
+                def close(self):
+                    read_while_closing.append(conn._reading)
+                    super().close()
+                    reused.extend(socket.socketpair())  # takes the lowest free fd: this one's
+
+            conn._sock.__class__ = ReusedOnClose
+            client.close()
+            with self.assertRaises(errors.EffectUnknownError):
+                waiting.result(timeout=5)  # at once, not after its 30 s
+        for s in reused:
+            s.close()
+        self.assertEqual([False], read_while_closing)
 
     def test_close_fails_the_calls_still_waiting(self):
         server = self.serve(lambda server, conn, request_id: None)  # never answers
