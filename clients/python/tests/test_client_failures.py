@@ -5,6 +5,7 @@ do not decode. The real idemstored where it can be made to fail on cue, a script
 """
 import concurrent.futures
 import socket
+import threading
 import time
 import unittest
 
@@ -240,6 +241,23 @@ class NotResentTest(unittest.TestCase):
         for s in reused:
             s.close()
         self.assertEqual([False], read_while_closing)
+
+    def test_a_request_the_server_does_not_take_fails_the_connection_after_the_timeout(self):
+        unblock = threading.Event()
+        self.addCleanup(unblock.set)
+        server = self.serve(lambda server, conn, request_id: unblock.wait())  # reads no more
+        client = self.client(server, timeout=0.5)
+        client._conn._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            stuck = pool.submit(client.get, "pay", "first")
+            wait_until(lambda: len(server.requests) == 1, what="the request to arrive")
+            big = [idemstore.ops.insert("pay", f"k{i}", status="S", payload=b"x" * (1 << 20))
+                   for i in range(3)]
+            with self.assertRaises(errors.EffectUnknownError) as raised:
+                client.apply(big)
+            self.assertIn("took no bytes for 0.5 s", raised.exception.message)
+            with self.assertRaises((errors.TimeoutError, errors.EffectUnknownError)):
+                stuck.result(timeout=10)
 
     def test_close_fails_the_calls_still_waiting(self):
         server = self.serve(lambda server, conn, request_id: None)  # never answers
