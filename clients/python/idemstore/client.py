@@ -125,6 +125,7 @@ class _Connection:
         self._lock = threading.Lock()
         self._calls: Dict[int, _Call] = {}  # guarded by _lock
         self._sleeping: Dict[int, _Call] = {}  # guarded by _lock: waiters not reading
+        self._handed: Optional[int] = None  # guarded by _lock: woken to read, not awake yet
         self._reading = False  # guarded by _lock: a caller is the reader
         self._failure: Optional[errors.Error] = None  # guarded by _lock; set once: the link is down
 
@@ -164,7 +165,10 @@ class _Connection:
         return call
 
     def _send_all(self, data: bytes) -> None:
-        sent = self._sock.send(data, socket.MSG_DONTWAIT)
+        try:
+            sent = self._sock.send(data, socket.MSG_DONTWAIT)
+        except BlockingIOError:  # no room at all: wait for it below
+            sent = 0
         if sent == len(data):
             return
         view = memoryview(data)[sent:]
@@ -201,8 +205,12 @@ class _Connection:
                     if call.wake is None:
                         call.wake = threading.Condition(self._lock)
                     self._sleeping[request_id] = call
-                    call.wake.wait(left)
-                    self._sleeping.pop(request_id, None)
+                    try:
+                        call.wake.wait(left)
+                    finally:
+                        self._sleeping.pop(request_id, None)
+                        if self._handed == request_id:
+                            self._handed = None
             try:
                 self._read_once(left)
             finally:
@@ -211,8 +219,8 @@ class _Connection:
     def _wake_next(self) -> None:
         """With _lock held, by a caller leaving: when no one reads, a sleeping waiter takes
         over (without one, answers would wait for the next caller)."""
-        if not self._reading and self._sleeping:
-            _, call = self._sleeping.popitem()
+        if not self._reading and self._handed is None and self._sleeping:
+            self._handed, call = self._sleeping.popitem()
             call.wake.notify()
 
     def fail(self, why: errors.Error) -> None:
@@ -231,6 +239,7 @@ class _Connection:
             for call in self._sleeping.values():
                 call.wake.notify()
             self._sleeping.clear()
+            self._handed = None
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in poll
         except OSError:

@@ -12,7 +12,8 @@ import unittest
 import idemstore
 import wire_builders as wb
 from fake_server import FakeServer
-from idemstore import Outcome, StatusCode, errors
+from idemstore import Outcome, StatusCode, _codec, errors
+from idemstore import client as client_module
 from server_process import ServerTestCase, wait_until
 
 
@@ -271,6 +272,40 @@ class NotResentTest(unittest.TestCase):
         self.assertEqual(StatusCode.SHUTDOWN, raised.exception.code)
         with self.assertRaises(errors.ConnectionError):
             client.get("pay", "k")
+
+
+class SendTest(unittest.TestCase):
+    def test_a_send_that_finds_the_servers_buffers_full_waits_for_room(self):
+        ours, theirs = socket.socketpair()
+        self.addCleanup(theirs.close)
+        ours.setblocking(False)
+        try:
+            while True:  # fills both socket buffers: the next send finds no room at all
+                ours.send(b"\0" * 65536)
+        except BlockingIOError:
+            pass
+        conn = client_module._Connection(ours, None, None, None, _codec.FrameReader(), [],
+                                         "peer", send_timeout=10)
+        self.addCleanup(conn.fail, errors.EffectUnknownError("test over"))
+        waiting, drained = threading.Event(), []
+
+        class ReadOnceWaiting:  # the peer reads once the client waits for room
+            def poll(self, timeout):
+                waiting.set()
+                return poll.poll(timeout)
+
+        def drain():
+            if waiting.wait(10):
+                while sum(drained) < 65536 * 3:
+                    drained.append(len(theirs.recv(1 << 20)))
+
+        poll, conn._send_poll = conn._send_poll, ReadOnceWaiting()
+        drainer = threading.Thread(target=drain)
+        drainer.start()
+        call = conn.send(1, b"request")
+        drainer.join(10)
+        self.assertIsNone(call.error)
+        self.assertTrue(waiting.is_set())
 
 
 if __name__ == "__main__":
