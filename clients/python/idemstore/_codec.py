@@ -114,6 +114,11 @@ def _text(s: str) -> bytes:
     return s.encode("utf-8", "surrogateescape")
 
 
+def _utf8(s) -> bytes:
+    """A str as UTF-8 (strict: a token is not to be altered), bytes as they are."""
+    return s if isinstance(s, bytes) else s.encode("utf-8")
+
+
 def _frame(request_id: int, body_type: int):
     """A Frame's bytes so far (its body to follow) and where the body's offset goes."""
     if not 1 <= request_id < 2**64:
@@ -136,10 +141,10 @@ def encode_hello(request_id: int, token: Optional[str] = None,
     """The Hello that opens every connection; `token` is the principal's secret (None: none)."""
     buf, body = _frame(request_id, _Body.Hello)
     fields = [(_HELLO["protocol_version"], PROTOCOL_VERSION), (_HELLO["client_name"], None)]
-    strings = [client_name.encode("utf-8")]
+    strings = [_utf8(client_name)]
     if token:
         fields.append((_HELLO["token"], None))
-        strings.append(token.encode("utf-8"))
+        strings.append(_utf8(token))
     pos, refs = _wire.table(buf, fields)
     _wire.ref(buf, body, pos)
     for at, data in zip(refs, strings):

@@ -348,6 +348,21 @@ def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
     return method
 
 
+def _checked_token(token: Optional[str]) -> Optional[str]:
+    """The token, once it is known to be sendable: a str of UTF-8 (the wire's string)."""
+    if token is None or isinstance(token, bytes):
+        return token
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str or None, not {type(token).__name__}")
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise errors.Error(StatusCode.INVALID_ARGUMENT,
+                           f"the token cannot be sent: it is not UTF-8 ({e.reason} at "
+                           f"{e.start})") from None
+    return token
+
+
 class Client:
     """A connection to idemstored (see the module's failure contract). Arguments:
 
@@ -368,7 +383,7 @@ class Client:
         self.timeout = timeout
         self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self._host, self._port = split_address(address)
-        self._token = token
+        self._token = _checked_token(token)
         self._client_name = client_name
         self._ssl_context = client_context(tls)
         self._server_name = server_hostname(tls, self._host)
@@ -583,6 +598,9 @@ class Client:
         except OSError as e:
             self._close_quietly(sock)
             raise errors.ConnectionError(f"connect to {self.address}: {e.strerror or e}") from None
+        except BaseException:
+            self._close_quietly(sock)
+            raise
         self._server_info = info
         self._max_frame_bytes = info.max_frame_bytes
         return conn

@@ -4,10 +4,12 @@ do not decode. The real idemstored where it can be made to fail on cue, a script
 (fake_server.py) where it cannot, or where what it received must be counted.
 """
 import concurrent.futures
+import gc
 import socket
 import threading
 import time
 import unittest
+import warnings
 
 import idemstore
 import wire_builders as wb
@@ -41,6 +43,20 @@ class UnreachableServerTest(unittest.TestCase):
     def test_an_address_without_a_port_is_refused(self):
         with self.assertRaises(ValueError):
             idemstore.Client("localhost")
+
+
+class BadOptionsTest(unittest.TestCase):
+    def test_a_token_that_is_not_utf8_is_refused_before_connecting(self):
+        server = FakeServer(lambda server, conn, request_id: None)
+        self.addCleanup(server.close)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            with self.assertRaises(errors.Error) as raised:
+                idemstore.Client(server.address, token="\udcff")
+            gc.collect()
+        self.assertEqual(StatusCode.INVALID_ARGUMENT, raised.exception.code)
+        self.assertIn("token", raised.exception.message)
+        self.assertEqual([], [str(w.message) for w in caught])  # no socket left unclosed
 
 
 class RestartTest(ServerTestCase):
