@@ -11,6 +11,10 @@ bytes of a frame not yet complete.
     decode_frame(body) -> Reply                         Reply(request_id, kind, value)
     hello_result / apply_result / stats_result(reply)   a reply's value, or its error raised
 
+Requests and the ApplyResponse, on every call's path, are written and read by hand (_wire),
+with the slots and types the generated code (_proto) gives; the rare HelloReply and
+StatsResponse are read through the generated accessors.
+
 Reading is defensive: the generated Python code has no FlatBuffers verifier, so every table,
 string and vector is checked against the body's size before it is read, and the bytes a
 response's results copy out are bounded by the body's size (a response whose results share one
@@ -25,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import flatbuffers
 
-from . import errors
+from . import _wire, errors
 from ._proto import ApplyRequest as _ApplyRequest
 from ._proto import Condition as _Condition
 from ._proto import Frame as _Frame
@@ -33,15 +37,16 @@ from ._proto import Hello as _Hello
 from ._proto import Op as _Op
 from ._proto import OptionalInt64 as _OptionalInt64
 from ._proto import OptionalUint64 as _OptionalUint64
-from ._proto import StatsRequest as _StatsRequest
 from ._proto import Update as _Update
-from ._proto.ApplyResponse import ApplyResponse as _ApplyResponse
+from ._proto import ApplyResponse as _ApplyResponseTable
+from ._proto import Error as _Error
+from ._proto import OpResult as _OpResultTable
+from ._proto import Record as _RecordTable
 from ._proto.Body import Body as _Body
 from ._proto.HelloReply import HelloReply as _HelloReply
 from ._proto.MetricFamily import MetricFamily as _MetricFamily
 from ._proto.MetricLabel import MetricLabel as _MetricLabel
 from ._proto.MetricSample import MetricSample as _MetricSample
-from ._proto.OpResult import OpResult as _OpResult
 from ._proto.StatsResponse import StatsResponse as _StatsResponse
 from .ops import Op
 from .types import HelloInfo, OpAnswer, OpError, OpResult, Outcome, Record, RecordKind, StatusCode
@@ -56,17 +61,12 @@ DEFAULT_MAX_FRAME_BYTES = 4 << 20
 MAX_REPLY_BYTES_CAP = 64 << 20
 
 _LENGTH = struct.Struct("<I")
-_I32 = struct.Struct("<i")
 _U32 = struct.Struct("<I")
-_U16X2 = struct.Struct("<HH")
 
-# Vtable slots of the fields read by hand below: 4 + 2 * the field's index in its table in
-# net/protocol.fbs. Fields are only ever appended there, so these never change.
-_RECORD_STATUS, _RECORD_FINGERPRINT, _RECORD_PAYLOAD, _RECORD_OWNER = 4, 10, 12, 20
-_OPRESULT_TOKEN = 12
-_ERROR_MESSAGE = 6
+# Vtable slots of the fields of the rare responses (HelloReply, StatsResponse) read by hand
+# below: 4 + 2 * the field's index in its table in net/protocol.fbs. Fields are only ever
+# appended there, so these never change.
 _HELLO_REPLY_SERVER_VERSION = 6
-_APPLY_RESPONSE_RESULTS = 4
 _STATS_DURABILITY = 18
 _STATS_METRICS = 56
 _FAMILY_NAME, _FAMILY_HELP, _FAMILY_SAMPLES = 4, 6, 10
@@ -93,108 +93,159 @@ def _accessor(field: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Encoding
 
-def _finish(b: flatbuffers.Builder, request_id: int, body_type: int, body: int) -> bytes:
+# The tables a request is made of, as the generated code describes them (_wire.schema).
+_FRAME_SLOTS, _FRAME = _wire.schema(_Frame, "id", "body_type", "body", "error")
+_, _HELLO = _wire.schema(_Hello, "protocol_version", "client_name", "token")
+_, _APPLY_REQUEST = _wire.schema(_ApplyRequest, "ops")
+_, _OP = _wire.schema(_Op, "type", "ns", "key", "status", "payload", "fingerprint", "ttl_ms",
+                      "condition", "update", "owner", "lease_ms", "wait_ms")
+_, _CONDITION = _wire.schema(_Condition, "status_in", "version", "fence")
+_, _UPDATE = _wire.schema(_Update, "status", "payload", "ttl_ms")
+# Struct fields are written inline, as the scalar their struct holds.
+_CONDITION_VERSION = _wire.Field(_CONDITION["version"].slot,
+                                 _wire.struct_format(_OptionalUint64.CreateOptionalUint64))
+_CONDITION_FENCE = _wire.Field(_CONDITION["fence"].slot,
+                               _wire.struct_format(_OptionalUint64.CreateOptionalUint64))
+_UPDATE_TTL_MS = _wire.Field(_UPDATE["ttl_ms"].slot,
+                             _wire.struct_format(_OptionalInt64.CreateOptionalInt64))
+
+
+def _text(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _utf8(s) -> bytes:
+    """A str as UTF-8 (strict: a token is not to be altered), bytes as they are."""
+    return s if isinstance(s, bytes) else s.encode("utf-8")
+
+
+def _frame(request_id: int, body_type: int):
+    """A Frame's bytes so far (its body to follow) and where the body's offset goes."""
     if not 1 <= request_id < 2**64:
         raise ValueError(f"request id {request_id} is outside 1..2^64-1 (0 is reserved)")
-    _Frame.Start(b)
-    _Frame.AddId(b, request_id)
-    _Frame.AddBodyType(b, body_type)
-    _Frame.AddBody(b, body)
-    b.Finish(_Frame.End(b))
-    # Finish, then the length in front: the body stays a plain FlatBuffer aligned relative to its
-    # own first byte, which is what the server verifies (never a size-prefixed buffer).
-    out = b.Output()
-    return _LENGTH.pack(len(out)) + out
+    buf = bytearray(4)  # the root offset
+    pos, (body,) = _wire.table(buf, [(_FRAME["id"], request_id), (_FRAME["body"], None),
+                                     (_FRAME["body_type"], body_type)])
+    _wire.ref(buf, 0, pos)
+    return buf, body
+
+
+def _framed(buf: bytearray) -> bytes:
+    # The length in front of a plain FlatBuffer aligned relative to its own first byte, which
+    # is what the server verifies (never a size-prefixed buffer).
+    return _LENGTH.pack(len(buf)) + buf
 
 
 def encode_hello(request_id: int, token: Optional[str] = None,
                  client_name: str = CLIENT_NAME) -> bytes:
     """The Hello that opens every connection; `token` is the principal's secret (None: none)."""
-    b = flatbuffers.Builder(128)
-    name = b.CreateString(client_name)
-    secret = b.CreateString(token) if token else None
-    _Hello.Start(b)
-    _Hello.AddProtocolVersion(b, PROTOCOL_VERSION)
-    _Hello.AddClientName(b, name)
-    if secret is not None:
-        _Hello.AddToken(b, secret)
-    return _finish(b, request_id, _Body.Hello, _Hello.End(b))
+    buf, body = _frame(request_id, _Body.Hello)
+    fields = [(_HELLO["protocol_version"], PROTOCOL_VERSION), (_HELLO["client_name"], None)]
+    strings = [_utf8(client_name)]
+    if token:
+        fields.append((_HELLO["token"], None))
+        strings.append(_utf8(token))
+    pos, refs = _wire.table(buf, fields)
+    _wire.ref(buf, body, pos)
+    for at, data in zip(refs, strings):
+        _wire.ref(buf, at, _wire.vector(buf, data, nul=True))
+    return _framed(buf)
 
 
-def _string(b: flatbuffers.Builder, s: str) -> int:
-    return b.CreateString(s, errors="surrogateescape")
+def _condition(buf: bytearray, condition) -> int:
+    fields = []
+    if condition.version is not None:
+        fields.append((_CONDITION_VERSION, condition.version))
+    if condition.fence is not None:
+        fields.append((_CONDITION_FENCE, condition.fence))
+    if condition.status_in:
+        fields.append((_CONDITION["status_in"], None))
+    pos, refs = _wire.table(buf, fields)
+    if condition.status_in:
+        vector = _wire.offsets(buf, len(condition.status_in))
+        _wire.ref(buf, refs[0], vector)
+        for i, status in enumerate(condition.status_in):
+            _wire.ref(buf, vector + 4 + 4 * i, _wire.vector(buf, _text(status), nul=True))
+    return pos
 
 
-def _op(b: flatbuffers.Builder, op: Op) -> int:
+def _update(buf: bytearray, update) -> int:
+    fields, children = [], []
+    if update.ttl_ms is not None:
+        fields.append((_UPDATE_TTL_MS, update.ttl_ms))
+    if update.status is not None:
+        fields.append((_UPDATE["status"], None))
+        children.append((_text(update.status), True))
+    if update.payload is not None:
+        fields.append((_UPDATE["payload"], None))
+        children.append((update.payload, False))
+    pos, refs = _wire.table(buf, fields)
+    for at, (data, nul) in zip(refs, children):
+        _wire.ref(buf, at, _wire.vector(buf, data, nul))
+    return pos
+
+
+def _op(buf: bytearray, op: Op) -> int:
     # Every field given is written whatever the op's type; which fields a type reads is the
-    # server's business, as in the C++ encoder (net/src/protocol_codec.cc, MakeOp).
-    condition = None
+    # server's business, as in the C++ encoder (net/src/protocol_codec.cc, MakeOp). Absent
+    # durations are left out (not a default: ttl_ms etc. are optional scalars).
+    fields = []
+    if op.ttl_ms is not None:
+        fields.append((_OP["ttl_ms"], op.ttl_ms))
+    if op.lease_ms is not None:
+        fields.append((_OP["lease_ms"], op.lease_ms))
+    if op.wait_ms is not None:
+        fields.append((_OP["wait_ms"], op.wait_ms))
+    fields.append((_OP["ns"], None))
+    fields.append((_OP["key"], None))
+    children = [(_text(op.ns), True), (op.key, False)]
+    if op.status:
+        fields.append((_OP["status"], None))
+        children.append((_text(op.status), True))
+    if op.payload:
+        fields.append((_OP["payload"], None))
+        children.append((op.payload, False))
+    if op.fingerprint:
+        fields.append((_OP["fingerprint"], None))
+        children.append((op.fingerprint, False))
+    if op.owner:
+        fields.append((_OP["owner"], None))
+        children.append((_text(op.owner), True))
     if not op.condition.empty():
-        statuses = [_string(b, s) for s in op.condition.status_in]
-        status_in = None
-        if statuses:
-            _Condition.StartStatusInVector(b, len(statuses))
-            for s in reversed(statuses):
-                b.PrependUOffsetTRelative(s)
-            status_in = b.EndVector()
-        _Condition.Start(b)
-        if status_in is not None:
-            _Condition.AddStatusIn(b, status_in)
-        if op.condition.version is not None:
-            _Condition.AddVersion(b, _OptionalUint64.CreateOptionalUint64(b, op.condition.version))
-        if op.condition.fence is not None:
-            _Condition.AddFence(b, _OptionalUint64.CreateOptionalUint64(b, op.condition.fence))
-        condition = _Condition.End(b)
-    update = None
+        fields.append((_OP["condition"], None))
+        children.append((op.condition, _condition))
     if not op.update.empty():
-        status = None if op.update.status is None else _string(b, op.update.status)
-        payload = None if op.update.payload is None else b.CreateByteVector(op.update.payload)
-        _Update.Start(b)
-        if status is not None:
-            _Update.AddStatus(b, status)
-        if payload is not None:
-            _Update.AddPayload(b, payload)
-        if op.update.ttl_ms is not None:
-            _Update.AddTtlMs(b, _OptionalInt64.CreateOptionalInt64(b, op.update.ttl_ms))
-        update = _Update.End(b)
-    ns = _string(b, op.ns)
-    key = b.CreateByteVector(op.key)
-    status = _string(b, op.status) if op.status else None
-    payload = b.CreateByteVector(op.payload) if op.payload else None
-    fingerprint = b.CreateByteVector(op.fingerprint) if op.fingerprint else None
-    owner = _string(b, op.owner) if op.owner else None
-    _Op.Start(b)
-    _Op.AddType(b, int(op.type))
-    _Op.AddNs(b, ns)
-    _Op.AddKey(b, key)
-    for add, value in ((_Op.AddStatus, status), (_Op.AddPayload, payload),
-                       (_Op.AddFingerprint, fingerprint), (_Op.AddTtlMs, op.ttl_ms),
-                       (_Op.AddCondition, condition), (_Op.AddUpdate, update),
-                       (_Op.AddOwner, owner), (_Op.AddLeaseMs, op.lease_ms),
-                       (_Op.AddWaitMs, op.wait_ms)):
-        if value is not None:  # absent, not a default: ttl_ms etc. are optional scalars
-            add(b, value)
-    return _Op.End(b)
+        fields.append((_OP["update"], None))
+        children.append((op.update, _update))
+    fields.append((_OP["type"], int(op.type)))
+    pos, refs = _wire.table(buf, fields)
+    for at, (data, how) in zip(refs, children):
+        if how is True or how is False:
+            _wire.ref(buf, at, _wire.vector(buf, data, how))
+        else:
+            _wire.ref(buf, at, how(buf, data))
+    return pos
 
 
 def encode_apply(request_id: int, ops: Sequence[Op]) -> bytes:
     """An ApplyRequest: the ops run in order and commit as one unit."""
-    size = 64 + sum(96 + len(op.key) + len(op.payload) + len(op.fingerprint) for op in ops)
-    b = flatbuffers.Builder(size)
-    offsets = [_op(b, op) for op in ops]
-    _ApplyRequest.StartOpsVector(b, len(offsets))
-    for o in reversed(offsets):
-        b.PrependUOffsetTRelative(o)
-    vector = b.EndVector()
-    _ApplyRequest.Start(b)
-    _ApplyRequest.AddOps(b, vector)
-    return _finish(b, request_id, _Body.ApplyRequest, _ApplyRequest.End(b))
+    buf, body = _frame(request_id, _Body.ApplyRequest)
+    pos, (ops_at,) = _wire.table(buf, [(_APPLY_REQUEST["ops"], None)])
+    _wire.ref(buf, body, pos)
+    vector = _wire.offsets(buf, len(ops))
+    _wire.ref(buf, ops_at, vector)
+    at = vector + 4
+    for op in ops:
+        _wire.ref(buf, at, _op(buf, op))
+        at += 4
+    return _framed(buf)
 
 
 def encode_stats(request_id: int) -> bytes:
-    b = flatbuffers.Builder(64)
-    _StatsRequest.Start(b)
-    return _finish(b, request_id, _Body.StatsRequest, _StatsRequest.End(b))
+    buf, body = _frame(request_id, _Body.StatsRequest)
+    pos, _ = _wire.table(buf, [])
+    _wire.ref(buf, body, pos)
+    return _framed(buf)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,17 +312,7 @@ class _Budget:
 
 def _table(obj, what: str):
     """Checks that the table `obj` (a generated object) and its vtable lie inside the body."""
-    tab = obj._tab
-    buf, pos, n = tab.Bytes, tab.Pos, len(tab.Bytes)
-    if pos < 0 or pos + 4 > n:
-        raise errors.ProtocolError(f"{what} at {pos} lies outside the frame of {n} bytes")
-    vtable = pos - _I32.unpack_from(buf, pos)[0]
-    if vtable < 0 or vtable + 4 > n:
-        raise errors.ProtocolError(f"{what}'s vtable at {vtable} lies outside the frame")
-    vtable_size, table_size = _U16X2.unpack_from(buf, vtable)
-    if vtable_size < 4 or vtable_size % 2 or vtable + vtable_size > n or table_size < 4 or \
-            pos + table_size > n:
-        raise errors.ProtocolError(f"{what}'s vtable at {vtable} is malformed")
+    _wire.fields(obj._tab.Bytes, obj._tab.Pos, 0, what)
     return obj
 
 
@@ -323,59 +364,101 @@ def _status_code(code: int) -> StatusCode:
     raise errors.ProtocolError(f"error with status code {code}, which is not a known error")
 
 
-def _error(e, budget: _Budget):
-    """(code, message) of an Error table."""
-    _table(e, "Error")
-    return _status_code(e.Code()), _str(e, _ERROR_MESSAGE, "Error.message", budget)
+# The tables of an ApplyResponse, read by hand (_wire) as the generated code describes them.
+_ERROR_SLOTS, _ERROR = _wire.schema(_Error, "code", "message")
+_RESULT_SLOTS, _RESULT = _wire.schema(_OpResultTable, "error", "outcome", "record",
+                                      "fingerprint_matches", "token")
+_RECORD_SLOTS, _RECORD = _wire.schema(_RecordTable, "status", "version", "fence", "fingerprint",
+                                      "payload", "created_ms", "updated_ms", "expires_at_ms",
+                                      "owner", "lease_until_ms", "kind")
+_APPLY_RESPONSE_SLOTS, _APPLY_RESPONSE = _wire.schema(_ApplyResponseTable, "results")
+# The vtable offsets of hand-read fields, which test_codec checks against the accessors'.
+_RECORD_STATUS, _RECORD_FINGERPRINT, _RECORD_PAYLOAD, _RECORD_OWNER = (
+    _RECORD[name].vt for name in ("status", "fingerprint", "payload", "owner"))
+_OPRESULT_TOKEN = _RESULT["token"].vt
+_ERROR_MESSAGE = _ERROR["message"].vt
+_APPLY_RESPONSE_RESULTS = _APPLY_RESPONSE["results"].vt
+_OUTCOMES = {int(o): o for o in Outcome}
+_KINDS = {int(k): k for k in RecordKind}
 
 
-def _record(r, budget: _Budget) -> Record:
-    _table(r, "Record")
+def _scalar(buf: bytes, pos: int, offset: int, field: _wire.Field, default):
+    return field.struct.unpack_from(buf, pos + offset)[0] if offset else default
+
+
+def _bytes_at(buf: bytes, pos: int, offset: int, what: str, budget: _Budget) -> bytes:
+    """The byte vector (or string) of a field at `offset` in the table at `pos`; b"" absent."""
+    if not offset:
+        return b""
+    start, count = _wire.span(buf, pos + offset, 1, what)
+    budget.take(count)
+    return buf[start:start + count]
+
+
+def _text_at(buf: bytes, pos: int, offset: int, what: str, budget: _Budget) -> str:
+    return _bytes_at(buf, pos, offset, what, budget).decode("utf-8", "surrogateescape")
+
+
+def _error(buf: bytes, pos: int, budget: _Budget):
+    """(code: int, message) of the Error table at `pos`."""
+    f = _wire.fields(buf, pos, _ERROR_SLOTS, "Error")
+    return (_scalar(buf, pos, f[_ERROR["code"].slot], _ERROR["code"], 0),
+            _text_at(buf, pos, f[_ERROR["message"].slot], "Error.message", budget))
+
+
+_R_STATUS, _R_VERSION, _R_FENCE, _R_FINGERPRINT, _R_PAYLOAD, _R_CREATED, _R_UPDATED, \
+    _R_EXPIRES, _R_OWNER, _R_LEASE, _R_KIND = (_RECORD[name] for name in (
+        "status", "version", "fence", "fingerprint", "payload", "created_ms", "updated_ms",
+        "expires_at_ms", "owner", "lease_until_ms", "kind"))
+
+
+def _record(buf: bytes, pos: int, budget: _Budget) -> Record:
+    f = _wire.fields(buf, pos, _RECORD_SLOTS, "Record")
+    kind = _scalar(buf, pos, f[_R_KIND.slot], _R_KIND, 0)
     return Record(
-        status=_str(r, _RECORD_STATUS, "Record.status", budget),
-        version=r.Version(),
-        fence=r.Fence(),
-        fingerprint=_bytes(r, _RECORD_FINGERPRINT, "Record.fingerprint", budget),
-        payload=_bytes(r, _RECORD_PAYLOAD, "Record.payload", budget),
-        created_ms=r.CreatedMs(),
-        updated_ms=r.UpdatedMs(),
-        expires_at_ms=r.ExpiresAtMs(),
-        owner=_str(r, _RECORD_OWNER, "Record.owner", budget),
-        lease_until_ms=r.LeaseUntilMs(),
-        kind=RecordKind(r.Kind()))
+        status=_text_at(buf, pos, f[_R_STATUS.slot], "Record.status", budget),
+        version=_scalar(buf, pos, f[_R_VERSION.slot], _R_VERSION, 0),
+        fence=_scalar(buf, pos, f[_R_FENCE.slot], _R_FENCE, 0),
+        fingerprint=_bytes_at(buf, pos, f[_R_FINGERPRINT.slot], "Record.fingerprint", budget),
+        payload=_bytes_at(buf, pos, f[_R_PAYLOAD.slot], "Record.payload", budget),
+        created_ms=_scalar(buf, pos, f[_R_CREATED.slot], _R_CREATED, 0),
+        updated_ms=_scalar(buf, pos, f[_R_UPDATED.slot], _R_UPDATED, 0),
+        expires_at_ms=_scalar(buf, pos, f[_R_EXPIRES.slot], _R_EXPIRES, 0),
+        owner=_text_at(buf, pos, f[_R_OWNER.slot], "Record.owner", budget),
+        lease_until_ms=_scalar(buf, pos, f[_R_LEASE.slot], _R_LEASE, 0),
+        kind=_KINDS.get(kind) or RecordKind(kind))
 
 
-def _op_answer(r, budget: _Budget) -> OpAnswer:
-    e = r.Error()
-    if e is not None:
-        _table(e, "Error")
-        message = _str(e, _ERROR_MESSAGE, "Error.message", budget)
+def _op_answer(buf: bytes, pos: int, budget: _Budget) -> OpAnswer:
+    f = _wire.fields(buf, pos, _RESULT_SLOTS, "ApplyResponse.results")
+    error = f[_RESULT["error"].slot]
+    if error:
+        code, message = _error(buf, _wire.deref(buf, pos + error), budget)
         try:
-            return OpError(_status_code(e.Code()), message)
+            return OpError(_status_code(code), message)
         except errors.ProtocolError as unknown:
             # A well-formed error with a code this client does not know: that op's CORRUPTION.
             return OpError(StatusCode.CORRUPTION, f"{unknown.message}: {message}")
-    outcome = r.Outcome()
-    try:
-        outcome = Outcome(outcome)
-    except ValueError:
+    outcome = _scalar(buf, pos, f[_RESULT["outcome"].slot], _RESULT["outcome"], 0)
+    if outcome not in _OUTCOMES:
         # A newer server's outcome: that op's answer is unknown here (the C++ client: the same).
         return OpError(StatusCode.CORRUPTION, f"unknown outcome {outcome}")
-    record = r.Record()
-    return OpResult(outcome=outcome,
-                    record=None if record is None else _record(record, budget),
-                    fingerprint_matches=bool(r.FingerprintMatches()),
-                    token=_str(r, _OPRESULT_TOKEN, "OpResult.token", budget))
+    record = f[_RESULT["record"].slot]
+    matches = f[_RESULT["fingerprint_matches"].slot]
+    return OpResult(outcome=_OUTCOMES[outcome],
+                    record=_record(buf, _wire.deref(buf, pos + record), budget) if record else None,
+                    fingerprint_matches=bool(buf[pos + matches]) if matches else True,
+                    token=_text_at(buf, pos, f[_RESULT["token"].slot], "OpResult.token", budget))
 
 
-def _apply(body_table, budget: _Budget) -> List[OpAnswer]:
-    response = _ApplyResponse()
-    response.Init(body_table.Bytes, body_table.Pos)
-    _table(response, "ApplyResponse")
-    results = _tables(response, _APPLY_RESPONSE_RESULTS, _OpResult, "ApplyResponse.results")
-    if results is None:
+def _apply(buf: bytes, pos: int, budget: _Budget) -> List[OpAnswer]:
+    f = _wire.fields(buf, pos, _APPLY_RESPONSE_SLOTS, "ApplyResponse")
+    results = f[_APPLY_RESPONSE["results"].slot]
+    if not results:
         raise errors.ProtocolError("ApplyResponse without results")
-    return [_op_answer(r, budget) for r in results]
+    start, count = _wire.span(buf, pos + results, 4, "ApplyResponse.results")
+    return [_op_answer(buf, _wire.deref(buf, at), budget)
+            for at in range(start, start + 4 * count, 4)]
 
 
 def _hello_reply(body_table, budget: _Budget) -> HelloInfo:
@@ -421,10 +504,15 @@ def _stats(body_table, budget: _Budget) -> Dict[str, Any]:
     return out
 
 
+def _generated(decode):
+    """A body decoder of the generated accessors' kind (HelloReply, StatsResponse: rare)."""
+    return lambda buf, pos, budget: decode(flatbuffers.table.Table(buf, pos), budget)
+
+
 _BODIES = {
-    _Body.HelloReply: ("hello_reply", _hello_reply),
+    _Body.HelloReply: ("hello_reply", _generated(_hello_reply)),
     _Body.ApplyResponse: ("apply", _apply),
-    _Body.StatsResponse: ("stats", _stats),
+    _Body.StatsResponse: ("stats", _generated(_stats)),
 }
 
 
@@ -432,23 +520,22 @@ def _decode(body: bytes) -> Reply:
     if len(body) < 8:
         raise errors.ProtocolError(f"a frame of {len(body)} bytes is too short for a FlatBuffer")
     budget = _Budget(len(body))
-    frame = _Frame.Frame()
-    frame.Init(body, _U32.unpack_from(body, 0)[0])
-    _table(frame, "Frame")
-    request_id = frame.Id()
-    e = frame.Error()
-    if e is not None:
-        code, message = _error(e, budget)
-        return Reply(request_id, "error", errors.ServerError(code, message))
-    body_type = frame.BodyType()
-    body_table = frame.Body()
-    if body_table is None:
+    pos = _U32.unpack_from(body, 0)[0]
+    f = _wire.fields(body, pos, _FRAME_SLOTS, "Frame")
+    request_id = _scalar(body, pos, f[_FRAME["id"].slot], _FRAME["id"], 0)
+    error = f[_FRAME["error"].slot]
+    if error:
+        code, message = _error(body, _wire.deref(body, pos + error), budget)
+        return Reply(request_id, "error", errors.ServerError(_status_code(code), message))
+    body_type = _scalar(body, pos, f[_FRAME["body_type"].slot], _FRAME["body_type"], 0)
+    table = f[_FRAME["body"].slot]
+    if not table:
         raise errors.ProtocolError(f"response {request_id} has neither a body nor an error")
     if body_type not in _BODIES:
         raise errors.ProtocolError(f"response {request_id} has body type {body_type}, "
                                    "which this client never asks for")
     kind, decode = _BODIES[body_type]
-    return Reply(request_id, kind, decode(body_table, budget))
+    return Reply(request_id, kind, decode(body, _wire.deref(body, pos + table), budget))
 
 
 def decode_frame(body: bytes) -> Reply:

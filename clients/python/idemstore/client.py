@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import math
 import select
 import socket
 import ssl
@@ -62,18 +63,17 @@ def split_address(address: str) -> Tuple[str, int]:
 
 
 class _Call:
-    """One request waiting for its answer: a Reply, or the exception to raise."""
+    """One request waiting for its answer: a Reply, or the exception to raise. Guarded by its
+    connection's _lock."""
 
-    __slots__ = ("done", "reply", "error")
+    __slots__ = ("done", "reply", "error", "wake")
 
     def __init__(self):
-        self.done = threading.Event()
+        self.done = False
         self.reply: Optional[_codec.Reply] = None
         self.error: Optional[errors.Error] = None
-
-    def resolve(self, reply: Optional[_codec.Reply], error: Optional[errors.Error]) -> None:
-        self.reply, self.error = reply, error
-        self.done.set()
+        # Its waiter's condition (on the connection's _lock), made when it first has to sleep.
+        self.wake: Optional[threading.Condition] = None
 
 
 class _NotSent(Exception):
@@ -85,34 +85,47 @@ class _Connection:
 
     Whoever waits reads: no thread of the client's own. A caller waiting for its answer becomes
     the connection's reader when no other caller is reading; the reader dispatches every frame
-    it reads to its call (answers come in any order) and wakes the waiters, and when its own
-    answer is in (or its time is up) it hands the reading on to another waiter. A single
-    thread's call thus costs one round trip and no thread switch. While no call waits nobody
-    reads; the next call first reads whatever arrived meanwhile (the server's idle timeout, its
-    close), so it does not go out on a connection the server has already ended.
+    it reads to its call (answers come in any order) and wakes that call's waiter only, and when
+    its own answer is in (or its time is up) it hands the reading on to one sleeping waiter. A
+    single thread's call thus costs one round trip, four system calls and no thread switch.
+    While no call waits nobody reads; the next call first reads whatever arrived meanwhile (the
+    server's idle timeout, its close), so it does not go out on a connection the server has
+    already ended. Once the connection has failed nobody takes the reader's role again, and its
+    socket is closed by whoever ends the failure's last read, never under a reader still in
+    poll.
+
+    The socket is in blocking mode, and every send and receive is MSG_DONTWAIT after a poll of
+    our own (a socket with a timeout would poll again inside each call). A send that finds the
+    server's buffer full waits for it in poll, up to `send_timeout`, then fails the connection.
 
     TLS runs through a memory BIO (ssl.SSLObject) rather than an SSLSocket, because an SSL object
     must not be used by two threads at once (here: the reader and a sender). _tls_lock guards the
     SSLObject and is never held while blocking on the socket; _send_lock orders the senders and
-    is held while one blocks in sendall, which never stops the reader, so a server that waits
-    for its responses to be read before it reads more requests cannot deadlock the client.
+    is held while one waits to send, which never stops the reader, so a server that waits for
+    its responses to be read before it reads more requests cannot deadlock the client.
     """
 
     def __init__(self, sock: socket.socket, tls: Optional[ssl.SSLObject],
                  incoming: Optional[ssl.MemoryBIO], outgoing: Optional[ssl.MemoryBIO],
-                 reader: _codec.FrameReader, early: List[bytes], address: str):
+                 reader: _codec.FrameReader, early: List[bytes], address: str,
+                 send_timeout: Optional[float]):
+        sock.setblocking(True)
         self._sock = sock
         self._tls, self._incoming, self._outgoing = tls, incoming, outgoing
         self._tls_lock = threading.Lock()
         self._send_lock = threading.Lock()
+        self._send_timeout = send_timeout
+        self._send_poll = select.poll()  # guarded by _send_lock (a poll object is one thread's)
+        self._send_poll.register(sock, select.POLLOUT)
         self._frames = reader
         self._early = early  # frames read with the HelloReply, for the first reader
-        self._poll = select.poll()
+        self._poll = select.poll()  # the reader's
         self._poll.register(sock, select.POLLIN)
         self._address = address
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)  # calls answered, or the reader left
         self._calls: Dict[int, _Call] = {}  # guarded by _lock
+        self._sleeping: Dict[int, _Call] = {}  # guarded by _lock: waiters not reading
+        self._handed: Optional[int] = None  # guarded by _lock: woken to read, not awake yet
         self._reading = False  # guarded by _lock: a caller is the reader
         self._failure: Optional[errors.Error] = None  # guarded by _lock; set once: the link is down
 
@@ -121,16 +134,14 @@ class _Connection:
         with self._lock:
             if self._failure is not None:
                 return False
-            idle = not self._reading and not self._calls
-            if idle:
-                self._reading = True
-        if idle:
-            try:
-                self._read_once(0)
-            finally:
-                self._leave_reading()
-        with self._lock:
-            return self._failure is None
+            if self._reading or self._calls:
+                return True
+            self._reading = True
+        try:
+            self._read_once(0)
+        finally:
+            self._leave_reading()
+        return self._failure is None
 
     def send(self, request_id: int, frame: bytes) -> _Call:
         """Registers the call and sends its frame. Raises _NotSent if the link is already down;
@@ -143,15 +154,35 @@ class _Connection:
         try:
             with self._send_lock:
                 if self._tls is None:
-                    self._sock.sendall(frame)
+                    self._send_all(frame)
                 else:
                     with self._tls_lock:
                         self._tls.write(frame)
                         data = self._outgoing.read()
-                    self._sock.sendall(data)
+                    self._send_all(data)
         except (OSError, ssl.SSLError) as e:
             self.fail(errors.EffectUnknownError(f"write to {self._address}: {e}"))
         return call
+
+    def _send_all(self, data: bytes) -> None:
+        try:
+            sent = self._sock.send(data, socket.MSG_DONTWAIT)
+        except BlockingIOError:  # no room at all: wait for it below
+            sent = 0
+        if sent == len(data):
+            return
+        view = memoryview(data)[sent:]
+        deadline = None if self._send_timeout is None else \
+            time.monotonic() + self._send_timeout
+        while view:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise socket.timeout(f"the server took no bytes for {self._send_timeout:g} s")
+            self._send_poll.poll(None if left is None else math.ceil(left * 1000))
+            try:
+                view = view[self._sock.send(view, socket.MSG_DONTWAIT):]
+            except BlockingIOError:
+                pass
 
     def wait(self, request_id: int, call: _Call, timeout: Optional[float]) -> bool:
         """Waits for the call's answer, reading when no one else does. False when `timeout`
@@ -160,20 +191,37 @@ class _Connection:
         while True:
             with self._lock:
                 while True:
-                    if call.done.is_set():
+                    if call.done:
+                        self._wake_next()
                         return True
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
                         self._calls.pop(request_id, None)
-                        return call.done.is_set()
-                    if not self._reading:
+                        self._wake_next()
+                        return call.done
+                    if not self._reading and self._failure is None:
                         self._reading = True
                         break
-                    self._changed.wait(left)
+                    if call.wake is None:
+                        call.wake = threading.Condition(self._lock)
+                    self._sleeping[request_id] = call
+                    try:
+                        call.wake.wait(left)
+                    finally:
+                        self._sleeping.pop(request_id, None)
+                        if self._handed == request_id:
+                            self._handed = None
             try:
                 self._read_once(left)
             finally:
                 self._leave_reading()
+
+    def _wake_next(self) -> None:
+        """With _lock held, by a caller leaving: when no one reads, a sleeping waiter takes
+        over (without one, answers would wait for the next caller)."""
+        if not self._reading and self._handed is None and self._sleeping:
+            self._handed, call = self._sleeping.popitem()
+            call.wake.notify()
 
     def fail(self, why: errors.Error) -> None:
         """Ends the connection: every call waiting on it raises `why` (an EffectUnknownError)."""
@@ -182,21 +230,30 @@ class _Connection:
                 return
             self._failure = why
             calls, self._calls = self._calls, {}
-            self._changed.notify_all()
+            # A reader in poll is woken by the shutdown and closes the socket as it leaves:
+            # closed now, its fd number could go to another socket (a reconnect's) while the
+            # reader still polls it, and the reader would sleep through its call's end.
+            close_now = not self._reading
+            for call in calls.values():
+                call.error, call.done = why, True
+            for call in self._sleeping.values():
+                call.wake.notify()
+            self._sleeping.clear()
+            self._handed = None
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in poll
         except OSError:
             pass
-        self._sock.close()
-        for call in calls.values():
-            call.resolve(None, why)
-        with self._lock:
-            self._changed.notify_all()
+        if close_now:
+            self._sock.close()
 
     def _leave_reading(self) -> None:
         with self._lock:
             self._reading = False
-            self._changed.notify_all()
+            close = self._failure is not None  # no one reads a failed connection again
+            self._wake_next()
+        if close:
+            self._sock.close()
 
     def _read_once(self, timeout: Optional[float]) -> None:
         """The reader: waits up to `timeout` for bytes, dispatches the frames they complete.
@@ -204,10 +261,10 @@ class _Connection:
         try:
             bodies, self._early = self._early, []
             if not bodies:
-                if not self._poll.poll(None if timeout is None else max(0, int(timeout * 1000))):
+                if not self._poll.poll(None if timeout is None else math.ceil(timeout * 1000)):
                     return
                 data = self._recv()
-                if data is None:  # a TLS record not complete yet
+                if data is None:  # nothing yet, or a TLS record not complete yet
                     return
                 if not data:
                     raise errors.EffectUnknownError(
@@ -231,9 +288,12 @@ class _Connection:
             raise
 
     def _recv(self) -> Optional[bytes]:
-        """Plaintext from the server; b"" once it has closed; None when the bytes read do not
-        complete a TLS record yet. Called when the socket is readable: it does not block."""
-        data = self._sock.recv(_RECV_BYTES)
+        """Plaintext from the server; b"" once it has closed; None when there is nothing to
+        read yet (or the bytes read do not complete a TLS record). Never blocks."""
+        try:
+            data = self._sock.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return None
         if self._tls is None or not data:
             return data
         with self._tls_lock:
@@ -255,15 +315,20 @@ class _Connection:
     def _dispatch(self, reply: _codec.Reply) -> None:
         if reply.request_id == 0:
             # A connection-level error; the server closes after it (docs/protocol.md section 5).
+            # Anything else with id 0 is the server's mistake, and ends the connection as well.
             e = reply.value
+            if reply.kind != "error":
+                raise errors.EffectUnknownError(
+                    f"the server {self._address} sent a frame with id 0 that is not an error")
             raise errors.EffectUnknownError(
                 f"the server {self._address} ended the connection: {e.code.name}: {e.message}",
                 e.code)
         with self._lock:
             call = self._calls.pop(reply.request_id, None)
             if call is not None:  # else: it timed out earlier
-                call.resolve(reply, None)
-                self._changed.notify_all()
+                call.reply, call.done = reply, True
+                if self._sleeping.pop(reply.request_id, None) is not None:
+                    call.wake.notify()
 
 
 def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
@@ -281,6 +346,21 @@ def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
                     *signature.parameters.values()],
         return_annotation="OpResult")
     return method
+
+
+def _checked_token(token: Optional[str]) -> Optional[str]:
+    """The token, once it is known to be sendable: a str of UTF-8 (the wire's string)."""
+    if token is None or isinstance(token, bytes):
+        return token
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str or None, not {type(token).__name__}")
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise errors.Error(StatusCode.INVALID_ARGUMENT,
+                           f"the token cannot be sent: it is not UTF-8 ({e.reason} at "
+                           f"{e.start})") from None
+    return token
 
 
 class Client:
@@ -303,7 +383,7 @@ class Client:
         self.timeout = timeout
         self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self._host, self._port = split_address(address)
-        self._token = token
+        self._token = _checked_token(token)
         self._client_name = client_name
         self._ssl_context = client_context(tls)
         self._server_name = server_hostname(tls, self._host)
@@ -496,10 +576,10 @@ class Client:
                                            f"got a response to {reply.request_id}")
             info = _codec.hello_result(reply)
             reader.max_frame_bytes = _codec.max_reply_bytes(info)
-            # Reads wait in poll, so this bounds only a send blocked by a server that stopped
+            # Reads wait in poll; `timeout` bounds a send blocked by a server that stopped
             # reading (it fails the connection).
-            sock.settimeout(self.timeout)
-            conn = _Connection(sock, tls, incoming, outgoing, reader, bodies[1:], self.address)
+            conn = _Connection(sock, tls, incoming, outgoing, reader, bodies[1:], self.address,
+                               self.timeout)
         except errors.Error:
             self._close_quietly(sock)
             raise
@@ -518,6 +598,9 @@ class Client:
         except OSError as e:
             self._close_quietly(sock)
             raise errors.ConnectionError(f"connect to {self.address}: {e.strerror or e}") from None
+        except BaseException:
+            self._close_quietly(sock)
+            raise
         self._server_info = info
         self._max_frame_bytes = info.max_frame_bytes
         return conn

@@ -107,6 +107,23 @@ class OutcomeTest(ServerTestCase):
         self.assertEqual("B", results[2].record.status)
         self.assertEqual([], self.client.apply([]))
 
+    def test_every_field_after_strings_of_every_length_passes_the_servers_verifier(self):
+        # The encoder aligns each table after variable-length strings and vectors; the server
+        # verifies alignment, so every padding the lengths call for is tried once.
+        batch = []
+        for n in range(1, 9):
+            key, text = "k" * n, "S" * n
+            batch += [ops.insert("pay", key, status=text, payload=b"p" * n, fingerprint=b"f" * n,
+                                 ttl_ms=60_000),
+                      ops.cas("pay", key, expect_status=[text, "X" * (n + 1)],
+                              expect_version=1, status="T" * n, payload=b"q" * (n - 1),
+                              ttl_ms=120_000),
+                      ops.begin("jobs", key, fingerprint=b"f" * n, owner="o" * n,
+                                lease_ms=30_000, wait_ms=n, ttl_ms=60_000)]
+        results = self.client.apply(batch)
+        self.assertEqual(["INSERTED", "APPLIED", "STARTED"] * 8, [outcome(r) for r in results])
+        self.assertEqual(b"q" * 7, results[-2].record.payload)
+
     def test_a_request_refused_as_a_whole(self):
         too_many = [ops.insert("pay", f"k{i}", status="S")
                     for i in range(self.client.server_info.max_batch_ops + 1)]

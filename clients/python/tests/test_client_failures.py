@@ -4,14 +4,18 @@ do not decode. The real idemstored where it can be made to fail on cue, a script
 (fake_server.py) where it cannot, or where what it received must be counted.
 """
 import concurrent.futures
+import gc
 import socket
+import threading
 import time
 import unittest
+import warnings
 
 import idemstore
 import wire_builders as wb
 from fake_server import FakeServer
-from idemstore import Outcome, StatusCode, errors
+from idemstore import Outcome, StatusCode, _codec, errors
+from idemstore import client as client_module
 from server_process import ServerTestCase, wait_until
 
 
@@ -39,6 +43,20 @@ class UnreachableServerTest(unittest.TestCase):
     def test_an_address_without_a_port_is_refused(self):
         with self.assertRaises(ValueError):
             idemstore.Client("localhost")
+
+
+class BadOptionsTest(unittest.TestCase):
+    def test_a_token_that_is_not_utf8_is_refused_before_connecting(self):
+        server = FakeServer(lambda server, conn, request_id: None)
+        self.addCleanup(server.close)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            with self.assertRaises(errors.Error) as raised:
+                idemstore.Client(server.address, token="\udcff")
+            gc.collect()
+        self.assertEqual(StatusCode.INVALID_ARGUMENT, raised.exception.code)
+        self.assertIn("token", raised.exception.message)
+        self.assertEqual([], [str(w.message) for w in caught])  # no socket left unclosed
 
 
 class RestartTest(ServerTestCase):
@@ -169,6 +187,18 @@ class NotResentTest(unittest.TestCase):
         self.assertEqual(StatusCode.BUSY, raised.exception.code)
         self.assertIn("1024 connections", raised.exception.message)
 
+    def test_a_frame_with_id_0_that_is_not_an_error_fails_the_calls_in_flight(self):
+        # Id 0 is reserved for connection errors; anything else there is the server's fault
+        # (the C++ client: IOError "server sent a frame with id 0").
+        def respond(server, conn, request_id):
+            conn.send(found(0, "S"))
+
+        client = self.client(self.serve(respond))
+        with self.assertRaises(errors.EffectUnknownError) as raised:
+            client.get("pay", "k")
+        self.assertEqual(StatusCode.IO_ERROR, raised.exception.code)
+        self.assertIn("id 0", raised.exception.message)
+
     def test_a_response_that_does_not_decode_drops_the_connection(self):
         def respond(server, conn, request_id):
             if conn.number == 1:
@@ -201,6 +231,51 @@ class NotResentTest(unittest.TestCase):
         with self.assertRaises(errors.ProtocolError):
             client.apply([idemstore.ops.get("pay", "a"), idemstore.ops.get("pay", "b")])
 
+    def test_the_socket_is_closed_only_once_no_one_polls_it(self):
+        # A reader blocked in poll on a socket that another thread closes sleeps on whatever
+        # socket gets that fd number next (here at once, as a reconnect would), and through
+        # its own call's end: the socket is shut down to wake the reader, and closed after.
+        server = self.serve(lambda server, conn, request_id: None)  # never answers
+        client = self.client(server, timeout=30)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(client.get, "pay", "k")
+            wait_until(lambda: len(server.requests) == 1, what="the request to arrive")
+            conn = client._conn
+            read_while_closing, reused = [], []
+
+            class ReusedOnClose(socket.socket):
+                __slots__ = ()
+
+                def close(self):
+                    read_while_closing.append(conn._reading)
+                    super().close()
+                    reused.extend(socket.socketpair())  # takes the lowest free fd: this one's
+
+            conn._sock.__class__ = ReusedOnClose
+            client.close()
+            with self.assertRaises(errors.EffectUnknownError):
+                waiting.result(timeout=5)  # at once, not after its 30 s
+        for s in reused:
+            s.close()
+        self.assertEqual([False], read_while_closing)
+
+    def test_a_request_the_server_does_not_take_fails_the_connection_after_the_timeout(self):
+        unblock = threading.Event()
+        self.addCleanup(unblock.set)
+        server = self.serve(lambda server, conn, request_id: unblock.wait())  # reads no more
+        client = self.client(server, timeout=0.5)
+        client._conn._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            stuck = pool.submit(client.get, "pay", "first")
+            wait_until(lambda: len(server.requests) == 1, what="the request to arrive")
+            big = [idemstore.ops.insert("pay", f"k{i}", status="S", payload=b"x" * (1 << 20))
+                   for i in range(3)]
+            with self.assertRaises(errors.EffectUnknownError) as raised:
+                client.apply(big)
+            self.assertIn("took no bytes for 0.5 s", raised.exception.message)
+            with self.assertRaises((errors.TimeoutError, errors.EffectUnknownError)):
+                stuck.result(timeout=10)
+
     def test_close_fails_the_calls_still_waiting(self):
         server = self.serve(lambda server, conn, request_id: None)  # never answers
         client = self.client(server)
@@ -213,6 +288,40 @@ class NotResentTest(unittest.TestCase):
         self.assertEqual(StatusCode.SHUTDOWN, raised.exception.code)
         with self.assertRaises(errors.ConnectionError):
             client.get("pay", "k")
+
+
+class SendTest(unittest.TestCase):
+    def test_a_send_that_finds_the_servers_buffers_full_waits_for_room(self):
+        ours, theirs = socket.socketpair()
+        self.addCleanup(theirs.close)
+        ours.setblocking(False)
+        try:
+            while True:  # fills both socket buffers: the next send finds no room at all
+                ours.send(b"\0" * 65536)
+        except BlockingIOError:
+            pass
+        conn = client_module._Connection(ours, None, None, None, _codec.FrameReader(), [],
+                                         "peer", send_timeout=10)
+        self.addCleanup(conn.fail, errors.EffectUnknownError("test over"))
+        waiting, drained = threading.Event(), []
+
+        class ReadOnceWaiting:  # the peer reads once the client waits for room
+            def poll(self, timeout):
+                waiting.set()
+                return poll.poll(timeout)
+
+        def drain():
+            if waiting.wait(10):
+                while sum(drained) < 65536 * 3:
+                    drained.append(len(theirs.recv(1 << 20)))
+
+        poll, conn._send_poll = conn._send_poll, ReadOnceWaiting()
+        drainer = threading.Thread(target=drain)
+        drainer.start()
+        call = conn.send(1, b"request")
+        drainer.join(10)
+        self.assertIsNone(call.error)
+        self.assertTrue(waiting.is_set())
 
 
 if __name__ == "__main__":
