@@ -286,6 +286,15 @@ TEST(ServerFlagsTest, EveryGatewayFlag) {
   EXPECT_EQ(90'000, g.idle_timeout_ms);
 }
 
+TEST(ServerFlagsTest, AnUpstreamWithoutAPortIsOnPort80) {
+  Result<ServerFlags> f = Parse({"--gateway-upstream", "http://api.internal"});
+  ASSERT_OK(f);
+  EXPECT_EQ("http://api.internal", f->server.gateway->upstream);
+  f = Parse({"--gateway-upstream", "http://[::1]/"});
+  ASSERT_OK(f);
+  EXPECT_EQ("http://[::1]", f->server.gateway->upstream);
+}
+
 TEST(ServerFlagsTest, EmptyGatewayListsAndIdentityMeanNoneAndOneSharedScope) {
   Result<ServerFlags> f = Parse({"--gateway-upstream", "http://localhost:8080",
                                  "--gateway-identity-header", "", "--gateway-fingerprint-headers",
@@ -332,8 +341,11 @@ TEST(ServerFlagsTest, BadGatewayValuesNameTheFlagAndTheRule) {
   for (const Case& c : std::vector<Case>{
            {{"--gateway-upstream", "127.0.0.1:8080"},
             "--gateway-upstream: expected http://HOST:PORT, got \"127.0.0.1:8080\""},
-           {{"--gateway-upstream", "http://127.0.0.1"},
-            "--gateway-upstream: expected http://HOST:PORT, got \"http://127.0.0.1\" (a port in "
+           {{"--gateway-upstream", "http://"},
+            "--gateway-upstream: expected http://HOST:PORT, got \"http://\" (a port in "
+            "1..65535)"},
+           {{"--gateway-upstream", "http://:8080"},
+            "--gateway-upstream: expected http://HOST:PORT, got \"http://:8080\" (a port in "
             "1..65535)"},
            {{"--gateway-upstream", "http://127.0.0.1:0"},
             "--gateway-upstream: expected http://HOST:PORT, got \"http://127.0.0.1:0\" (a port "

@@ -181,9 +181,10 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
   return Status::Ok();
 }
 
-// The gateway's upstream: "http://HOST:PORT" (HOST an IP address, "[V6]" or a name; a trailing
-// "/" is dropped). Requests keep their own paths, so the URL has none; the gateway speaks plain
-// HTTP/1.1 to the upstream, so https:// is refused rather than sent in clear.
+// The gateway's upstream: "http://HOST[:PORT]" (HOST an IP address, "[V6]" or a name; PORT 80
+// when left out; a trailing "/" is dropped). Requests keep their own paths, so the URL has
+// none; the gateway speaks plain HTTP/1.1 to the upstream, so https:// is refused rather than
+// sent in clear.
 Result<std::string> ParseUpstream(std::string_view text) {
   constexpr std::string_view kFlag = "--gateway-upstream";
   const std::string expected = "expected http://HOST:PORT, got \"" + std::string(text) + "\"";
@@ -198,11 +199,15 @@ Result<std::string> ParseUpstream(std::string_view text) {
   if (authority.find_first_of("/?#@") != std::string_view::npos) {
     return Bad(kFlag, "no path, query or user part: requests keep their own paths; " + expected);
   }
+  const bool has_port = authority.find(':', authority.starts_with('[') ? authority.find(']') : 0) !=
+                        std::string_view::npos;
   std::string host;
-  uint16_t port = 0;
-  if (!ParseListen(kFlag, authority, &host, &port).ok() || host.empty() || port == 0) {
+  uint16_t port = 80;
+  if (has_port ? !ParseListen(kFlag, authority, &host, &port).ok() : authority.empty()) {
     return Bad(kFlag, expected + " (a port in 1..65535)");
   }
+  if ((has_port && host.empty()) || port == 0)
+    return Bad(kFlag, expected + " (a port in 1..65535)");
   return "http://" + std::string(authority);
 }
 
@@ -454,7 +459,7 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        }},
       {"gateway-upstream", "URL", "",
        "turn the Idempotency-Key gateway on (docs/gateway.md): a reverse\n"
-       "proxy to this upstream, http://HOST:PORT (https:// is not\n"
+       "proxy to this upstream, http://HOST[:PORT] (https:// is not\n"
        "supported yet); off unless given, and the other --gateway-*\n"
        "flags need it",
        false,
