@@ -88,20 +88,27 @@ Result<GatewayBenchConfig> ParseFlags(std::span<const std::string_view> args, bo
                        "(first requests, replays, pass-through), in one interleaved run.");
   std::string idemstored = config.idemstored, durability = "sync,async", connections = "1,16",
               delays = "0ms,1ms,10ms", rounds = "3", phase = "1s", warmup = "300ms";
-  app->add_option("--idemstored", idemstored, "the idemstored binary")->type_name("PATH")
+  app->add_option("--idemstored", idemstored, "the idemstored binary")
+      ->type_name("PATH")
       ->default_str(idemstored);
   app->add_option("--durability", durability, "idemstored's --durability, one run each")
-      ->type_name("LIST")->default_str(durability);
+      ->type_name("LIST")
+      ->default_str(durability);
   app->add_option("--connections", connections, "closed-loop connections, one run each")
-      ->type_name("LIST")->default_str(connections);
+      ->type_name("LIST")
+      ->default_str(connections);
   app->add_option("--upstream-delays", delays, "how long the upstream takes, one run each")
-      ->type_name("LIST")->default_str(delays);
-  app->add_option("--rounds", rounds, "rounds of the four sides")->type_name("N")
+      ->type_name("LIST")
+      ->default_str(delays);
+  app->add_option("--rounds", rounds, "rounds of the four sides")
+      ->type_name("N")
       ->default_str(rounds);
-  app->add_option("--phase", phase, "one side's share of a round")->type_name("DUR")
+  app->add_option("--phase", phase, "one side's share of a round")
+      ->type_name("DUR")
       ->default_str(phase);
   app->add_option("--warmup", warmup, "each side once, not measured, before the rounds")
-      ->type_name("DUR")->default_str(warmup);
+      ->type_name("DUR")
+      ->default_str(warmup);
   Result<CliRequest> request = ParseCli(*app, args);
   if (!request.ok()) return request.status();
   if (*request != CliRequest::kRun) {
@@ -187,10 +194,12 @@ bool RunOne(const GatewayBenchConfig& config, FastUpstream& upstream, HttpLoad& 
   bool as_expected = warmup.unexpected == 0;
   std::printf("\n%s: %d rounds of %s per side\n", title.c_str(), config.rounds,
               FormatDurationMs(config.phase_ms).c_str());
-  std::printf("| side        | requests |   req/s | p50 ms | p99 ms | upstream calls | req/s vs direct "
-              "| p50 vs direct |\n");
-  std::printf("|-------------|---------:|--------:|-------:|-------:|---------------:|----------------:"
-              "|--------------:|\n");
+  std::printf(
+      "| side        | requests |   req/s | p50 ms | p99 ms | upstream calls | req/s vs direct "
+      "| p50 vs direct |\n");
+  std::printf(
+      "|-------------|---------:|--------:|-------:|-------:|---------------:|----------------:"
+      "|--------------:|\n");
   const double direct_rate = results[kDirect].requests / results[kDirect].seconds;
   const double direct_p50 = Ms(results[kDirect].latency.Percentile(0.5));
   for (int s = 0; s < kSides; ++s) {
@@ -230,8 +239,8 @@ bool RunOne(const GatewayBenchConfig& config, FastUpstream& upstream, HttpLoad& 
 
 // idemstored with the gateway in front of `upstream`, on a fresh database in `dir`.
 bool StartIdemstored(const GatewayBenchConfig& config, const std::string& durability,
-                     uint16_t upstream_port, const std::string& dir,
-                     testing::ServerProcess& server, uint16_t* gateway_port) {
+                     uint16_t upstream_port, const std::string& dir, testing::ServerProcess& server,
+                     uint16_t* gateway_port) {
   if (!server.Start({"--listen", "127.0.0.1:0", "--data", dir, "--durability", durability,
                      "--gateway-upstream", "http://127.0.0.1:" + std::to_string(upstream_port),
                      "--gateway-listen", "127.0.0.1:0"})) {

@@ -30,8 +30,8 @@ struct HttpLoad::Worker {
   int index = 0;
   asio::io_context io;
   std::map<uint16_t, std::unique_ptr<Connection>> connections;  // by port
-  uint64_t next_key = 0;               // keys [0, next_key) were sent as first requests
-  std::vector<uint64_t> completed;     // those answered 201: replayable
+  uint64_t next_key = 0;            // keys [0, next_key) were sent as first requests
+  std::vector<uint64_t> completed;  // those answered 201: replayable
   uint64_t replay_cursor = 0;
   LoadResult result;
 
@@ -42,7 +42,8 @@ struct HttpLoad::Worker {
     beast::error_code ec;
     c->socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
     if (!ec) c->socket.set_option(tcp::no_delay(true), ec);
-    if (ec) return Status::IOError("connect 127.0.0.1:" + std::to_string(port) + ": " + ec.message());
+    if (ec)
+      return Status::IOError("connect 127.0.0.1:" + std::to_string(port) + ": " + ec.message());
     return c.get();
   }
 
@@ -68,8 +69,8 @@ struct HttpLoad::Worker {
     request.set(http::field::content_type, "application/json");
     request.set(http::field::authorization, "Bearer bench-client-" + std::to_string(index));
     if (side.keys != KeyUse::kNone) {
-      request.set("Idempotency-Key",
-                  "\"gwb-" + run_id + "-" + std::to_string(index) + "-" + std::to_string(key) + "\"");
+      request.set("Idempotency-Key", "\"gwb-" + run_id + "-" + std::to_string(index) + "-" +
+                                         std::to_string(key) + "\"");
     }
     request.body() = "{\"amount\":1250,\"currency\":\"EUR\",\"customer\":\"cus_" +
                      std::to_string(index) + "\",\"order\":" + std::to_string(key) + "}";

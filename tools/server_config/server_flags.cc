@@ -199,15 +199,14 @@ Result<std::string> ParseUpstream(std::string_view text) {
   if (authority.find_first_of("/?#@") != std::string_view::npos) {
     return Bad(kFlag, "no path, query or user part: requests keep their own paths; " + expected);
   }
-  const bool has_port = authority.find(':', authority.starts_with('[') ? authority.find(']') : 0) !=
-                        std::string_view::npos;
-  std::string host;
+  // A port follows the host's last ':' (a "[V6]" host's after its ']').
+  const size_t host_end = authority.starts_with('[') ? authority.find(']') : 0;
+  const bool has_port =
+      host_end != std::string_view::npos && authority.find(':', host_end) != std::string_view::npos;
+  std::string host(authority);
   uint16_t port = 80;
-  if (has_port ? !ParseListen(kFlag, authority, &host, &port).ok() : authority.empty()) {
-    return Bad(kFlag, expected + " (a port in 1..65535)");
-  }
-  if ((has_port && host.empty()) || port == 0)
-    return Bad(kFlag, expected + " (a port in 1..65535)");
+  if (has_port && !ParseListen(kFlag, authority, &host, &port).ok()) host.clear();
+  if (host.empty() || port == 0) return Bad(kFlag, expected + " (a port in 1..65535)");
   return "http://" + std::string(authority);
 }
 
@@ -341,7 +340,7 @@ std::vector<FlagSpec> Flags(ParseState& s) {
       return gateway_flag(flag, ms.status());
     };
   };
-  auto gateway_bytes = [gateway_flag](std::string flag, size_t* out, size_t min, size_t max) {
+  auto gateway_number = [gateway_flag](std::string flag, size_t* out, size_t min, size_t max) {
     return [flag, out, min, max, gateway_flag](std::string_view v) {
       Result<size_t> n = ParseInt<size_t>(flag, v, min, max);
       if (n.ok()) *out = *n;
@@ -549,24 +548,25 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        "gateway client connections; more get 503 and are closed. Each\n"
        "may hold an upstream connection: both count in the open-files\n"
        "budget",
-       false, gateway_bytes("--gateway-max-connections", &s.gateway.max_connections, 1, 1'000'000)},
+       false,
+       gateway_number("--gateway-max-connections", &s.gateway.max_connections, 1, 1'000'000)},
       {"gateway-max-header-bytes", "N", std::to_string(gateway.max_header_bytes),
        "request line and headers, and the upstream's response headers;\n"
        "larger requests: 431",
        false,
-       gateway_bytes("--gateway-max-header-bytes", &s.gateway.max_header_bytes, 1024, 64u << 20)},
+       gateway_number("--gateway-max-header-bytes", &s.gateway.max_header_bytes, 1024, 64u << 20)},
       {"gateway-max-request-body", "BYTES", std::to_string(gateway.max_request_body_bytes),
        "body of a covered request (held whole for its fingerprint);\n"
        "larger: 413 before any store operation",
        false,
-       gateway_bytes("--gateway-max-request-body", &s.gateway.max_request_body_bytes, 0,
-                     size_t{1} << 30)},
+       gateway_number("--gateway-max-request-body", &s.gateway.max_request_body_bytes, 0,
+                      size_t{1} << 30)},
       {"gateway-max-stored-response", "BYTES", std::to_string(gateway.max_stored_response_bytes),
        "largest response body stored for replays; a larger one reaches\n"
        "the client, and duplicates get 409 response-not-stored",
        false,
-       gateway_bytes("--gateway-max-stored-response", &s.gateway.max_stored_response_bytes, 0,
-                     size_t{1} << 30)},
+       gateway_number("--gateway-max-stored-response", &s.gateway.max_stored_response_bytes, 0,
+                      size_t{1} << 30)},
       {"gateway-upstream-timeout", "DUR", FormatDurationMs(gateway.upstream_timeout_ms),
        "no complete upstream response by then: 504, attempt aborted", false,
        gateway_duration("--gateway-upstream-timeout", &s.gateway.upstream_timeout_ms, 1)},
