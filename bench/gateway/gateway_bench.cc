@@ -18,6 +18,7 @@
 //
 // Exit codes: 0 after a run whose answers and executions were all as expected; 1 otherwise, or
 // when idemstored cannot start; 2 for bad flags.
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -46,6 +47,9 @@ struct GatewayBenchConfig {
   int rounds = 3;
   int64_t phase_ms = 1'000;
   int64_t warmup_ms = 300;
+  // idemstored on CPU 0, this program (the load and the upstream) on CPU 1, as the other
+  // measurements of docs/performance.md are pinned.
+  bool pin = false;
 };
 
 std::vector<std::string> SplitCommas(const std::string& text) {
@@ -109,6 +113,8 @@ Result<GatewayBenchConfig> ParseFlags(std::span<const std::string_view> args, bo
   app->add_option("--warmup", warmup, "each side once, not measured, before the rounds")
       ->type_name("DUR")
       ->default_str(warmup);
+  AddSwitch(*app, "--pin",
+            "idemstored on CPU 0 (taskset), this program's load and upstream on CPU 1");
   Result<CliRequest> request = ParseCli(*app, args);
   if (!request.ok()) return request.status();
   if (*request != CliRequest::kRun) {
@@ -119,6 +125,7 @@ Result<GatewayBenchConfig> ParseFlags(std::span<const std::string_view> args, bo
     return config;
   }
   config.idemstored = idemstored;
+  config.pin = app->get_option("--pin")->count() > 0;
   config.durabilities = SplitCommas(durability);
   for (const std::string& d : config.durabilities) {
     if (d != "sync" && d != "async") {
@@ -241,9 +248,18 @@ bool RunOne(const GatewayBenchConfig& config, FastUpstream& upstream, HttpLoad& 
 bool StartIdemstored(const GatewayBenchConfig& config, const std::string& durability,
                      uint16_t upstream_port, const std::string& dir, testing::ServerProcess& server,
                      uint16_t* gateway_port) {
-  if (!server.Start({"--listen", "127.0.0.1:0", "--data", dir, "--durability", durability,
-                     "--gateway-upstream", "http://127.0.0.1:" + std::to_string(upstream_port),
-                     "--gateway-listen", "127.0.0.1:0"})) {
+  std::vector<std::string> args = {"--listen",
+                                   "127.0.0.1:0",
+                                   "--data",
+                                   dir,
+                                   "--durability",
+                                   durability,
+                                   "--gateway-upstream",
+                                   "http://127.0.0.1:" + std::to_string(upstream_port),
+                                   "--gateway-listen",
+                                   "127.0.0.1:0"};
+  if (config.pin) args.insert(args.begin(), {"-c", "0", config.idemstored});
+  if (!server.Start(args)) {
     std::fprintf(stderr, "idem_gateway_bench: %s did not start:\n%s\n", config.idemstored.c_str(),
                  server.output().c_str());
     return false;
@@ -267,10 +283,19 @@ int Main(const GatewayBenchConfig& config) {
     return 1;
   }
   const std::string dir = dir_template;
+  if (config.pin) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(1, &cpus);
+    if (::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {  // before any thread starts
+      std::perror("idem_gateway_bench: sched_setaffinity(CPU 1)");
+      return 1;
+    }
+  }
   FastUpstream upstream;
   bool as_expected = true;
   for (const std::string& durability : config.durabilities) {
-    testing::ServerProcess server(config.idemstored);
+    testing::ServerProcess server(config.pin ? "/usr/bin/taskset" : config.idemstored);
     uint16_t gateway_port = 0;
     if (!StartIdemstored(config, durability, upstream.port(), dir + "/" + durability, server,
                          &gateway_port)) {
