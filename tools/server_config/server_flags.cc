@@ -556,8 +556,8 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        false,
        gateway_number("--gateway-max-header-bytes", &s.gateway.max_header_bytes, 1024, 64u << 20)},
       {"gateway-max-request-body", "BYTES", std::to_string(gateway.max_request_body_bytes),
-       "body of a covered request (held whole for its fingerprint);\n"
-       "larger: 413 before any store operation",
+       "a request's body, read whole (a covered one's is fingerprinted);\n"
+       "larger: 413, before any store operation or upstream call",
        false,
        gateway_number("--gateway-max-request-body", &s.gateway.max_request_body_bytes, 0,
                       size_t{1} << 30)},
