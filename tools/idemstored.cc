@@ -131,13 +131,15 @@ int main(int argc, char** argv) {
   idem::LogRecord start(
       idem::LogLevel::kInfo, "start",
       "idemstored " + std::string(idem::Version()) + ": listening on " + (*server)->address());
-  start.With("http", http).With("gateway", gateway);
+  // The gateway's fields follow engine_threads: tests match the fields before it in this order.
+  start.With("http", http)
+      .With("data", flags->data_dir)
+      .With("durability", durability)
+      .With("io_threads", server_options.io_threads)
+      .With("engine_threads", server_options.engine_threads)
+      .With("gateway", gateway);
   if (server_options.gateway) start.With("upstream", server_options.gateway->upstream);
-  log(start.With("data", flags->data_dir)
-          .With("durability", durability)
-          .With("io_threads", server_options.io_threads)
-          .With("engine_threads", server_options.engine_threads)
-          .With("max_connections", server_options.max_connections)
+  log(start.With("max_connections", server_options.max_connections)
           .With("idle_timeout", idem::FormatDurationMs(server_options.idle_timeout_ms))
           .With("background", background)
           .With("malloc", IDEM_ALLOCATOR)
