@@ -15,6 +15,9 @@ target_compile_definitions(net_credentials_test PRIVATE
 idem_add_test(net_commit_queue_test net/commit_queue_test.cc LIBS idem_net_internal
               idem_engine_internal)
 idem_add_test(net_request_handler_test net/request_handler_test.cc LIBS idem_net_internal)
+idem_add_test(net_gateway_key_test net/gateway_key_test.cc LIBS idem_net_internal)
+idem_add_test(net_gateway_stored_response_test net/gateway_stored_response_test.cc
+              LIBS idem_net_internal)
 idem_add_test(net_protocol_codec_test net/protocol_codec_test.cc LIBS idem_net_internal)
 idem_add_test(net_admin_request_test net/admin_request_test.cc LIBS idem_net_internal)
 idem_add_test(net_metrics_test net/metrics_test.cc LIBS idem_net_internal)
