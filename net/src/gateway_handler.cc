@@ -179,12 +179,11 @@ asio::awaitable<void> GatewayHandler::Heartbeats(std::shared_ptr<Attempt> attemp
     boost::system::error_code ec;
     co_await attempt->timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (!attempt->live) break;
-    Result<OpResult> beat = co_await ApplyOne(
-        Op::Heartbeat({.ns = attempt->ns,
-                       .key = attempt->key,
-                       .fence = attempt->fence,
-                       .lease = milliseconds(lease_ms)}),
-        attempt);
+    Result<OpResult> beat = co_await ApplyOne(Op::Heartbeat({.ns = attempt->ns,
+                                                             .key = attempt->key,
+                                                             .fence = attempt->fence,
+                                                             .lease = milliseconds(lease_ms)}),
+                                              attempt);
     if (beat.ok() && beat->outcome != Outcome::kApplied) break;  // taken over, or finished
   }
 }
@@ -244,8 +243,8 @@ asio::awaitable<void> GatewayHandler::Handle(GatewayRequest request, std::string
     co_await PassThrough(request, peer, client);
     co_return;
   }
-  Result<std::string> key = Status::InvalidArgument(
-      "this route requires an Idempotency-Key header (docs/gateway.md)");
+  Result<std::string> key =
+      Status::InvalidArgument("this route requires an Idempotency-Key header (docs/gateway.md)");
   if (key_fields > 1) {
     key = Status::InvalidArgument("more than one Idempotency-Key field");
   } else if (key_fields == 1) {
@@ -260,10 +259,10 @@ asio::awaitable<void> GatewayHandler::Handle(GatewayRequest request, std::string
 
   auto attempt = std::make_shared<Attempt>();
   attempt->ns = route.ns;
-  const auto identity = route.identity_header.empty() ? request.end()
-                                                      : request.find(route.identity_header);
-  attempt->key =
-      ScopedStoreKey(identity == request.end() ? std::string_view() : View(identity->value()), *key);
+  const auto identity =
+      route.identity_header.empty() ? request.end() : request.find(route.identity_header);
+  attempt->key = ScopedStoreKey(
+      identity == request.end() ? std::string_view() : View(identity->value()), *key);
   FingerprintInput input{.method = method, .target = target, .headers = {}, .body = request.body()};
   for (const std::string& name : route.fingerprint_headers) {
     const auto field = request.find(name);
@@ -284,10 +283,11 @@ asio::awaitable<void> GatewayHandler::Handle(GatewayRequest request, std::string
     Count(GatewayOutcome::kStoreError);
     const Status& s = begun.status();
     const bool client_fault = s.code() == Status::Code::kInvalidArgument;
-    GatewayResponse r = GatewayProblem(client_fault ? 400 : 503, "store-unavailable",
-                                       client_fault ? "Bad Request" : "Service Unavailable",
-                                       "the idempotency store refused the request: " +
-                                           s.ToString() + "; the upstream was not called");
+    GatewayResponse r =
+        GatewayProblem(client_fault ? 400 : 503, "store-unavailable",
+                       client_fault ? "Bad Request" : "Service Unavailable",
+                       "the idempotency store refused the request: " + s.ToString() +
+                           "; the upstream was not called");
     if (!client_fault) r.set(http::field::retry_after, "1");
     co_await client.Send(std::move(r));
     co_return;
@@ -375,19 +375,22 @@ asio::awaitable<void> GatewayHandler::PassThrough(GatewayRequest& request, const
   bool complete = false;
   if (!ec) ec = co_await call.ReadHead(o.max_stored_response_bytes, &body, &complete);
   if (ec) {
-    if (options_.metrics) options_.metrics->GatewayUpstream(std::chrono::steady_clock::now() - sent_at);
+    if (options_.metrics)
+      options_.metrics->GatewayUpstream(std::chrono::steady_clock::now() - sent_at);
     co_await client.Send(UpstreamFailure(ec, o.upstream_timeout_ms));
     co_return;
   }
   if (complete) {
-    if (options_.metrics) options_.metrics->GatewayUpstream(std::chrono::steady_clock::now() - sent_at);
+    if (options_.metrics)
+      options_.metrics->GatewayUpstream(std::chrono::steady_clock::now() - sent_at);
     call.Finish();
     co_await client.Send(AsIs(call.header(), std::move(body), head));
     co_return;
   }
   uint64_t size = 0;
   co_await Relay(call, std::move(body), nullptr, client, &size);
-  if (options_.metrics) options_.metrics->GatewayUpstream(std::chrono::steady_clock::now() - sent_at);
+  if (options_.metrics)
+    options_.metrics->GatewayUpstream(std::chrono::steady_clock::now() - sent_at);
 }
 
 }  // namespace idem
@@ -436,7 +439,7 @@ asio::awaitable<void> GatewayHandler::Execute(GatewayRequest& request, const std
   attempt->live = true;
   const auto executor = co_await asio::this_coro::executor;  // the connection's strand
   attempt->timer.emplace(executor);
-  if (heartbeats_) asio::co_spawn(executor, Heartbeats(attempt), asio::detached);
+  asio::co_spawn(executor, Heartbeats(attempt), asio::detached);
 
   UpstreamCall call(pool_, std::chrono::steady_clock::now() + milliseconds(o.upstream_timeout_ms),
                     o.max_header_bytes);

@@ -77,9 +77,6 @@ class GatewayHandler {
   boost::asio::awaitable<void> Handle(GatewayRequest request, std::string peer_address,
                                       GatewayClient& client);
 
-  // Tests only: no heartbeats (a gateway that stopped, as far as the store can tell).
-  void DisableHeartbeatsForTest() { heartbeats_ = false; }
-
  private:
   struct Attempt;
   boost::asio::awaitable<void> PassThrough(GatewayRequest& request, const std::string& peer,
@@ -108,7 +105,6 @@ class GatewayHandler {
   ApplyPath* const apply_;
   UpstreamPool* const pool_;
   const Options options_;
-  bool heartbeats_ = true;
 };
 
 }  // namespace idem

@@ -1,12 +1,12 @@
 #include "gateway_key.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+
+#include <openssl/evp.h>
 
 namespace idem {
 namespace {
@@ -38,8 +38,9 @@ class Sha256 {
   std::string Final() {
     std::string digest(32, '\0');
     unsigned int size = 0;
-    ok_ = ok_ && EVP_DigestFinal_ex(ctx_.get(), reinterpret_cast<unsigned char*>(digest.data()),
-                                    &size) == 1 &&
+    ok_ = ok_ &&
+          EVP_DigestFinal_ex(ctx_.get(), reinterpret_cast<unsigned char*>(digest.data()), &size) ==
+              1 &&
           size == digest.size();
     if (!ok_) std::abort();
     return digest;

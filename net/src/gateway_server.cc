@@ -74,8 +74,8 @@ class BasicGatewayConnection final
     response.keep_alive(keep_alive_ && !draining_);
     beast::error_code ec;
     Lowest().expires_after(idle());  // a client that does not read is cut off as an idle one
-    const size_t n =
-        co_await http::async_write(stream_, response, asio::redirect_error(asio::use_awaitable, ec));
+    const size_t n = co_await http::async_write(stream_, response,
+                                                asio::redirect_error(asio::use_awaitable, ec));
     Sent(n);
     if (ec) keep_alive_ = false;
     co_return !ec;
@@ -172,10 +172,10 @@ class BasicGatewayConnection final
     if (reject) {
       keep_alive_ = false;
       Rejected();
-      GatewayResponse r = GatewayProblem(
-          503, "too-many-connections", "Service Unavailable",
-          "the gateway has " + std::to_string(server_->options_.max_connections) +
-              " connections open (max_connections); retry later");
+      GatewayResponse r =
+          GatewayProblem(503, "too-many-connections", "Service Unavailable",
+                         "the gateway has " + std::to_string(server_->options_.max_connections) +
+                             " connections open (max_connections); retry later");
       r.set(http::field::retry_after, "1");
       co_await Send(std::move(r));
       co_await Linger();

@@ -57,9 +57,8 @@ class GatewayServer {
   };
 
   // `io` must outlive the GatewayServer; `metrics` may be null.
-  GatewayServer(boost::asio::io_context& io, GatewayOptions options, bool allow_remote,
-                LogSink log, ServerMetrics* metrics = nullptr,
-                std::optional<Tls> tls = std::nullopt);
+  GatewayServer(boost::asio::io_context& io, GatewayOptions options, bool allow_remote, LogSink log,
+                ServerMetrics* metrics = nullptr, std::optional<Tls> tls = std::nullopt);
   ~GatewayServer();
 
   // Checks the listener's options and binds; InvalidArgument or IOError.

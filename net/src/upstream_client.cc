@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <limits>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -38,8 +39,8 @@ bool StillOpen(tcp::socket& socket) {
 Result<UpstreamAddress> UpstreamAddress::Parse(std::string_view url) {
   constexpr std::string_view kScheme = "http://";
   const auto bad = [url](std::string_view why) {
-    return Status::InvalidArgument("gateway upstream \"" + std::string(url) + "\": " +
-                                   std::string(why) + " (expected http://HOST:PORT)");
+    return Status::InvalidArgument("gateway upstream \"" + std::string(url) +
+                                   "\": " + std::string(why) + " (expected http://HOST:PORT)");
   };
   if (url.starts_with("https://")) return bad("https is not supported yet");
   if (!url.starts_with(kScheme)) return bad("not an http:// URL");
@@ -134,7 +135,8 @@ asio::awaitable<beast::error_code> UpstreamCall::Send(http::request<http::string
   if (!stream_) {
     stream_ = std::make_unique<beast::tcp_stream>(co_await asio::this_coro::executor);
     stream_->expires_at(deadline_);
-    co_await stream_->async_connect(pool_->endpoint(), asio::redirect_error(asio::use_awaitable, ec));
+    co_await stream_->async_connect(pool_->endpoint(),
+                                    asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       failed_ = true;
       co_return ec;
@@ -145,7 +147,7 @@ asio::awaitable<beast::error_code> UpstreamCall::Send(http::request<http::string
   request.prepare_payload();
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(max_header_bytes_));
-  parser_->body_limit(boost::none);  // read in bounded chunks, never whole
+  parser_->body_limit(std::numeric_limits<uint64_t>::max());  // read in chunks, never whole
   parser_->skip(head_request);
   stream_->expires_at(deadline_);
   co_await http::async_write(*stream_, request, asio::redirect_error(asio::use_awaitable, ec));

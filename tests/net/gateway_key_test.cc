@@ -1,10 +1,10 @@
 // The gateway's request identity as pure functions: which requests a route covers, the
 // Idempotency-Key syntax (the IETF draft's sf-string), key scoping and the fingerprint.
+#include "gateway_key.h"
+
 #include <string>
 
 #include <gtest/gtest.h>
-
-#include "gateway_key.h"
 
 namespace idem {
 namespace {
@@ -40,14 +40,14 @@ TEST(GatewayKeyTest, AcceptsQuotedStringsAndUnescapes) {
 TEST(GatewayKeyTest, RefusesWhatIsNotAnSfString) {
   EXPECT_TRUE(Refused("abc"));  // a bare token: the draft says sf-string
   EXPECT_NE(KeyOf("abc").find("bare token is not accepted"), std::string::npos);
-  EXPECT_TRUE(Refused("\"\""));                                   // empty
-  EXPECT_TRUE(Refused("\"" + std::string(256, 'k') + "\""));      // 256 characters
-  EXPECT_TRUE(Refused("\"abc"));                                  // unclosed
-  EXPECT_TRUE(Refused("\"a\"b\""));                               // unescaped quote
-  EXPECT_TRUE(Refused(R"("a\nb")"));                              // not an sf-string escape
-  EXPECT_TRUE(Refused("\"a\tb\""));                               // a control character
-  EXPECT_TRUE(Refused("\"caf\xc3\xa9\""));                        // not ASCII
-  EXPECT_TRUE(Refused("\"abc\\\""));                              // an escape at the end
+  EXPECT_TRUE(Refused("\"\""));                               // empty
+  EXPECT_TRUE(Refused("\"" + std::string(256, 'k') + "\""));  // 256 characters
+  EXPECT_TRUE(Refused("\"abc"));                              // unclosed
+  EXPECT_TRUE(Refused("\"a\"b\""));                           // unescaped quote
+  EXPECT_TRUE(Refused(R"("a\nb")"));                          // not an sf-string escape
+  EXPECT_TRUE(Refused("\"a\tb\""));                           // a control character
+  EXPECT_TRUE(Refused("\"caf\xc3\xa9\""));                    // not ASCII
+  EXPECT_TRUE(Refused("\"abc\\\""));                          // an escape at the end
   EXPECT_TRUE(Refused(""));
 }
 
