@@ -14,7 +14,24 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class GatewayFailureTest : public GatewayFixture {};
+class GatewayFailureTest : public GatewayFixture {
+ protected:
+  // Begin on the store itself, as the gateway would for Post("/pay", {Key(key)}) (no
+  // Authorization, no Content-Type, the default body).
+  Result<OpResult> BeginAsGateway(const std::string& key,
+                                  std::optional<std::chrono::milliseconds> lease = {}) {
+    store_key_ = ScopedStoreKey("", key);
+    fingerprint_ = RequestFingerprint({.method = "POST",
+                                       .target = "/pay",
+                                       .headers = {{"content-type", std::nullopt}},
+                                       .body = "{\"amount\":1}"});
+    return server_->engine().Execute(Op::Begin(
+        {.ns = "gateway", .key = store_key_, .fingerprint = fingerprint_, .lease = lease}));
+  }
+
+  std::string store_key_;
+  std::string fingerprint_;
+};
 
 TEST_F(GatewayFailureTest, UpstreamDyingAbortsAndTheRetryExecutes) {
   StartGateway();
@@ -93,13 +110,7 @@ TEST_F(GatewayFailureTest, LapsedAttemptIsTakenOverAndItsLateResponseFenced) {
 // completed is taken over by the gateway, and the old holder's Complete is refused.
 TEST_F(GatewayFailureTest, CrashedHolderIsTakenOverAndItsCompleteRefused) {
   StartGateway();
-  const std::string key = ScopedStoreKey("", "crash");
-  const std::string fingerprint = RequestFingerprint({.method = "POST",
-                                                      .target = "/pay",
-                                                      .headers = {{"content-type", std::nullopt}},
-                                                      .body = "{\"amount\":1}"});
-  Result<OpResult> begun = server_->engine().Execute(
-      Op::Begin({.ns = "gateway", .key = key, .fingerprint = fingerprint, .lease = 1000ms}));
+  Result<OpResult> begun = BeginAsGateway("crash", 1000ms);
   ASSERT_TRUE(begun.ok());
   ASSERT_EQ(Outcome::kStarted, begun->outcome);
   EXPECT_EQ(409, Post("/pay", {Key("crash")}).status);  // the holder's lease runs
@@ -107,7 +118,7 @@ TEST_F(GatewayFailureTest, CrashedHolderIsTakenOverAndItsCompleteRefused) {
   const GatewayReply took = Post("/pay", {Key("crash")});
   ASSERT_EQ(200, took.status) << took.body;
   Result<OpResult> late = server_->engine().Execute(Op::Complete(
-      {.ns = "gateway", .key = key, .fence = begun->record->fence, .response = "late"}));
+      {.ns = "gateway", .key = store_key_, .fence = begun->record->fence, .response = "late"}));
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(Outcome::kFenceMismatch, late->outcome);
   EXPECT_EQ(took.body, Post("/pay", {Key("crash")}).body);
@@ -116,21 +127,16 @@ TEST_F(GatewayFailureTest, CrashedHolderIsTakenOverAndItsCompleteRefused) {
 
 TEST_F(GatewayFailureTest, DamagedStoredResponseIs502) {
   StartGateway();
-  const std::string key = ScopedStoreKey("", "dmg");
-  const std::string fingerprint = RequestFingerprint({.method = "POST",
-                                                      .target = "/pay",
-                                                      .headers = {{"content-type", std::nullopt}},
-                                                      .body = "{\"amount\":1}"});
-  Result<OpResult> begun = server_->engine().Execute(
-      Op::Begin({.ns = "gateway", .key = key, .fingerprint = fingerprint}));
+  Result<OpResult> begun = BeginAsGateway("dmg");
   ASSERT_TRUE(begun.ok());
   // A record claiming 65535 headers, holding none.
   const std::string damage("IGR1\x00\xc8\x00\xff\xff", 9);
-  ASSERT_TRUE(
-      server_->engine()
-          .Execute(Op::Complete(
-              {.ns = "gateway", .key = key, .fence = begun->record->fence, .response = damage}))
-          .ok());
+  ASSERT_TRUE(server_->engine()
+                  .Execute(Op::Complete({.ns = "gateway",
+                                         .key = store_key_,
+                                         .fence = begun->record->fence,
+                                         .response = damage}))
+                  .ok());
   const GatewayReply damaged = Post("/pay", {Key("dmg")});
   EXPECT_EQ(502, damaged.status);
   EXPECT_NE(damaged.body.find("stored-response-damaged"), std::string::npos);
