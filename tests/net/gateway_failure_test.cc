@@ -14,7 +14,24 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class GatewayFailureTest : public GatewayFixture {};
+class GatewayFailureTest : public GatewayFixture {
+ protected:
+  // Begin on the store itself, as the gateway would for Post("/pay", {Key(key)}) (no
+  // Authorization, no Content-Type, the default body).
+  Result<OpResult> BeginAsGateway(const std::string& key,
+                                  std::optional<std::chrono::milliseconds> lease = {}) {
+    store_key_ = ScopedStoreKey("", key);
+    fingerprint_ = RequestFingerprint({.method = "POST",
+                                       .target = "/pay",
+                                       .headers = {{"content-type", std::nullopt}},
+                                       .body = "{\"amount\":1}"});
+    return server_->engine().Execute(Op::Begin(
+        {.ns = "gateway", .key = store_key_, .fingerprint = fingerprint_, .lease = lease}));
+  }
+
+  std::string store_key_;
+  std::string fingerprint_;
+};
 
 TEST_F(GatewayFailureTest, UpstreamDyingAbortsAndTheRetryExecutes) {
   StartGateway();
@@ -49,8 +66,9 @@ TEST_F(GatewayFailureTest, UpstreamTimeoutIs504AndAborted) {
 // only the heartbeats keep the attempt, so a duplicate meanwhile is a conflict, not a takeover.
 TEST_F(GatewayFailureTest, HeartbeatsKeepASlowAttempt) {
   StartGateway([](GatewayOptions& g) { g.route.lease_ms = 300; });
-  auto first = std::async(std::launch::async,
-                          [&] { return Post("/pay", {Key("slow"), {"X-Test-Delay-Ms", "1200"}}); });
+  auto first = std::async(std::launch::async, [&] {
+    return Post("/pay", {Key("slow"), {"X-Test-Delay-Ms", "1200"}});
+  });
   for (int i = 0; i < 40; ++i) {  // 800 ms of engine time, past two leases
     std::this_thread::sleep_for(20ms);
     clock_->Advance(20);
@@ -67,8 +85,9 @@ TEST_F(GatewayFailureTest, HeartbeatsKeepASlowAttempt) {
 // response is not stored.
 TEST_F(GatewayFailureTest, LapsedAttemptIsTakenOverAndItsLateResponseFenced) {
   StartGateway([](GatewayOptions& g) { g.route.lease_ms = 30'000; });  // heartbeats in 10 s
-  auto stale = std::async(std::launch::async,
-                          [&] { return Post("/pay", {Key("c"), {"X-Test-Delay-Ms", "1500"}}); });
+  auto stale = std::async(std::launch::async, [&] {
+    return Post("/pay", {Key("c"), {"X-Test-Delay-Ms", "1500"}});
+  });
   while (upstream_.Executions("/pay") == 0) std::this_thread::sleep_for(5ms);
   const uint64_t stale_fence = Record("c")->record->fence;
   clock_->Advance(31'000);  // the lease ends; no heartbeat came
@@ -82,23 +101,16 @@ TEST_F(GatewayFailureTest, LapsedAttemptIsTakenOverAndItsLateResponseFenced) {
   const GatewayReply replay = Post("/pay", {Key("c")});
   EXPECT_TRUE(replay.replayed());
   EXPECT_EQ(takeover.body, replay.body);  // not the fenced one's
-  EXPECT_NE(server_->server().MetricsText().find(
-                "idem_gateway_requests_total{outcome=\"fenced\"} 1"),
-            std::string::npos);
+  EXPECT_NE(
+      server_->server().MetricsText().find("idem_gateway_requests_total{outcome=\"fenced\"} 1"),
+      std::string::npos);
 }
 
 // The same with the store driven directly: an attempt begun with a short lease and never
 // completed is taken over by the gateway, and the old holder's Complete is refused.
 TEST_F(GatewayFailureTest, CrashedHolderIsTakenOverAndItsCompleteRefused) {
   StartGateway();
-  const std::string key = ScopedStoreKey("", "crash");
-  const std::string fingerprint = RequestFingerprint(
-      {.method = "POST",
-       .target = "/pay",
-       .headers = {{"content-type", std::nullopt}},
-       .body = "{\"amount\":1}"});
-  Result<OpResult> begun = server_->engine().Execute(Op::Begin(
-      {.ns = "gateway", .key = key, .fingerprint = fingerprint, .lease = 1000ms}));
+  Result<OpResult> begun = BeginAsGateway("crash", 1000ms);
   ASSERT_TRUE(begun.ok());
   ASSERT_EQ(Outcome::kStarted, begun->outcome);
   EXPECT_EQ(409, Post("/pay", {Key("crash")}).status);  // the holder's lease runs
@@ -106,7 +118,7 @@ TEST_F(GatewayFailureTest, CrashedHolderIsTakenOverAndItsCompleteRefused) {
   const GatewayReply took = Post("/pay", {Key("crash")});
   ASSERT_EQ(200, took.status) << took.body;
   Result<OpResult> late = server_->engine().Execute(Op::Complete(
-      {.ns = "gateway", .key = key, .fence = begun->record->fence, .response = "late"}));
+      {.ns = "gateway", .key = store_key_, .fence = begun->record->fence, .response = "late"}));
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(Outcome::kFenceMismatch, late->outcome);
   EXPECT_EQ(took.body, Post("/pay", {Key("crash")}).body);
@@ -115,20 +127,13 @@ TEST_F(GatewayFailureTest, CrashedHolderIsTakenOverAndItsCompleteRefused) {
 
 TEST_F(GatewayFailureTest, DamagedStoredResponseIs502) {
   StartGateway();
-  const std::string key = ScopedStoreKey("", "dmg");
-  const std::string fingerprint = RequestFingerprint(
-      {.method = "POST",
-       .target = "/pay",
-       .headers = {{"content-type", std::nullopt}},
-       .body = "{\"amount\":1}"});
-  Result<OpResult> begun = server_->engine().Execute(
-      Op::Begin({.ns = "gateway", .key = key, .fingerprint = fingerprint}));
+  Result<OpResult> begun = BeginAsGateway("dmg");
   ASSERT_TRUE(begun.ok());
   // A record claiming 65535 headers, holding none.
   const std::string damage("IGR1\x00\xc8\x00\xff\xff", 9);
   ASSERT_TRUE(server_->engine()
                   .Execute(Op::Complete({.ns = "gateway",
-                                         .key = key,
+                                         .key = store_key_,
                                          .fence = begun->record->fence,
                                          .response = damage}))
                   .ok());

@@ -24,7 +24,7 @@ namespace idem::testing {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct GatewayReply {
-  int status = 0;  // 0: the connection failed or closed without an answer
+  int status = 0;   // 0: the connection failed or closed without an answer
   Headers headers;  // in the order received
   std::string body;
 
@@ -36,7 +36,8 @@ struct GatewayReply {
   }
   bool has(std::string_view name) const {
     for (const auto& h : headers) {
-      if (boost::beast::iequals(h.first, boost::beast::string_view(name.data(), name.size()))) return true;
+      if (boost::beast::iequals(h.first, boost::beast::string_view(name.data(), name.size())))
+        return true;
     }
     return false;
   }

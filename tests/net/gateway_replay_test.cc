@@ -154,7 +154,7 @@ TEST_F(GatewayReplayTest, ServerErrorsAbortUnlessStored) {
   StartGateway();  // store_server_errors false
   const GatewayReply failed = Post("/pay", {Key("e"), {"X-Test-Status", "503"}});
   EXPECT_EQ(503, failed.status);
-  EXPECT_EQ("1", failed.Header("X-Execution"));  // passed on as it is
+  EXPECT_EQ("1", failed.Header("X-Execution"));         // passed on as it is
   EXPECT_EQ(Outcome::kNotFound, Record("e")->outcome);  // aborted: released
   const GatewayReply retried = Post("/pay", {Key("e")});
   EXPECT_EQ(200, retried.status);
@@ -203,8 +203,7 @@ TEST_F(GatewayReplayTest, MetricsCountOutcomes) {
       << text;
   EXPECT_NE(text.find("idem_gateway_requests_total{outcome=\"replayed\"} 1"), std::string::npos);
   EXPECT_NE(text.find("idem_gateway_requests_total{outcome=\"mismatch\"} 1"), std::string::npos);
-  EXPECT_NE(text.find("idem_gateway_requests_total{outcome=\"passthrough\"} 1"),
-            std::string::npos);
+  EXPECT_NE(text.find("idem_gateway_requests_total{outcome=\"passthrough\"} 1"), std::string::npos);
   EXPECT_NE(text.find("idem_gateway_upstream_seconds_count 2"), std::string::npos);
   EXPECT_NE(text.find("idem_ops_total{op=\"begin\",outcome=\"STARTED\"} 1"), std::string::npos);
   EXPECT_NE(text.find("idem_request_duration_seconds_count{transport=\"gateway\",op=\"begin\"}"),

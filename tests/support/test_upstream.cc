@@ -31,8 +31,10 @@ struct TestUpstream::Impl {
   asio::awaitable<void> Accept() {
     for (;;) {
       boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;
+      tcp::socket socket =
+          co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (!acceptor.is_open()) co_return;  // StopAccepting
+      if (ec) continue;                    // e.g. a connection reset before it was accepted
       asio::co_spawn(io, Serve(std::move(socket)), asio::detached);
     }
   }
@@ -42,14 +44,15 @@ struct TestUpstream::Impl {
     for (;;) {
       http::request<http::string_body> request;
       boost::system::error_code ec;
-      co_await http::async_read(socket, buffer, request, asio::redirect_error(asio::use_awaitable, ec));
+      co_await http::async_read(socket, buffer, request,
+                                asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
       const std::string target(request.target());
       const std::string path = target.substr(0, target.find('?'));
       const int n = Count(path);
       if (request.find("X-Test-Delay-Ms") != request.end()) {
-        asio::steady_timer timer(io, std::chrono::milliseconds(
-                                         std::stoll(std::string(request["X-Test-Delay-Ms"]))));
+        asio::steady_timer timer(
+            io, std::chrono::milliseconds(std::stoll(std::string(request["X-Test-Delay-Ms"]))));
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       }
       if (request.find("X-Test-Die") != request.end()) {
@@ -82,6 +85,8 @@ struct TestUpstream::Impl {
 
   TestUpstream* const owner;
   asio::io_context io;
+  // run() returns at stop() only, whatever is (not) pending.
+  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
   tcp::acceptor acceptor;
   std::thread thread;
 };
