@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
   if (flags->server.http)
     budget_request.http_connections =
         flags->server.http->max_connections + flags->server.http->max_refusing_connections;
+  if (flags->server.gateway)
+    budget_request.gateway_connections = idem::GatewayDescriptors(*flags->server.gateway);
   idem::Result<idem::FdBudget> budget = idem::PlanFdBudget(budget_request);
   if (!budget.ok()) {
     start_failed(budget.status().ToString());
@@ -115,22 +117,29 @@ int main(int argc, char** argv) {
       flags->engine.background_priority == idem::EngineOptions::BackgroundPriority::kLow ? "low"
                                                                                          : "normal";
   // Tests read the real ports from this line: keep "listening on HOST:PORT" in the message and
-  // the field http=HOST:PORT stable.
+  // the fields http=HOST:PORT and gateway=HOST:PORT stable.
+  const auto address = [](const std::string& host, uint16_t port) {
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+           std::to_string(port);
+  };
   std::string http = "off";
-  if (server_options.http) {
-    const std::string& host = server_options.http->host;
-    http = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-           std::to_string((*server)->http_port());
+  if (server_options.http) http = address(server_options.http->host, (*server)->http_port());
+  std::string gateway = "off";
+  if (server_options.gateway) {
+    gateway = address(server_options.gateway->host, (*server)->gateway_port());
   }
-  log(idem::LogRecord(
-          idem::LogLevel::kInfo, "start",
-          "idemstored " + std::string(idem::Version()) + ": listening on " + (*server)->address())
-          .With("http", http)
-          .With("data", flags->data_dir)
-          .With("durability", durability)
-          .With("io_threads", server_options.io_threads)
-          .With("engine_threads", server_options.engine_threads)
-          .With("max_connections", server_options.max_connections)
+  idem::LogRecord start(
+      idem::LogLevel::kInfo, "start",
+      "idemstored " + std::string(idem::Version()) + ": listening on " + (*server)->address());
+  // The gateway's fields follow engine_threads: tests match the fields before it in this order.
+  start.With("http", http)
+      .With("data", flags->data_dir)
+      .With("durability", durability)
+      .With("io_threads", server_options.io_threads)
+      .With("engine_threads", server_options.engine_threads)
+      .With("gateway", gateway);
+  if (server_options.gateway) start.With("upstream", server_options.gateway->upstream);
+  log(start.With("max_connections", server_options.max_connections)
           .With("idle_timeout", idem::FormatDurationMs(server_options.idle_timeout_ms))
           .With("background", background)
           .With("malloc", IDEM_ALLOCATOR)

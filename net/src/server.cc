@@ -25,6 +25,9 @@
 #include "authenticator.h"
 #include "commit_queue.h"
 #include "connection.h"
+#include "gateway_handler.h"
+#include "gateway_key.h"
+#include "gateway_server.h"
 #include "http_handler.h"
 #include "http_server.h"
 #include "idem/version.h"
@@ -36,6 +39,7 @@
 #include "request_handler.h"
 #include "server_metrics.h"
 #include "tls_context.h"
+#include "upstream_client.h"
 
 namespace idem {
 namespace {
@@ -61,7 +65,7 @@ class ServerImpl final : public Server {
 
   uint16_t port() const override { return port_; }
   uint16_t http_port() const override { return http_ ? http_->port() : 0; }
-  uint16_t gateway_port() const override { return 0; }
+  uint16_t gateway_port() const override { return gateway_ ? gateway_->port() : 0; }
   std::string address() const override {
     return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
                                                          : options_.host) +
@@ -112,6 +116,9 @@ class ServerImpl final : public Server {
   void WaitForSignal();
   // Reload()'s step for the auth file: ok with nothing to do when authentication is off.
   Status ReloadCredentials();
+  // Listen()'s step for the gateway: checks its options against the limits, resolves the
+  // upstream and binds.
+  Status ListenGateway();
   // Accepting runs on accept_strand_: one accept in flight, or a retry timer, or neither while
   // paused (too many refusals in progress).
   void DoAccept();
@@ -144,6 +151,11 @@ class ServerImpl final : public Server {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<ApplyPath> http_apply_;
   std::unique_ptr<HttpHandler> http_handler_;
+  // The gateway (options_.gateway): its listener, upstream pool and handler; after io_ too.
+  std::unique_ptr<GatewayServer> gateway_;
+  std::unique_ptr<UpstreamPool> upstream_;
+  std::unique_ptr<ApplyPath> gateway_apply_;
+  std::unique_ptr<GatewayHandler> gateway_handler_;
   asio::strand<asio::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
@@ -237,7 +249,54 @@ Status ServerImpl::Listen() {
                                          &metrics_, std::move(http_tls));
     if (Status s = http_->Listen(); !s.ok()) return s;
   }
+  if (options_.gateway) {
+    if (Status s = ListenGateway(); !s.ok()) return s;
+  }
   return Status::Ok();
+}
+
+Status ServerImpl::ListenGateway() {
+  const GatewayOptions& g = *options_.gateway;
+  const GatewayRoute& route = g.route;
+  const Limits& limits = options_.limits;
+  const auto bad = [](const std::string& what) {
+    return Status::InvalidArgument("gateway options: " + what);
+  };
+  if (g.max_connections < 1 || g.max_header_bytes < 1024 || g.max_header_bytes > (64u << 20) ||
+      g.upstream_timeout_ms <= 0 || g.idle_timeout_ms <= 0) {
+    return bad(
+        "a limit is out of range (max_connections >= 1, max_header_bytes 1 KiB..64 MiB, "
+        "upstream_timeout_ms and idle_timeout_ms > 0)");
+  }
+  if (route.methods.empty()) return bad("route.methods is empty: the gateway would cover nothing");
+  if (route.lease_ms <= 0) return bad("route.lease_ms must be > 0");
+  if (route.wait_ms < 0 || route.wait_ms > limits.max_wait_ms) {
+    return bad("route.wait_ms must be 0.." + std::to_string(limits.max_wait_ms) +
+               " (Limits::max_wait_ms)");
+  }
+  // A stored response is one record's payload: one that could never fit is a configuration
+  // error, not something to find out per request.
+  if (g.max_stored_response_bytes > limits.max_payload_bytes) {
+    return bad("max_stored_response_bytes (" + std::to_string(g.max_stored_response_bytes) +
+               ") exceeds the store's max_payload_bytes (" +
+               std::to_string(limits.max_payload_bytes) + "): such a response could not be stored");
+  }
+  if (limits.max_key_bytes < kScopePrefixBytes + kMaxIdempotencyKeyChars) {
+    return bad("the store's max_key_bytes (" + std::to_string(limits.max_key_bytes) +
+               ") is below " + std::to_string(kScopePrefixBytes + kMaxIdempotencyKeyChars) +
+               ", the longest gateway key (scope and a 255-character Idempotency-Key)");
+  }
+  Result<UpstreamAddress> address = UpstreamAddress::Parse(g.upstream);
+  if (!address.ok()) return address.status();
+  Result<std::unique_ptr<UpstreamPool>> pool = UpstreamPool::Open(io_, std::move(*address));
+  if (!pool.ok()) return pool.status();
+  upstream_ = std::move(*pool);
+  std::optional<GatewayServer::Tls> tls;
+  if (options_.tls)
+    tls = GatewayServer::Tls{[this] { return tls_context(); }, options_.auth_timeout_ms};
+  gateway_ = std::make_unique<GatewayServer>(io_, g, options_.allow_remote, log_, &metrics_,
+                                             std::move(tls));
+  return gateway_->Listen();
 }
 
 Status ServerImpl::LoadTls() {
@@ -307,6 +366,20 @@ Status ServerImpl::Serve(ServingEngine* engine) {
     };
     http_handler_ = std::make_unique<HttpHandler>(http_apply_.get(), std::move(http_options));
     http_->Serve(http_handler_.get());
+  }
+  if (gateway_) {
+    gateway_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
+    GatewayHandler::Options gateway_options;
+    gateway_options.gateway = *options_.gateway;
+    gateway_options.max_payload_bytes = options_.limits.max_payload_bytes;
+    // Retry-After counts to the lease's end, which is in the engine's time.
+    gateway_options.clock =
+        engine->options().clock ? engine->options().clock : SystemClock::Default();
+    gateway_options.metrics = &metrics_;
+    gateway_options.log = [this](const LogRecord& record) { peer_log_.Log(record); };
+    gateway_handler_ = std::make_unique<GatewayHandler>(gateway_apply_.get(), upstream_.get(),
+                                                        std::move(gateway_options));
+    gateway_->Serve(gateway_handler_.get());
   }
   if (options_.handle_signals) {
     signals_.add(SIGINT);
@@ -461,6 +534,7 @@ void ServerImpl::Stop() {
     boost::system::error_code ec;
     acceptor_.close(ec);
     if (http_) http_->Stop(std::chrono::milliseconds(0));
+    if (gateway_) gateway_->Stop(std::chrono::milliseconds(0));
     return;
   }
   // 1. Stop accepting (on the accept strand, which owns the acceptor).
@@ -481,6 +555,9 @@ void ServerImpl::Stop() {
   for (const auto& c : live) c->Drain();
   // HTTP connections answer the request they are on, within the same grace period.
   if (http_) http_->Stop(std::chrono::milliseconds(options_.stop_grace_ms));
+  // Gateway connections finish the request they are on (a first request completes or aborts its
+  // attempt); past the grace, an attempt left behind ends with its lease.
+  if (gateway_) gateway_->Stop(std::chrono::milliseconds(options_.stop_grace_ms));
   {
     std::unique_lock<std::mutex> lock(mu_);
     stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.stop_grace_ms),
@@ -494,6 +571,7 @@ void ServerImpl::Stop() {
   // I/O threads. The caller may close the Store after this returns.
   queue_->Stop();
   io_.stop();
+  if (upstream_) upstream_->Clear();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();
   {
@@ -531,7 +609,6 @@ std::string ServerImpl::MetricsTextOf(ServingEngine* engine) {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::Listen(ServerOptions options) {
-  if (options.gateway) return Status::InvalidArgument("the gateway is not available yet");
   auto server = std::make_unique<ServerImpl>(std::move(options));
   if (Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<Server>(std::move(server));

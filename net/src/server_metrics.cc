@@ -80,7 +80,14 @@ std::string CodeLabel(size_t slot) {
 }  // namespace
 
 ServerMetrics::ServerMetrics()
-    : latency_(kLatencyBoundsNs), batches_(kBatchSizeBounds), wal_sync_(kSyncBoundsNs) {}
+    : latency_(kLatencyBoundsNs),
+      batches_(kBatchSizeBounds),
+      wal_sync_(kSyncBoundsNs),
+      gateway_upstream_(kLatencyBoundsNs) {}
+
+void ServerMetrics::GatewayUpstream(nanoseconds latency) {
+  gateway_upstream_.Observe(0, Nanos(latency));
+}
 
 void ServerMetrics::CountOp(Transport transport, OpType op, const Result<OpResult>& result,
                             nanoseconds latency) {
@@ -259,6 +266,28 @@ std::vector<MetricFamily> ServerMetrics::Families() const {
   }
   out.push_back(std::move(received));
   out.push_back(std::move(sent));
+
+  MetricFamily gateway = Family("idem_gateway_requests_total",
+                                "Requests the Idempotency-Key gateway answered, by outcome "
+                                "(docs/gateway.md)",
+                                MetricType::kCounter);
+  for (size_t o = 0; o < kGatewayOutcomeNames.size(); ++o) {
+    const uint64_t v = gateway_requests_.Value(o);
+    if (v != 0) AddSample(&gateway, {{"outcome", std::string(kGatewayOutcomeNames[o])}}, double(v));
+  }
+  out.push_back(std::move(gateway));
+  MetricFamily upstream = Family("idem_gateway_upstream_seconds",
+                                 "Gateway upstream exchanges (request sent to response read, or "
+                                 "failed), by duration",
+                                 MetricType::kHistogram);
+  AddHistogram(&upstream, {}, gateway_upstream_.bounds(), gateway_upstream_.Read(0), 1e9);
+  out.push_back(std::move(upstream));
+  const uint64_t opened = gateway_connections_.Value(0), closed_g = gateway_connections_.Value(1);
+  const Scalar gateway_connections[] = {
+      {"idem_gateway_connections", "Gateway client connections open", MetricType::kGauge,
+       double(opened >= closed_g ? opened - closed_g : 0)},
+  };
+  AppendScalars(gateway_connections, &out);
   return out;
 }
 

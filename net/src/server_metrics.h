@@ -27,7 +27,8 @@ namespace idem {
 // A new transport is one line here: its enumerator and its `transport` label value.
 #define IDEM_TRANSPORTS(X) \
   X(kBinary, "binary")     \
-  X(kHttp, "http")
+  X(kHttp, "http")         \
+  X(kGateway, "gateway")
 
 enum class Transport : uint8_t {
 #define IDEM_TRANSPORT_ENUM(e, name) e,
@@ -40,6 +41,42 @@ inline constexpr std::array kTransportNames = {
 #undef IDEM_TRANSPORT_NAME
 };
 inline constexpr size_t kTransports = kTransportNames.size();
+
+// How the gateway answered a request: the `outcome` label of idem_gateway_requests_total.
+//   first        a covered request executed upstream, its response stored
+//   replayed     a duplicate answered with the stored response
+//   conflict     a duplicate of a request in flight: 409
+//   mismatch     the key reused for a different request: 422
+//   expired      the key is remembered past its retention: 410
+//   aborted      the upstream failed (error, timeout, or a 5xx not stored): the attempt aborted
+//   fenced       executed, but the attempt had been taken over: the response is not stored
+//   not_stored   executed, the response too large to store (duplicates get 409)
+//   passthrough  not covered (method, path, or no key): proxied without a store op
+//   rejected     refused before anything was done (400, 413, 431, 503 over max_connections)
+//   store_error  the store failed or a stored response was damaged (503, 502)
+#define IDEM_GATEWAY_OUTCOMES(X) \
+  X(kFirst, "first")             \
+  X(kReplayed, "replayed")       \
+  X(kConflict, "conflict")       \
+  X(kMismatch, "mismatch")       \
+  X(kExpired, "expired")         \
+  X(kAborted, "aborted")         \
+  X(kFenced, "fenced")           \
+  X(kNotStored, "not_stored")    \
+  X(kPassthrough, "passthrough") \
+  X(kRejected, "rejected")       \
+  X(kStoreError, "store_error")
+
+enum class GatewayOutcome : uint8_t {
+#define IDEM_GATEWAY_OUTCOME_ENUM(e, name) e,
+  IDEM_GATEWAY_OUTCOMES(IDEM_GATEWAY_OUTCOME_ENUM)
+#undef IDEM_GATEWAY_OUTCOME_ENUM
+};
+inline constexpr std::array kGatewayOutcomeNames = {
+#define IDEM_GATEWAY_OUTCOME_NAME(e, name) std::string_view(name),
+    IDEM_GATEWAY_OUTCOMES(IDEM_GATEWAY_OUTCOME_NAME)
+#undef IDEM_GATEWAY_OUTCOME_NAME
+};
 
 // Why an authentication failed: the `reason` label of idem_auth_failures_total and the log's.
 enum class AuthFailure : uint8_t { kNoToken, kBadToken, kRateLimited, kRevoked };
@@ -93,6 +130,16 @@ class ServerMetrics {
   void BytesReceived(Transport t, size_t n) { bytes_.Add(2 * static_cast<size_t>(t), n); }
   void BytesSent(Transport t, size_t n) { bytes_.Add(2 * static_cast<size_t>(t) + 1, n); }
 
+  // The gateway (gateway_server.h): a request answered, an upstream exchange that took
+  // `latency` (from sending the request to the response's last byte, or the failure), client
+  // connections opened and closed.
+  void GatewayRequest(GatewayOutcome outcome) {
+    gateway_requests_.Add(static_cast<size_t>(outcome));
+  }
+  void GatewayUpstream(std::chrono::nanoseconds latency);
+  void GatewayConnectionOpened() { gateway_connections_.Add(0); }
+  void GatewayConnectionClosed() { gateway_connections_.Add(1); }
+
   // Every family above, with every series that has counted something (and the unlabelled ones
   // always). Any thread.
   std::vector<MetricFamily> Families() const;
@@ -133,6 +180,9 @@ class ServerMetrics {
   CounterArray<kTransports * 2> bytes_;  // received, sent
   CounterArray<kAuthFailureNames.size()> auth_failures_;
   CounterArray<1> permission_denied_;
+  CounterArray<kGatewayOutcomeNames.size()> gateway_requests_;
+  HistogramArray<1, kLatencyBounds> gateway_upstream_;  // nanoseconds
+  CounterArray<2> gateway_connections_;                 // opened, closed
 };
 
 // The store's own figures (StoreStats, read at scrape time) as metric families.

@@ -55,6 +55,29 @@ TEST(FdBudgetTest, HttpConnectionsAreReservedBesideTheBinaryOnes) {
       << refused.status().message();
 }
 
+// Each gateway client connection may hold an upstream connection, beside the idle pool.
+TEST(FdBudgetTest, GatewayClientAndUpstreamConnectionsAreReserved) {
+  GatewayOptions gateway;
+  gateway.max_connections = 100;
+  EXPECT_EQ(200 + kGatewayRefusingConnections + kGatewayIdleUpstreamConnections,
+            GatewayDescriptors(gateway));
+  FdBudgetRequest request = Request(20'000, 20'000, 1024, false);
+  request.gateway_connections = GatewayDescriptors(gateway);
+  Result<FdBudget> b = PlanFdBudget(request);
+  ASSERT_OK(b);
+  EXPECT_EQ(1024u, b->max_connections);
+  EXPECT_EQ(20'000 - 1024 - GatewayDescriptors(gateway) - kRefusing - kServerOwnFds,
+            static_cast<size_t>(b->rocksdb_max_open_files));
+  request = Request(1024, 1024, 401, true);  // would fit without the gateway
+  request.gateway_connections = GatewayDescriptors(gateway);
+  Result<FdBudget> refused = PlanFdBudget(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(),
+                       std::to_string(GatewayDescriptors(gateway)) +
+                           " for the gateway's client and upstream connections"))
+      << refused.status().message();
+}
+
 TEST(FdBudgetTest, TheDefaultIsLoweredToFit1024WithAWarningNamingTheNumbers) {
   Result<FdBudget> b = PlanFdBudget(Request(1024, 1024, 1024, false));
   ASSERT_OK(b);

@@ -205,6 +205,257 @@ TEST(ServerFlagsTest, HttpLimitsWithoutTheListenerAreRefused) {
   EXPECT_FALSE(Parse({"--http-listen", "127.0.0.1:8080", "--http-idle-timeout", "0s"}).ok());
 }
 
+TEST(ServerFlagsTest, GatewayIsOffUnlessItsUpstreamIsGiven) {
+  Result<ServerFlags> off = Parse({});
+  ASSERT_OK(off);
+  EXPECT_FALSE(off->server.gateway.has_value());
+
+  Result<ServerFlags> f = Parse({"--gateway-upstream", "http://127.0.0.1:8080"});
+  ASSERT_OK(f);
+  ASSERT_TRUE(f->server.gateway.has_value());
+  // Every default is GatewayOptions' own.
+  const GatewayOptions defaults;
+  const GatewayOptions& g = *f->server.gateway;
+  EXPECT_EQ("http://127.0.0.1:8080", g.upstream);
+  EXPECT_EQ(defaults.host, g.host);
+  EXPECT_EQ(7880, g.port);
+  EXPECT_EQ(defaults.route.methods, g.route.methods);
+  EXPECT_EQ(defaults.route.ns, g.route.ns);
+  EXPECT_EQ(defaults.route.identity_header, g.route.identity_header);
+  EXPECT_EQ(defaults.route.fingerprint_headers, g.route.fingerprint_headers);
+  EXPECT_EQ(defaults.route.replay_headers, g.route.replay_headers);
+  EXPECT_EQ(defaults.route.lease_ms, g.route.lease_ms);
+  EXPECT_EQ(defaults.max_stored_response_bytes, g.max_stored_response_bytes);
+}
+
+TEST(ServerFlagsTest, EveryGatewayFlag) {
+  Result<ServerFlags> f = Parse({"--gateway-upstream=http://[::1]:9000/",
+                                 "--gateway-listen",
+                                 "127.0.0.1:0",
+                                 "--gateway-methods",
+                                 "POST, PUT,DELETE",
+                                 "--gateway-paths",
+                                 "/v1/payments,/v1/orders/",
+                                 "--gateway-require-key",
+                                 "--gateway-namespace",
+                                 "http.payments",
+                                 "--gateway-identity-header",
+                                 "X-Api-Key",
+                                 "--gateway-fingerprint-headers",
+                                 "Content-Type,X-Tenant",
+                                 "--gateway-replay-headers",
+                                 "Content-Type,Location,ETag",
+                                 "--gateway-lease",
+                                 "10s",
+                                 "--gateway-wait",
+                                 "2s",
+                                 "--gateway-store-5xx",
+                                 "--gateway-max-connections",
+                                 "99",
+                                 "--gateway-max-header-bytes",
+                                 "8192",
+                                 "--gateway-max-request-body",
+                                 "65536",
+                                 "--gateway-max-stored-response",
+                                 "0",
+                                 "--gateway-upstream-timeout",
+                                 "5s",
+                                 "--gateway-idle-timeout",
+                                 "90s"});
+  ASSERT_OK(f);
+  ASSERT_TRUE(f->server.gateway.has_value());
+  const GatewayOptions& g = *f->server.gateway;
+  EXPECT_EQ("http://[::1]:9000", g.upstream);  // the trailing '/' dropped
+  EXPECT_EQ("127.0.0.1", g.host);
+  EXPECT_EQ(0, g.port);
+  EXPECT_EQ((std::vector<std::string>{"POST", "PUT", "DELETE"}), g.route.methods);
+  EXPECT_EQ((std::vector<std::string>{"/v1/payments", "/v1/orders/"}), g.route.path_prefixes);
+  EXPECT_TRUE(g.route.require_key);
+  EXPECT_EQ("http.payments", g.route.ns);
+  EXPECT_EQ("X-Api-Key", g.route.identity_header);
+  EXPECT_EQ((std::vector<std::string>{"Content-Type", "X-Tenant"}), g.route.fingerprint_headers);
+  EXPECT_EQ((std::vector<std::string>{"Content-Type", "Location", "ETag"}), g.route.replay_headers);
+  EXPECT_EQ(10'000, g.route.lease_ms);
+  EXPECT_EQ(2'000, g.route.wait_ms);
+  EXPECT_TRUE(g.route.store_server_errors);
+  EXPECT_EQ(99u, g.max_connections);
+  EXPECT_EQ(8192u, g.max_header_bytes);
+  EXPECT_EQ(65536u, g.max_request_body_bytes);
+  EXPECT_EQ(0u, g.max_stored_response_bytes);
+  EXPECT_EQ(5'000, g.upstream_timeout_ms);
+  EXPECT_EQ(90'000, g.idle_timeout_ms);
+}
+
+TEST(ServerFlagsTest, AnUpstreamWithoutAPortIsOnPort80) {
+  Result<ServerFlags> f = Parse({"--gateway-upstream", "http://api.internal"});
+  ASSERT_OK(f);
+  EXPECT_EQ("http://api.internal", f->server.gateway->upstream);
+  f = Parse({"--gateway-upstream", "http://[::1]/"});
+  ASSERT_OK(f);
+  EXPECT_EQ("http://[::1]", f->server.gateway->upstream);
+}
+
+TEST(ServerFlagsTest, EmptyGatewayListsAndIdentityMeanNoneAndOneSharedScope) {
+  Result<ServerFlags> f = Parse({"--gateway-upstream", "http://localhost:8080",
+                                 "--gateway-identity-header", "", "--gateway-fingerprint-headers",
+                                 "", "--gateway-replay-headers", "", "--gateway-paths", ""});
+  ASSERT_OK(f);
+  const GatewayRoute& route = f->server.gateway->route;
+  EXPECT_EQ("", route.identity_header);
+  EXPECT_TRUE(route.fingerprint_headers.empty());
+  EXPECT_TRUE(route.replay_headers.empty());
+  EXPECT_TRUE(route.path_prefixes.empty());
+}
+
+TEST(ServerFlagsTest, GatewayFlagsWithoutTheUpstreamAreRefused) {
+  for (std::vector<std::string_view> args : std::vector<std::vector<std::string_view>>{
+           {"--gateway-listen", "127.0.0.1:7880"},
+           {"--gateway-require-key"},
+           {"--gateway-methods", "POST", "--gateway-wait", "1s"},
+       }) {
+    Result<ServerFlags> f = Parse(args);
+    ASSERT_FALSE(f.ok()) << args[0];
+    EXPECT_TRUE(f.status().IsInvalidArgument());
+    EXPECT_NE(std::string::npos, f.status().message().find(
+                                     ": needs --gateway-upstream (the gateway is off without it)"))
+        << f.status().message();
+  }
+  EXPECT_EQ("--gateway-wait: needs --gateway-upstream (the gateway is off without it)",
+            Parse({"--gateway-methods", "POST", "--gateway-wait", "1s"}).status().message());
+}
+
+TEST(ServerFlagsTest, AnHttpsUpstreamIsRefusedAsNotSupported) {
+  Result<ServerFlags> f = Parse({"--gateway-upstream", "https://api.example.com:443"});
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(
+      "INVALID_ARGUMENT: --gateway-upstream: https:// upstreams are not supported yet: give the "
+      "upstream's plain http://HOST:PORT (loopback or a trusted network)",
+      f.status().ToString());
+}
+
+TEST(ServerFlagsTest, BadGatewayValuesNameTheFlagAndTheRule) {
+  struct Case {
+    std::vector<std::string_view> args;
+    std::string_view message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--gateway-upstream", "127.0.0.1:8080"},
+            "--gateway-upstream: expected http://HOST:PORT, got \"127.0.0.1:8080\""},
+           {{"--gateway-upstream", "http://"},
+            "--gateway-upstream: expected http://HOST:PORT, got \"http://\" (a port in "
+            "1..65535)"},
+           {{"--gateway-upstream", "http://:8080"},
+            "--gateway-upstream: expected http://HOST:PORT, got \"http://:8080\" (a port in "
+            "1..65535)"},
+           {{"--gateway-upstream", "http://127.0.0.1:0"},
+            "--gateway-upstream: expected http://HOST:PORT, got \"http://127.0.0.1:0\" (a port "
+            "in 1..65535)"},
+           {{"--gateway-upstream", "http://127.0.0.1:8080/api"},
+            "--gateway-upstream: no path, query or user part: requests keep their own paths; "
+            "expected http://HOST:PORT, got \"http://127.0.0.1:8080/api\""},
+           {{"--gateway-upstream", "http://h:1", "--gateway-listen", "nocolon"},
+            "--gateway-listen: expected HOST:PORT"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-methods", "post"},
+            "--gateway-methods: \"post\": methods are case-sensitive and requests send them in "
+            "capitals (POST, not post)"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-methods", ""},
+            "--gateway-methods: needs at least one method"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-methods", "POST,,PUT"},
+            "--gateway-methods: an empty item in \"POST,,PUT\""},
+           {{"--gateway-upstream", "http://h:1", "--gateway-paths", "v1/payments"},
+            "--gateway-paths: \"v1/payments\" is not a path prefix (starts with '/'; no spaces, "
+            "'?' or '#')"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-namespace", "pay ments"},
+            "--gateway-namespace: expected 1..64 characters of [A-Za-z0-9_.:-]"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-identity-header", "X Api Key"},
+            "--gateway-identity-header: \"X Api Key\" is not a header name (RFC 9110 token)"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-replay-headers", "Content-Type,Loc:"},
+            "--gateway-replay-headers: \"Loc:\" is not a header name (RFC 9110 token)"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-lease", "500ms"},
+            "--gateway-lease: must be at least 1s"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-wait", "soon"}, "--gateway-wait: "},
+           {{"--gateway-upstream", "http://h:1", "--gateway-upstream-timeout", "0s"},
+            "--gateway-upstream-timeout: must be positive"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-idle-timeout", "0s"},
+            "--gateway-idle-timeout: must be positive"},
+           {{"--gateway-upstream", "http://h:1", "--gateway-max-connections", "0"},
+            "--gateway-max-connections: expected an integer in [1, 1000000], got \"0\""},
+           {{"--gateway-upstream", "http://h:1", "--gateway-max-request-body", "-1"},
+            "--gateway-max-request-body: expected an integer in [0, 1073741824], got \"-1\""},
+           {{"--gateway-upstream", "http://h:1", "--gateway-require-key=maybe"},
+            "--gateway-require-key: expected true or false"},
+       }) {
+    Result<ServerFlags> f = Parse(c.args);
+    ASSERT_FALSE(f.ok()) << c.args.back();
+    EXPECT_TRUE(f.status().IsInvalidArgument());
+    EXPECT_TRUE(f.status().message().starts_with(c.message)) << f.status().message();
+  }
+}
+
+// What the gateway's namespace would refuse on every request is refused at start instead.
+TEST(ServerFlagsTest, TheGatewayMustFitItsNamespacesPolicy) {
+  Result<ServerFlags> f = Parse({"--gateway-upstream", "http://h:1", "--gateway-namespace", "pay",
+                                 "--lifecycle", "pay=max-lease=20s", "--gateway-lease", "30s"});
+  EXPECT_EQ(
+      "--gateway-lease: 30s is longer than namespace pay's longest lease, 20s (--lifecycle "
+      "pay=max-lease=DUR)",
+      f.status().message());
+  f = Parse({"--gateway-upstream", "http://h:1", "--lifecycle", "gateway=max-response=1000",
+             "--gateway-max-stored-response", "1001"});
+  EXPECT_EQ(
+      "--gateway-max-stored-response: 1001 is more than namespace gateway stores: responses of "
+      "at most 1000 bytes (--lifecycle gateway=max-response=BYTES, the payload limit)",
+      f.status().message());
+  f = Parse({"--gateway-upstream", "http://h:1", "--gateway-wait", "6m"});
+  EXPECT_EQ("--gateway-wait: at most 5m (the longest wait a Begin may ask for)",
+            f.status().message());
+  f = Parse({"--gateway-upstream", "http://h:1", "--key-format", "gateway=uuid"});
+  EXPECT_NE(std::string::npos, f.status().message().find("give it no key format"))
+      << f.status().message();
+  // Within the namespace's limits, whatever the flags' order.
+  ASSERT_OK(Parse({"--gateway-lease", "2h", "--gateway-upstream", "http://h:1",
+                   "--gateway-max-stored-response", "1000", "--lifecycle",
+                   "gateway=max-lease=2h,max-response=1000"}));
+}
+
+TEST(ServerFlagsTest, GatewayConfigPrintsAndReadsBack) {
+  Result<ServerFlags> given =
+      Parse({"--gateway-upstream", "http://127.0.0.1:8080", "--gateway-methods", "POST,PUT",
+             "--gateway-paths", "/v1/a,/v1/b", "--gateway-identity-header", "",
+             "--gateway-require-key", "--gateway-wait", "1s500ms", "--print-config"});
+  ASSERT_OK(given);
+  const std::string& text = given->effective_config;
+  EXPECT_NE(std::string::npos, text.find("gateway-upstream = \"http://127.0.0.1:8080\"\n")) << text;
+  EXPECT_NE(std::string::npos, text.find("gateway-methods = \"POST,PUT\"\n")) << text;
+  EXPECT_NE(std::string::npos, text.find("gateway-identity-header = \"\"\n")) << text;
+  EXPECT_NE(std::string::npos, text.find("# gateway-listen = \"127.0.0.1:7880\"\n")) << text;
+  EXPECT_NE(std::string::npos, text.find("# gateway-replay-headers = \"Content-Type,Location\"\n"))
+      << text;
+
+  ConfigFile file(text);
+  Result<ServerFlags> read = Parse({"--config", file.path()});
+  ASSERT_OK(read);
+  EXPECT_EQ(text, read->effective_config);
+  ASSERT_TRUE(read->server.gateway.has_value());
+  const GatewayOptions& g = *read->server.gateway;
+  EXPECT_EQ("http://127.0.0.1:8080", g.upstream);
+  EXPECT_EQ((std::vector<std::string>{"POST", "PUT"}), g.route.methods);
+  EXPECT_EQ((std::vector<std::string>{"/v1/a", "/v1/b"}), g.route.path_prefixes);
+  EXPECT_EQ("", g.route.identity_header);
+  EXPECT_TRUE(g.route.require_key);
+  EXPECT_EQ(1'500, g.route.wait_ms);
+
+  ConfigFile without_upstream("gateway-wait = \"1s\"\n");
+  EXPECT_EQ("--gateway-wait: needs --gateway-upstream (the gateway is off without it)",
+            Parse({"--config", without_upstream.path()}).status().message());
+  ConfigFile https("\ngateway-upstream = \"https://127.0.0.1:8443\"\n");
+  Result<ServerFlags> f = Parse({"--config", https.path()});
+  EXPECT_NE(std::string::npos,
+            f.status().message().find(https.path() + ":2: gateway-upstream: https:// upstreams "
+                                                     "are not supported yet"))
+      << f.status().message();
+}
+
 TEST(ServerFlagsTest, Ipv6Listen) {
   Result<ServerFlags> f = Parse({"--listen", "[::1]:9000"});
   ASSERT_OK(f);
@@ -372,7 +623,7 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
   const std::string example = ReadFile(IDEM_EXAMPLE_CONFIG);
   const std::string usage = ServerFlagsUsage();
   const std::set<std::string> not_in_a_file = {"help", "config", "print-config", "version"};
-  const std::regex option(R"(\n  (?:-h,)?--([a-z-]+))");
+  const std::regex option(R"(\n  (?:-h,)?--([a-z0-9-]+))");
   int listed = 0;
   for (auto it = std::sregex_iterator(usage.begin(), usage.end(), option);
        it != std::sregex_iterator(); ++it) {
@@ -382,12 +633,12 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
     EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
         << name << " is not in " << IDEM_EXAMPLE_CONFIG;
   }
-  EXPECT_EQ(38, listed);
+  EXPECT_EQ(56, listed);
 
   // Each "# key = value" line: a default as --print-config shows it (unless the option has
   // none, or it is an example of a repeatable one); uncommented, they all parse.
   const std::string defaults = Parse({})->effective_config;
-  const std::regex commented_key(R"(^# ([a-z-]+) = (.*)$)");
+  const std::regex commented_key(R"(^# ([a-z0-9-]+) = (.*)$)");
   std::string uncommented;
   std::istringstream lines(example);
   for (std::string line; std::getline(lines, line);) {

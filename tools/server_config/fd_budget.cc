@@ -27,10 +27,16 @@ Result<OpenFilesLimit> RaiseOpenFilesLimit() {
   return OpenFilesLimit{value(limit.rlim_cur), value(limit.rlim_max)};
 }
 
+size_t GatewayDescriptors(const GatewayOptions& gateway) {
+  return 2 * gateway.max_connections + kGatewayRefusingConnections +
+         kGatewayIdleUpstreamConnections;
+}
+
 Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
   const uint64_t limit = request.limit.soft;
-  const uint64_t reserved = request.max_refusing_connections + request.http_connections +
-                            kServerOwnFds + kMinRocksDbFiles;
+  const uint64_t others = request.max_refusing_connections + request.http_connections +
+                          request.gateway_connections + kServerOwnFds;
+  const uint64_t reserved = others + kMinRocksDbFiles;
   const std::string limit_text = "the open-files limit is " + std::to_string(limit) + " (hard " +
                                  std::to_string(request.limit.hard) + ")";
   const std::string raise_text = "raise the limit (ulimit -n; LimitNOFILE= in a systemd unit)";
@@ -39,6 +45,10 @@ Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
       (request.http_connections == 0
            ? std::string()
            : std::to_string(request.http_connections) + " for HTTP connections + ") +
+      (request.gateway_connections == 0
+           ? std::string()
+           : std::to_string(request.gateway_connections) +
+                 " for the gateway's client and upstream connections + ") +
       std::to_string(kServerOwnFds) + " for the server itself + " +
       std::to_string(kMinRocksDbFiles) + " for RocksDB's files (its minimum)";
   if (limit <= reserved) {
@@ -66,8 +76,7 @@ Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
                      std::to_string(request.max_connections) + ": they would need " + want +
                      ", but " + limit_text + "; " + raise_text + " or set --max-connections";
   }
-  const uint64_t rocksdb = limit - request.max_refusing_connections - request.http_connections -
-                           kServerOwnFds - budget.max_connections;
+  const uint64_t rocksdb = limit - others - budget.max_connections;
   budget.rocksdb_max_open_files = static_cast<int>(std::min<uint64_t>(rocksdb, INT_MAX));
   return budget;
 }

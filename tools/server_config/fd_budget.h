@@ -16,6 +16,7 @@
 #include <string>
 
 #include "idem/result.h"
+#include "idem/server.h"
 
 namespace idem {
 
@@ -40,6 +41,8 @@ struct FdBudgetRequest {
   // HttpListenerOptions::max_connections plus max_refusing_connections (0 without an HTTP
   // listener): reserved like the server's own descriptors.
   size_t http_connections = 0;
+  // GatewayDescriptors(options) (0 without a gateway): reserved likewise.
+  size_t gateway_connections = 0;
 };
 
 struct FdBudget {
@@ -58,7 +61,16 @@ inline constexpr size_t kServerOwnFds = 64;
 // reads. RocksDB keeps 10 of max_open_files for its own logs and the rest for table files.
 inline constexpr size_t kMinRocksDbFiles = 256;
 
-// Pure arithmetic: connections + refusing + kServerOwnFds + RocksDB's share must fit in
+// The gateway's share: its client connections (GatewayOptions::max_connections), each holding at
+// most one upstream connection at a time for the request it forwards; up to
+// kGatewayIdleUpstreamConnections upstream connections kept open between requests (the
+// gateway's keep-alive pool); and connections being answered 503 (over max_connections).
+inline constexpr size_t kGatewayRefusingConnections = 8;
+inline constexpr size_t kGatewayIdleUpstreamConnections = 64;
+size_t GatewayDescriptors(const GatewayOptions& gateway);
+
+// Pure arithmetic: connections + refusing + HTTP + gateway + kServerOwnFds + RocksDB's share
+// must fit in
 // limit.soft. RocksDB gets everything the others leave (at least kMinRocksDbFiles). If the
 // requested connections do not fit: a default is lowered (with `warning`), an explicit
 // --max-connections fails with InvalidArgument; so does a limit too small for even one

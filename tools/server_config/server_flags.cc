@@ -1,6 +1,7 @@
 #include "server_flags.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -180,6 +181,85 @@ Status ParseLifecycle(std::string_view text, std::map<std::string, LifecycleSpec
   return Status::Ok();
 }
 
+// The gateway's upstream: "http://HOST[:PORT]" (HOST an IP address, "[V6]" or a name; PORT 80
+// when left out; a trailing "/" is dropped). Requests keep their own paths, so the URL has
+// none; the gateway speaks plain HTTP/1.1 to the upstream, so https:// is refused rather than
+// sent in clear.
+Result<std::string> ParseUpstream(std::string_view text) {
+  constexpr std::string_view kFlag = "--gateway-upstream";
+  const std::string expected = "expected http://HOST:PORT, got \"" + std::string(text) + "\"";
+  if (text.starts_with("https://")) {
+    return Bad(kFlag,
+               "https:// upstreams are not supported yet: give the upstream's plain "
+               "http://HOST:PORT (loopback or a trusted network)");
+  }
+  if (!text.starts_with("http://")) return Bad(kFlag, expected);
+  std::string_view authority = text.substr(7);
+  if (authority.ends_with('/')) authority.remove_suffix(1);
+  if (authority.find_first_of("/?#@") != std::string_view::npos) {
+    return Bad(kFlag, "no path, query or user part: requests keep their own paths; " + expected);
+  }
+  // A port follows the host's last ':' (a "[V6]" host's after its ']').
+  const size_t host_end = authority.starts_with('[') ? authority.find(']') : 0;
+  const bool has_port =
+      host_end != std::string_view::npos && authority.find(':', host_end) != std::string_view::npos;
+  std::string host(authority);
+  uint16_t port = 80;
+  if (has_port && !ParseListen(kFlag, authority, &host, &port).ok()) host.clear();
+  if (host.empty() || port == 0) return Bad(kFlag, expected + " (a port in 1..65535)");
+  return "http://" + std::string(authority);
+}
+
+// RFC 9110's token: header names and methods.
+bool IsToken(std::string_view text) {
+  constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
+  return !text.empty() && std::all_of(text.begin(), text.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           kSymbols.find(c) != std::string_view::npos;
+  });
+}
+
+// "a,b,c" with optional spaces around each item; "" is the empty list. `check` names what is
+// wrong with one item (empty: it is fine).
+Result<std::vector<std::string>> ParseList(
+    std::string_view flag, std::string_view text,
+    const std::function<std::string(std::string_view)>& check) {
+  std::vector<std::string> items;
+  if (text.find_first_not_of(' ') == std::string_view::npos) return items;
+  for (std::string_view part : SplitCommas(text)) {
+    while (part.starts_with(' ')) part.remove_prefix(1);
+    while (part.ends_with(' ')) part.remove_suffix(1);
+    if (part.empty()) return Bad(flag, "an empty item in \"" + std::string(text) + "\"");
+    if (std::string why = check(part); !why.empty()) return Bad(flag, why);
+    items.emplace_back(part);
+  }
+  return items;
+}
+
+std::string CheckHeaderName(std::string_view name) {
+  return IsToken(name) ? std::string()
+                       : "\"" + std::string(name) + "\" is not a header name (RFC 9110 token)";
+}
+
+std::string CheckMethod(std::string_view method) {
+  if (!IsToken(method)) return "\"" + std::string(method) + "\" is not an HTTP method";
+  if (std::any_of(method.begin(), method.end(), [](char c) { return c >= 'a' && c <= 'z'; })) {
+    return "\"" + std::string(method) +
+           "\": methods are case-sensitive and requests send them in capitals (POST, not post)";
+  }
+  return {};
+}
+
+std::string CheckPathPrefix(std::string_view prefix) {
+  const bool printable = std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return c > ' ' && c < 0x7f && c != '?' && c != '#';
+  });
+  return prefix.starts_with('/') && printable
+             ? std::string()
+             : "\"" + std::string(prefix) +
+                   "\" is not a path prefix (starts with '/'; no spaces, '?' or '#')";
+}
+
 // What a parse collects before it resolves the per-namespace policies.
 struct ParseState {
   ServerFlags flags;
@@ -189,6 +269,8 @@ struct ParseState {
   bool http_listen = false;
   std::string http_limit_flag;  // the last --http-* limit given, for the error it may cause
   TlsOptions tls;               // on when any of its files is given
+  GatewayOptions gateway;       // on when --gateway-upstream is given
+  std::string gateway_flag;     // the last other --gateway-* flag given, for the error it may cause
 };
 
 // One flag. Its name without the dashes is also its key in a configuration file.
@@ -224,6 +306,51 @@ std::vector<FlagSpec> Flags(ParseState& s) {
   auto http_limit = [&s](std::string_view flag, Status status) {
     s.http_limit_flag = std::string(flag);
     return status;
+  };
+  const GatewayOptions gateway;
+  const GatewayRoute& route = gateway.route;
+  auto joined = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ",") + item;
+    return text;
+  };
+  // Every --gateway-* flag but --gateway-upstream: remembered for the error "needs
+  // --gateway-upstream", and its value checked and applied to s.gateway.
+  auto gateway_flag = [&s](std::string_view flag, Status status) {
+    s.gateway_flag = std::string(flag);
+    return status;
+  };
+  auto gateway_list = [gateway_flag](std::string flag, std::vector<std::string>* out,
+                                     std::string (*check)(std::string_view)) {
+    return [flag, out, check, gateway_flag](std::string_view v) {
+      Result<std::vector<std::string>> items = ParseList(flag, v, check);
+      if (items.ok()) *out = std::move(*items);
+      return gateway_flag(flag, items.status());
+    };
+  };
+  auto gateway_duration = [gateway_flag](std::string flag, int64_t* out, int64_t min_ms) {
+    return [flag, out, min_ms, gateway_flag](std::string_view v) {
+      Result<int64_t> ms = ParseDuration(flag, v);
+      if (ms.ok() && *ms < min_ms) {
+        return gateway_flag(
+            flag, Bad(flag, min_ms == 1 ? "must be positive"
+                                        : "must be at least " + FormatDurationMs(min_ms)));
+      }
+      if (ms.ok()) *out = *ms;
+      return gateway_flag(flag, ms.status());
+    };
+  };
+  auto gateway_number = [gateway_flag](std::string flag, size_t* out, size_t min, size_t max) {
+    return [flag, out, min, max, gateway_flag](std::string_view v) {
+      Result<size_t> n = ParseInt<size_t>(flag, v, min, max);
+      if (n.ok()) *out = *n;
+      return gateway_flag(flag, n.status());
+    };
+  };
+  auto gateway_switch = [gateway_flag](std::string flag, bool* out) {
+    return [flag, out, gateway_flag](std::string_view v) {
+      return gateway_flag(flag, ParseChoice(flag, v, {"true", true}, {"false", false}, out));
+    };
   };
   return {
       {"listen", "HOST:PORT", Listen(server.host, server.port),
@@ -329,6 +456,124 @@ std::vector<FlagSpec> Flags(ParseState& s) {
          if (ms.ok()) s.http.idle_timeout_ms = *ms;
          return http_limit("--http-idle-timeout", ms.status());
        }},
+      {"gateway-upstream", "URL", "",
+       "turn the Idempotency-Key gateway on (docs/gateway.md): a reverse\n"
+       "proxy to this upstream, http://HOST[:PORT] (https:// is not\n"
+       "supported yet); off unless given, and the other --gateway-*\n"
+       "flags need it",
+       false,
+       [&s](std::string_view v) {
+         Result<std::string> url = ParseUpstream(v);
+         if (url.ok()) s.gateway.upstream = std::move(*url);
+         return url.status();
+       }},
+      {"gateway-listen", "HOST:PORT", Listen(gateway.host, gateway.port),
+       "the gateway's address, where clients send their requests", false,
+       [&s, gateway_flag](std::string_view v) {
+         return gateway_flag("--gateway-listen",
+                             ParseListen("--gateway-listen", v, &s.gateway.host, &s.gateway.port));
+       }},
+      {"gateway-methods", "LIST", joined(route.methods),
+       "methods the gateway makes idempotent (comma-separated, in\n"
+       "capitals); requests with others pass through",
+       false,
+       [&s, gateway_flag, gateway_list](std::string_view v) {
+         Status st = gateway_list("--gateway-methods", &s.gateway.route.methods, CheckMethod)(v);
+         if (st.ok() && s.gateway.route.methods.empty()) {
+           st = Bad("--gateway-methods", "needs at least one method");
+         }
+         return gateway_flag("--gateway-methods", st);
+       }},
+      {"gateway-paths", "LIST", joined(route.path_prefixes),
+       "path prefixes the gateway makes idempotent (comma-separated,\n"
+       "e.g. /v1/payments,/v1/orders); empty: every path",
+       false, gateway_list("--gateway-paths", &s.gateway.route.path_prefixes, CheckPathPrefix)},
+      {"gateway-require-key", "", route.require_key ? "true" : "false",
+       "a covered request without an Idempotency-Key header gets 400\n"
+       "instead of passing through",
+       false, gateway_switch("--gateway-require-key", &s.gateway.route.require_key)},
+      {"gateway-namespace", "NS", route.ns,
+       "namespace of the gateway's records (its --retention and\n"
+       "--lifecycle apply)",
+       false,
+       [&s, gateway_flag](std::string_view v) {
+         const size_t max = s.flags.engine.limits.max_namespace_bytes;
+         if (v.empty() || v.size() > max || !std::all_of(v.begin(), v.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
+                      c == ':' || c == '-';
+             })) {
+           return gateway_flag("--gateway-namespace",
+                               Bad("--gateway-namespace", "expected 1.." + std::to_string(max) +
+                                                              " characters of [A-Za-z0-9_.:-]"));
+         }
+         s.gateway.route.ns = std::string(v);
+         return gateway_flag("--gateway-namespace", Status::Ok());
+       }},
+      {"gateway-identity-header", "NAME", route.identity_header,
+       "request header naming the client: keys are scoped by a hash of\n"
+       "its value, so clients never share records. \"\": one scope for\n"
+       "every client",
+       false,
+       [&s, gateway_flag](std::string_view v) {
+         if (!v.empty() && !IsToken(v)) {
+           return gateway_flag("--gateway-identity-header",
+                               Bad("--gateway-identity-header", CheckHeaderName(v)));
+         }
+         s.gateway.route.identity_header = std::string(v);
+         return gateway_flag("--gateway-identity-header", Status::Ok());
+       }},
+      {"gateway-fingerprint-headers", "LIST", joined(route.fingerprint_headers),
+       "request headers that count in the fingerprint besides method,\n"
+       "path, query and body: a duplicate that differs gets 422",
+       false,
+       gateway_list("--gateway-fingerprint-headers", &s.gateway.route.fingerprint_headers,
+                    CheckHeaderName)},
+      {"gateway-replay-headers", "LIST", joined(route.replay_headers),
+       "response headers stored and replayed with the status and body", false,
+       gateway_list("--gateway-replay-headers", &s.gateway.route.replay_headers, CheckHeaderName)},
+      {"gateway-lease", "DUR", FormatDurationMs(route.lease_ms),
+       "lease of a first request's attempt, renewed every third of it\n"
+       "while the upstream works; a gateway that dies mid-request frees\n"
+       "the key this long after its last renewal",
+       false, gateway_duration("--gateway-lease", &s.gateway.route.lease_ms, 1'000)},
+      {"gateway-wait", "DUR", FormatDurationMs(route.wait_ms),
+       "a duplicate of a request in flight waits this long for its\n"
+       "answer; 0: 409 with Retry-After at once",
+       false, gateway_duration("--gateway-wait", &s.gateway.route.wait_ms, 0)},
+      {"gateway-store-5xx", "", route.store_server_errors ? "true" : "false",
+       "store and replay the upstream's 5xx answers; default: abort the\n"
+       "attempt so that a retry runs the request again",
+       false, gateway_switch("--gateway-store-5xx", &s.gateway.route.store_server_errors)},
+      {"gateway-max-connections", "N", std::to_string(gateway.max_connections),
+       "gateway client connections; more get 503 and are closed. Each\n"
+       "may hold an upstream connection: both count in the open-files\n"
+       "budget",
+       false,
+       gateway_number("--gateway-max-connections", &s.gateway.max_connections, 1, 1'000'000)},
+      {"gateway-max-header-bytes", "N", std::to_string(gateway.max_header_bytes),
+       "request line and headers, and the upstream's response headers;\n"
+       "larger requests: 431",
+       false,
+       gateway_number("--gateway-max-header-bytes", &s.gateway.max_header_bytes, 1024, 64u << 20)},
+      {"gateway-max-request-body", "BYTES", std::to_string(gateway.max_request_body_bytes),
+       "a request's body, read whole (a covered one's is fingerprinted);\n"
+       "larger: 413, before any store operation or upstream call",
+       false,
+       gateway_number("--gateway-max-request-body", &s.gateway.max_request_body_bytes, 0,
+                      size_t{1} << 30)},
+      {"gateway-max-stored-response", "BYTES", std::to_string(gateway.max_stored_response_bytes),
+       "largest response body stored for replays; a larger one reaches\n"
+       "the client, and duplicates get 409 response-not-stored",
+       false,
+       gateway_number("--gateway-max-stored-response", &s.gateway.max_stored_response_bytes, 0,
+                      size_t{1} << 30)},
+      {"gateway-upstream-timeout", "DUR", FormatDurationMs(gateway.upstream_timeout_ms),
+       "no complete upstream response by then: 504, attempt aborted", false,
+       gateway_duration("--gateway-upstream-timeout", &s.gateway.upstream_timeout_ms, 1)},
+      {"gateway-idle-timeout", "DUR", FormatDurationMs(gateway.idle_timeout_ms),
+       "close gateway client connections with no complete request this\n"
+       "long after their last response",
+       false, gateway_duration("--gateway-idle-timeout", &s.gateway.idle_timeout_ms, 1)},
       {"data", "DIR", s.flags.data_dir, "database directory, created if missing", false,
        [&s](std::string_view v) {
          s.flags.data_dir = std::string(v);
@@ -706,6 +951,39 @@ std::string EffectiveConfig(const std::vector<FlagSpec>& specs, const Grammar& g
   return out;
 }
 
+// The gateway's lease, wait and stored responses against its namespace's lifecycle policy and
+// the store's limits, which would otherwise refuse its Begin or Complete on every request.
+Status CheckGatewayFitsItsNamespace(const GatewayOptions& gateway, const EngineOptions& engine) {
+  const std::string& ns = gateway.route.ns;
+  auto policy = engine.lifecycle.find(ns);
+  const LifecyclePolicy& lifecycle =
+      policy != engine.lifecycle.end() ? policy->second : engine.default_lifecycle;
+  if (gateway.route.lease_ms > lifecycle.max_lease_ms) {
+    return Bad("--gateway-lease", FormatDurationMs(gateway.route.lease_ms) +
+                                      " is longer than namespace " + ns + "'s longest lease, " +
+                                      FormatDurationMs(lifecycle.max_lease_ms) + " (--lifecycle " +
+                                      ns + "=max-lease=DUR)");
+  }
+  if (gateway.route.wait_ms > engine.limits.max_wait_ms) {
+    return Bad("--gateway-wait", "at most " + FormatDurationMs(engine.limits.max_wait_ms) +
+                                     " (the longest wait a Begin may ask for)");
+  }
+  if (engine.key_formats.count(ns) > 0) {
+    return Bad("--key-format " + ns,
+               "namespace " + ns + " holds the gateway's records, whose keys are made from " +
+                   "the Idempotency-Key header (docs/gateway.md): give it no key format");
+  }
+  const size_t max_response =
+      std::min(lifecycle.max_response_bytes, engine.limits.max_payload_bytes);
+  if (gateway.max_stored_response_bytes > max_response) {
+    return Bad("--gateway-max-stored-response",
+               std::to_string(gateway.max_stored_response_bytes) + " is more than namespace " + ns +
+                   " stores: responses of at most " + std::to_string(max_response) +
+                   " bytes (--lifecycle " + ns + "=max-response=BYTES, the payload limit)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
@@ -781,6 +1059,12 @@ Result<ServerFlags> ParseServerFlags(std::span<const std::string_view> args) {
     flags.server.http = std::move(s.http);
   } else if (!s.http_limit_flag.empty()) {
     return Bad(s.http_limit_flag, "needs --http-listen (the HTTP listener is off without it)");
+  }
+  if (!s.gateway.upstream.empty()) {
+    if (Status st = CheckGatewayFitsItsNamespace(s.gateway, flags.engine); !st.ok()) return st;
+    flags.server.gateway = std::move(s.gateway);
+  } else if (!s.gateway_flag.empty()) {
+    return Bad(s.gateway_flag, "needs --gateway-upstream (the gateway is off without it)");
   }
   flags.server.limits = flags.engine.limits;
   flags.print_config = grammar.print_config->count() > 0;
