@@ -207,8 +207,7 @@ asio::awaitable<Result<OpResult>> GatewayHandler::Finish(std::shared_ptr<Attempt
   co_return done;
 }
 
-GatewayRequest GatewayHandler::Upstream(const GatewayRequest& request,
-                                        const std::string& peer) const {
+GatewayRequest GatewayHandler::Upstream(GatewayRequest& request, const std::string& peer) const {
   GatewayRequest out;
   out.method_string(request.method_string());
   out.target(request.target());
@@ -226,7 +225,7 @@ GatewayRequest GatewayHandler::Upstream(const GatewayRequest& request,
     out.insert(field.name_string(), field.value());
   }
   out.set("X-Forwarded-For", forwarded.empty() ? peer : forwarded + ", " + peer);
-  out.body() = request.body();
+  out.body() = std::move(request.body());  // fingerprinted already: one copy of it at a time
   return out;
 }
 

@@ -97,7 +97,9 @@ class GatewayHandler {
   boost::asio::awaitable<void> Heartbeats(std::shared_ptr<Attempt> attempt);
   // Stops the heartbeats, then Complete (with attempt->response) or Abort.
   boost::asio::awaitable<Result<OpResult>> Finish(std::shared_ptr<Attempt> attempt, bool complete);
-  GatewayRequest Upstream(const GatewayRequest& request, const std::string& peer) const;
+  // The request for the upstream: hop-by-hop headers dropped, X-Forwarded-For appended, the
+  // body moved out of `request`.
+  GatewayRequest Upstream(GatewayRequest& request, const std::string& peer) const;
   void Count(GatewayOutcome outcome) const {
     if (options_.metrics) options_.metrics->GatewayRequest(outcome);
   }
