@@ -7,9 +7,9 @@
 Any number of tasks of one event loop may call a Client at once: their requests go out on one
 connection as they are made, and one reader task hands each response to its caller by request id
 (responses may come back in any order). A Client belongs to the event loop that first uses it.
-Frames, values and exceptions are the synchronous client's (_codec, types, errors), and so is
-the failure contract (client.py's module comment), except that nothing connects before the first
-call or `async with`:
+Frames, values, exceptions and settings are the synchronous client's (_codec, types, errors,
+_session), and so is the failure contract (client.py's module comment), except that nothing
+connects before the first call or `async with`:
 
 - a call raises errors.TimeoutError after `timeout` seconds (plus its ops' longest wait_ms); it
   may have been applied, its late answer is dropped, and the connection stays up. A cancelled
@@ -26,19 +26,14 @@ import asyncio
 import functools
 import inspect
 import ssl
-import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _codec, errors, ops as _ops
-from .client import _single as _sync_single, split_address
-from .tls import TlsOptions, client_context, server_hostname
-from .types import HelloInfo, OpAnswer, OpError, OpResult, StatusCode
+from . import _codec, _session, errors, ops as _ops
+from .client import _single as _sync_single
+from .types import OpAnswer, OpError, OpResult, StatusCode
 
 _READ_BYTES = 256 * 1024
 _WRITE_BUFFER_BYTES = 1 << 20  # unsent request bytes before a call waits for the socket
-_BACKOFF_FIRST_S = 0.1
-_BACKOFF_MAX_S = 2.0
-_REFUSED_TOKEN_RETRY_S = 60.0  # ClientOptions::kRefusedTokenRetryMs
 
 
 class _Connection:
@@ -115,25 +110,15 @@ class _Connection:
                         f"connection closed by the server {self._address}")
                 for body in self._frames.feed(data):
                     self._dispatch(_codec.decode_frame(body))
-        except errors.ProtocolError as e:
-            self.fail(errors.EffectUnknownError(
-                f"connection to {self._address} dropped: {e.message}", StatusCode.CORRUPTION))
-        except errors.Error as e:
-            self.fail(e if isinstance(e, errors.EffectUnknownError)
-                      else errors.EffectUnknownError(e.message, e.code))
-        except (OSError, ssl.SSLError) as e:
-            self.fail(errors.EffectUnknownError(f"read from {self._address}: {e}"))
+        except (errors.Error, OSError) as e:
+            self.fail(_session.reader_failure(e, self._address))
         except Exception as e:  # noqa: BLE001 - a bug here must not leave callers waiting
-            self.fail(errors.EffectUnknownError(f"reader of {self._address} failed: {e!r}"))
+            self.fail(_session.reader_failure(e, self._address))
             raise
 
     def _dispatch(self, reply: _codec.Reply) -> None:
         if reply.request_id == 0:
-            # A connection-level error; the server closes after it (docs/protocol.md section 5).
-            e = reply.value
-            raise errors.EffectUnknownError(
-                f"the server {self._address} ended the connection: {e.code.name}: {e.message}",
-                e.code)
+            raise _session.connection_ended(reply, self._address)
         future = self._waiting.pop(reply.request_id, None)
         if future is not None and not future.done():  # else: it timed out or was cancelled
             future.set_result(reply)
@@ -151,31 +136,12 @@ def _single(build: Callable[..., _ops.Op]):
     return method
 
 
-class Client:
+class Client(_session.Session):
     """A connection to idemstored for asyncio; the arguments are idemstore.Client's."""
 
-    def __init__(self, address: str = "127.0.0.1:7878", *, timeout: Optional[float] = 5.0,
-                 token: Optional[str] = None,
-                 tls: Union[TlsOptions, ssl.SSLContext, None] = None,
-                 connect_timeout: Optional[float] = None,
-                 client_name: str = _codec.CLIENT_NAME):
-        self.address = address
-        self.timeout = timeout
-        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
-        self._host, self._port = split_address(address)
-        self._token = token
-        self._client_name = client_name
-        self._ssl_context = client_context(tls)
-        self._server_name = server_hostname(tls, self._host) if self._ssl_context else None
-        self._next_id = 1
+    def _start(self) -> None:
+        """Nothing connects before the first call (or `async with`): the loop is not known yet."""
         self._connect_lock: Optional[asyncio.Lock] = None  # made on the loop that uses it
-        self._conn: Optional[_Connection] = None
-        self._closed = False
-        self._backoff_s = _BACKOFF_FIRST_S
-        self._next_attempt_at = 0.0  # monotonic
-        self._last_error: Optional[errors.Error] = None
-        self._server_info: Optional[HelloInfo] = None
-        self._max_frame_bytes = 0  # the server's, from its HelloReply
 
     # -- the operations (the single-op coroutines are added after the class) ------------------
 
@@ -198,12 +164,6 @@ class Client:
         """The store's figures and the server's metrics (idemstore.Client.stats)."""
         return _codec.stats_result(await self._request(_codec.encode_stats, 0.0))
 
-    @property
-    def server_info(self) -> Optional[HelloInfo]:
-        """What the server announced in its HelloReply on the latest connection (None before
-        the first)."""
-        return self._server_info
-
     async def close(self) -> None:
         self._closed = True
         conn, self._conn = self._conn, None
@@ -221,19 +181,10 @@ class Client:
 
     async def _request(self, encode: Callable[[int], bytes], extra_wait_s: float) -> _codec.Reply:
         conn = await self._connection()
-        request_id = self._take_id()
+        request_id = next(self._ids)
         frame = encode(request_id)
-        if self._max_frame_bytes and len(frame) - 4 > self._max_frame_bytes:
-            raise errors.Error(StatusCode.INVALID_ARGUMENT,
-                               f"request frame of {len(frame) - 4} bytes exceeds the "
-                               f"server's max_frame_bytes {self._max_frame_bytes}")
-        timeout = None if self.timeout is None else self.timeout + extra_wait_s
-        return await conn.call(request_id, frame, timeout)
-
-    def _take_id(self) -> int:
-        request_id = self._next_id
-        self._next_id += 1
-        return request_id
+        self._check_frame_size(frame)
+        return await conn.call(request_id, frame, self._call_timeout(extra_wait_s))
 
     async def _connection(self) -> _Connection:
         conn = self._conn
@@ -242,30 +193,18 @@ class Client:
         if self._connect_lock is None:
             self._connect_lock = asyncio.Lock()
         async with self._connect_lock:  # one attempt at a time; the others share its result
-            if self._closed:
-                raise errors.ConnectionError("client closed", StatusCode.SHUTDOWN)
+            self._check_attempt()
             if self._conn is not None and self._conn.alive:
                 return self._conn
-            wait = self._next_attempt_at - time.monotonic()
-            if self._last_error is not None and wait > 0:
-                raise errors.ConnectionError(
-                    f"{self._last_error.message}; next attempt in {int(wait * 1000) + 1} ms",
-                    self._last_error.code)
             try:
                 conn = await self._connect()
             except errors.Error as e:
-                retry_s = self._backoff_s
-                if e.code == StatusCode.UNAUTHENTICATED:
-                    retry_s = max(retry_s, _REFUSED_TOKEN_RETRY_S)
-                self._next_attempt_at = time.monotonic() + retry_s
-                self._backoff_s = min(self._backoff_s * 2, _BACKOFF_MAX_S)
-                self._last_error = e
+                self._attempt_failed(e)
                 raise
             if self._conn is not None:  # the lost one: its reader task ends with it
                 await self._conn.close(errors.EffectUnknownError("reconnected"))
             self._conn = conn
-            self._backoff_s = _BACKOFF_FIRST_S
-            self._last_error = None
+            self._attempt_succeeded()
             return conn
 
     async def _connect(self) -> _Connection:
@@ -276,19 +215,10 @@ class Client:
                                         server_hostname=self._server_name,
                                         limit=_READ_BYTES),
                 self.connect_timeout)
-        except asyncio.TimeoutError:
-            raise errors.TimeoutError(f"connect to {self.address}: no handshake within "
-                                      f"{self.connect_timeout:g} s") from None
-        except ssl.SSLCertVerificationError as e:
-            raise errors.ConnectionError(f"TLS handshake with {self.address} failed: certificate "
-                                         f"verify failed ({e.verify_message})") from None
-        except ssl.SSLError as e:
-            raise errors.ConnectionError(
-                f"TLS handshake with {self.address} failed: {e.reason or e}") from None
-        except OSError as e:
-            raise errors.ConnectionError(f"connect to {self.address}: {e.strerror or e}") from None
+        except OSError as e:  # asyncio.TimeoutError and ssl.SSLError included
+            raise _session.connect_failure(e, self.address, self.connect_timeout) from None
         conn = _Connection(reader, writer, self.address)
-        hello_id = self._take_id()
+        hello_id = next(self._ids)
         try:
             reply = await conn.call(
                 hello_id, _codec.encode_hello(hello_id, self._token, self._client_name),
@@ -302,8 +232,7 @@ class Client:
             await conn.close(errors.EffectUnknownError(f"connect to {self.address}: {e}"))
             raise
         conn.set_max_frame_bytes(_codec.max_reply_bytes(info))
-        self._server_info = info
-        self._max_frame_bytes = info.max_frame_bytes
+        self._take_hello(info)
         return conn
 
 

@@ -33,33 +33,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import math
 import select
 import socket
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from . import _codec, errors, ops as _ops
-from .tls import TlsOptions, client_context, server_hostname
-from .types import HelloInfo, OpAnswer, OpError, OpResult, StatusCode
+from . import _codec, _session, errors, ops as _ops
+from ._session import split_address  # noqa: F401 - public here: idemstore.client's
+from .types import OpAnswer, OpError, OpResult, StatusCode
 
 _RECV_BYTES = 256 * 1024
-_BACKOFF_FIRST_S = 0.1
-_BACKOFF_MAX_S = 2.0
-_REFUSED_TOKEN_RETRY_S = 60.0  # ClientOptions::kRefusedTokenRetryMs
-
-
-def split_address(address: str) -> Tuple[str, int]:
-    """"HOST:PORT" or "[IPv6]:PORT" -> (host, port); ValueError for anything else."""
-    host, sep, port = address.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f'address "{address}" is not HOST:PORT')
-    return host, int(port)
 
 
 class _Call:
@@ -272,19 +258,12 @@ class _Connection:
                 bodies = self._frames.feed(data)
             for body in bodies:
                 self._dispatch(_codec.decode_frame(body))
-        except errors.ProtocolError as e:
-            self.fail(errors.EffectUnknownError(
-                f"connection to {self._address} dropped: {e.message}", StatusCode.CORRUPTION))
-        except errors.Error as e:
-            self.fail(e if isinstance(e, errors.EffectUnknownError)
-                      else errors.EffectUnknownError(e.message, e.code))
-        except (OSError, ValueError, ssl.SSLError) as e:  # ValueError: the socket was closed
-            with self._lock:
-                failed = self._failure is not None
-            if not failed:
-                self.fail(errors.EffectUnknownError(f"read from {self._address}: {e}"))
+        except (errors.Error, OSError, ValueError) as e:
+            # ValueError: the socket was closed, which only follows a failure (fail() is then
+            # a no-op).
+            self.fail(_session.reader_failure(e, self._address))
         except BaseException as e:  # a bug here must not leave the other callers waiting
-            self.fail(errors.EffectUnknownError(f"reader of {self._address} failed: {e!r}"))
+            self.fail(_session.reader_failure(e, self._address))
             raise
 
     def _recv(self) -> Optional[bytes]:
@@ -314,15 +293,7 @@ class _Connection:
 
     def _dispatch(self, reply: _codec.Reply) -> None:
         if reply.request_id == 0:
-            # A connection-level error; the server closes after it (docs/protocol.md section 5).
-            # Anything else with id 0 is the server's mistake, and ends the connection as well.
-            e = reply.value
-            if reply.kind != "error":
-                raise errors.EffectUnknownError(
-                    f"the server {self._address} sent a frame with id 0 that is not an error")
-            raise errors.EffectUnknownError(
-                f"the server {self._address} ended the connection: {e.code.name}: {e.message}",
-                e.code)
+            raise _session.connection_ended(reply, self._address)
         with self._lock:
             call = self._calls.pop(reply.request_id, None)
             if call is not None:  # else: it timed out earlier
@@ -348,22 +319,7 @@ def _single(build: Callable[..., _ops.Op]) -> Callable[..., OpResult]:
     return method
 
 
-def _checked_token(token: Optional[str]) -> Optional[str]:
-    """The token, once it is known to be sendable: a str of UTF-8 (the wire's string)."""
-    if token is None or isinstance(token, bytes):
-        return token
-    if not isinstance(token, str):
-        raise TypeError(f"token must be a str or None, not {type(token).__name__}")
-    try:
-        token.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise errors.Error(StatusCode.INVALID_ARGUMENT,
-                           f"the token cannot be sent: it is not UTF-8 ({e.reason} at "
-                           f"{e.start})") from None
-    return token
-
-
-class Client:
+class Client(_session.Session):
     """A connection to idemstored (see the module's failure contract). Arguments:
 
     address          "HOST:PORT" ("[::1]:7878" for IPv6)
@@ -374,28 +330,9 @@ class Client:
     client_name      shown in the server's log
     """
 
-    def __init__(self, address: str = "127.0.0.1:7878", *, timeout: Optional[float] = 5.0,
-                 token: Optional[str] = None,
-                 tls: Union[TlsOptions, ssl.SSLContext, None] = None,
-                 connect_timeout: Optional[float] = None,
-                 client_name: str = _codec.CLIENT_NAME):
-        self.address = address
-        self.timeout = timeout
-        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
-        self._host, self._port = split_address(address)
-        self._token = _checked_token(token)
-        self._client_name = client_name
-        self._ssl_context = client_context(tls)
-        self._server_name = server_hostname(tls, self._host)
-        self._ids = itertools.count(1)
+    def _start(self) -> None:
+        """Connects, so that the constructor raises where the server cannot be reached."""
         self._connect_lock = threading.Lock()  # one connection attempt at a time
-        self._conn: Optional[_Connection] = None  # replaced under _connect_lock
-        self._closed = False
-        self._backoff_s = _BACKOFF_FIRST_S
-        self._next_attempt_at = 0.0  # monotonic; guarded by _connect_lock
-        self._last_error: Optional[errors.Error] = None  # guarded by _connect_lock
-        self._server_info: Optional[HelloInfo] = None
-        self._max_frame_bytes = 0  # the server's, from its HelloReply
         self._connection()
 
     # -- the operations ------------------------------------------------------------------------
@@ -436,11 +373,6 @@ class Client:
         "metrics": a list of families)."""
         return _codec.stats_result(self._request(_codec.encode_stats, 0.0))
 
-    @property
-    def server_info(self) -> HelloInfo:
-        """What the server announced in its HelloReply, on the latest connection."""
-        return self._server_info
-
     def close(self) -> None:
         with self._connect_lock:
             self._closed = True
@@ -469,15 +401,12 @@ class Client:
             conn = self._connection()
             request_id = next(self._ids)
             frame = encode(request_id)
-            if self._max_frame_bytes and len(frame) - 4 > self._max_frame_bytes:
-                raise errors.Error(StatusCode.INVALID_ARGUMENT,
-                                   f"request frame of {len(frame) - 4} bytes exceeds the "
-                                   f"server's max_frame_bytes {self._max_frame_bytes}")
+            self._check_frame_size(frame)
             try:
                 call = conn.send(request_id, frame)
             except _NotSent:
                 continue
-            timeout = None if self.timeout is None else self.timeout + extra_wait_s
+            timeout = self._call_timeout(extra_wait_s)
             if not conn.wait(request_id, call, timeout):
                 raise errors.TimeoutError(
                     f"no response from {self.address} within {timeout:g} s; the request "
@@ -493,27 +422,15 @@ class Client:
         if conn is not None and conn.usable():
             return conn
         with self._connect_lock:
-            if self._closed:
-                raise errors.ConnectionError("client closed", StatusCode.SHUTDOWN)
+            self._check_attempt()
             if self._conn is not None and self._conn.usable():
                 return self._conn
-            wait = self._next_attempt_at - time.monotonic()
-            if self._last_error is not None and wait > 0:
-                raise errors.ConnectionError(
-                    f"{self._last_error.message}; next attempt in {int(wait * 1000) + 1} ms",
-                    self._last_error.code)
             try:
                 self._conn = self._connect()
             except errors.Error as e:
-                retry_s = self._backoff_s
-                if e.code == StatusCode.UNAUTHENTICATED:
-                    retry_s = max(retry_s, _REFUSED_TOKEN_RETRY_S)
-                self._next_attempt_at = time.monotonic() + retry_s
-                self._backoff_s = min(self._backoff_s * 2, _BACKOFF_MAX_S)
-                self._last_error = e
+                self._attempt_failed(e)
                 raise
-            self._backoff_s = _BACKOFF_FIRST_S
-            self._last_error = None
+            self._attempt_succeeded()
             return self._conn
 
     def _connect(self) -> _Connection:
@@ -583,26 +500,13 @@ class Client:
         except errors.Error:
             self._close_quietly(sock)
             raise
-        except socket.timeout:
+        except OSError as e:  # socket.timeout and ssl.SSLError included
             self._close_quietly(sock)
-            raise errors.TimeoutError(f"connect to {self.address}: no handshake within "
-                                      f"{self.connect_timeout:g} s") from None
-        except ssl.SSLCertVerificationError as e:
-            self._close_quietly(sock)
-            raise errors.ConnectionError(f"TLS handshake with {self.address} failed: certificate "
-                                         f"verify failed ({e.verify_message})") from None
-        except ssl.SSLError as e:
-            self._close_quietly(sock)
-            raise errors.ConnectionError(
-                f"TLS handshake with {self.address} failed: {e.reason or e}") from None
-        except OSError as e:
-            self._close_quietly(sock)
-            raise errors.ConnectionError(f"connect to {self.address}: {e.strerror or e}") from None
+            raise _session.connect_failure(e, self.address, self.connect_timeout) from None
         except BaseException:
             self._close_quietly(sock)
             raise
-        self._server_info = info
-        self._max_frame_bytes = info.max_frame_bytes
+        self._take_hello(info)
         return conn
 
     @staticmethod

@@ -253,6 +253,14 @@ class TlsTokenTest(AioServerTestCase):
         self.assertIn("certificate verify failed", raised.exception.message)
 
 
+class BadOptionsTest(unittest.TestCase):
+    def test_a_token_that_is_not_utf8_is_refused_by_the_constructor(self):
+        with self.assertRaises(errors.Error) as raised:
+            aio.Client("127.0.0.1:7878", token="\udcff")
+        self.assertEqual(StatusCode.INVALID_ARGUMENT, raised.exception.code)
+        self.assertIn("token", raised.exception.message)
+
+
 class ScriptedPeerTest(AioTestCase):
     def serve(self, respond):
         server = FakeServer(respond)
@@ -318,16 +326,27 @@ class ScriptedPeerTest(AioTestCase):
         self.assertEqual("ON_TIME", (await client.get("pay", "next")).record.status)
         self.assertEqual(1, server.connections)
 
-    async def test_a_connection_error_frame_fails_the_calls_in_flight(self):
+    async def failure_of_a_call_answered_with(self, frame):
+        """What a call raises when the peer answers it with `frame`, then closes."""
         def respond(server, conn, request_id):
-            conn.send(wb.error_frame(0, StatusCode.BUSY, "server has 1024 connections open"))
+            conn.send(frame)
             conn.close()
 
         client = self.client(self.serve(respond))
         with self.assertRaises(errors.EffectUnknownError) as raised:
             await client.get("pay", "k")
-        self.assertEqual(StatusCode.BUSY, raised.exception.code)
-        self.assertIn("1024 connections", raised.exception.message)
+        return raised.exception
+
+    async def test_a_connection_error_frame_fails_the_calls_in_flight(self):
+        raised = await self.failure_of_a_call_answered_with(
+            wb.error_frame(0, StatusCode.BUSY, "server has 1024 connections open"))
+        self.assertEqual(StatusCode.BUSY, raised.code)
+        self.assertIn("1024 connections", raised.message)
+
+    async def test_a_frame_with_id_0_that_is_not_an_error_fails_the_calls_in_flight(self):
+        raised = await self.failure_of_a_call_answered_with(found(0, "S"))
+        self.assertEqual(StatusCode.IO_ERROR, raised.code)
+        self.assertIn("id 0", raised.message)
 
     async def test_a_response_that_does_not_decode_drops_the_connection(self):
         def respond(server, conn, request_id):
