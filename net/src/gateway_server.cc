@@ -22,22 +22,11 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// One accepted socket; behind this interface so that the server holds plain and TLS connections
-// alike.
-class GatewayConnection {
- public:
-  virtual ~GatewayConnection() = default;
-  virtual void Start() = 0;
-  virtual void Reject() = 0;  // over the connection limit: a 503, then close
-  virtual void Drain() = 0;   // server stop: an idle connection closes now, a busy one after
-  virtual void Close() = 0;
-};
-
 // Stream: beast::tcp_stream or beast::ssl_stream over one. Every member is touched on the
 // connection's strand only (the stream's executor), where its coroutine runs.
 template <typename Stream>
 class BasicGatewayConnection final
-    : public GatewayConnection,
+    : public ListenedConnection,
       public GatewayClient,
       public std::enable_shared_from_this<BasicGatewayConnection<Stream>> {
  public:
@@ -268,7 +257,7 @@ class BasicGatewayConnection final
     closed_ = true;
     beast::error_code ignored;
     Lowest().socket().close(ignored);
-    server_->OnClosed(this);
+    server_->core_.OnClosed(this);
   }
 
   const PeerIdentity peer_;
@@ -291,21 +280,21 @@ using TlsGatewayConnection = BasicGatewayConnection<beast::ssl_stream<beast::tcp
 
 GatewayServer::GatewayServer(asio::io_context& io, GatewayOptions options, bool allow_remote,
                              LogSink log, ServerMetrics* metrics, std::optional<Tls> tls)
-    : io_(io),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       allow_remote_(allow_remote),
       log_(std::move(log)),
       metrics_(metrics),
       tls_(std::move(tls)),
-      accept_strand_(asio::make_strand(io)),
-      acceptor_(accept_strand_),
-      retry_timer_(accept_strand_) {}
+      core_(io, "gateway", "gateway",
+            {.max_connections = options_.max_connections,
+             .max_refusing_connections = options_.max_refusing_connections},
+            log_, metrics) {}
 
 GatewayServer::~GatewayServer() = default;
 
 Status GatewayServer::Listen() {
   Result<uint16_t> port =
-      OpenListenSocket(acceptor_, options_.host, options_.port, allow_remote_, "gateway");
+      OpenListenSocket(core_.acceptor(), options_.host, options_.port, allow_remote_, "gateway");
   if (!port.ok()) return port.status();
   port_ = *port;
   return Status::Ok();
@@ -313,104 +302,20 @@ Status GatewayServer::Listen() {
 
 void GatewayServer::Serve(GatewayHandler* handler) {
   handler_ = handler;
-  asio::post(accept_strand_, [this] { DoAccept(); });
+  ListenerCore::Hooks hooks;
+  hooks.make = [this](tcp::socket s) -> std::shared_ptr<ListenedConnection> {
+    if (tls_) return std::make_shared<TlsGatewayConnection>(std::move(s), this, tls_->context());
+    return std::make_shared<PlainGatewayConnection>(std::move(s), this);
+  };
+  hooks.accepted = [this](bool refused) {
+    if (metrics_ && !refused) metrics_->GatewayConnectionOpened();
+  };
+  hooks.served_closed = [this] {
+    if (metrics_) metrics_->GatewayConnectionClosed();
+  };
+  core_.Serve(std::move(hooks));
 }
 
-void GatewayServer::DoAccept() {
-  acceptor_.async_accept(
-      asio::make_strand(io_),
-      asio::bind_executor(accept_strand_, [this](boost::system::error_code ec, tcp::socket s) {
-        OnAccepted(ec, std::move(s));
-      }));
-}
-
-void GatewayServer::OnAccepted(const boost::system::error_code& ec, tcp::socket s) {
-  if (!acceptor_.is_open()) return;
-  std::string line;
-  if (ec) {
-    if (metrics_) metrics_->AcceptFailed();
-    const std::chrono::milliseconds delay =
-        backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
-    if (!line.empty() && log_) {
-      log_(LogRecord(LogLevel::kError, "accept_failed", "gateway: " + line)
-               .With("listener", "gateway"));
-    }
-    retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([this](boost::system::error_code timer_ec) {
-      if (!timer_ec) DoAccept();
-    });
-    return;
-  }
-  backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
-  if (!line.empty() && log_) {
-    log_(LogRecord(LogLevel::kInfo, "accept_resumed", "gateway: " + line)
-             .With("listener", "gateway"));
-  }
-  std::shared_ptr<GatewayConnection> connection;
-  if (tls_) {
-    connection = std::make_shared<TlsGatewayConnection>(std::move(s), this, tls_->context());
-  } else {
-    connection = std::make_shared<PlainGatewayConnection>(std::move(s), this);
-  }
-  bool reject;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    reject = served_ >= options_.max_connections;
-    if (reject) {
-      rejected_.insert(connection.get());
-    } else {
-      ++served_;
-    }
-    connections_.insert(connection);
-  }
-  if (reject) {
-    connection->Reject();
-  } else {
-    if (metrics_) metrics_->GatewayConnectionOpened();
-    connection->Start();
-  }
-  DoAccept();
-}
-
-void GatewayServer::OnClosed(GatewayConnection* connection) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(connections_.begin(), connections_.end(),
-                           [connection](const auto& c) { return c.get() == connection; });
-    if (it == connections_.end()) return;
-    connections_.erase(it);
-    if (rejected_.erase(connection) == 0) {
-      --served_;
-      if (metrics_) metrics_->GatewayConnectionClosed();
-    }
-  }
-  closed_cv_.notify_all();
-}
-
-void GatewayServer::Stop(std::chrono::milliseconds grace) {
-  if (handler_ == nullptr) {  // never served: no io thread runs the accept strand
-    boost::system::error_code ec;
-    acceptor_.close(ec);
-    return;
-  }
-  std::vector<std::shared_ptr<GatewayConnection>> live;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    live.assign(connections_.begin(), connections_.end());
-  }
-  asio::post(accept_strand_, [this] {
-    boost::system::error_code ec;
-    acceptor_.close(ec);
-    retry_timer_.cancel();
-  });
-  for (const auto& c : live) c->Drain();
-  std::unique_lock<std::mutex> lock(mu_);
-  closed_cv_.wait_for(lock, grace, [this] { return connections_.empty(); });
-  live.assign(connections_.begin(), connections_.end());
-  lock.unlock();
-  for (const auto& c : live) c->Close();
-}
+void GatewayServer::Stop(std::chrono::milliseconds grace) { core_.Stop(grace); }
 
 }  // namespace idem

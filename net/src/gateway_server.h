@@ -11,7 +11,9 @@
 //  - a malformed request: 400, then close;
 //  - no complete request within idle_timeout_ms of the last response, or a response the client
 //    does not read within it: closed;
-//  - over max_connections open: 503 with Retry-After, then close.
+//  - over max_connections open: 503 with Retry-After, then close; while
+//    max_refusing_connections are being refused, no more are accepted (they wait in the listen
+//    queue), so refusals hold a bounded number of descriptors.
 //
 // TLS (ServerOptions::tls): the same certificate as the other listeners; each connection's
 // handshake comes first, bounded by handshake_timeout_ms.
@@ -21,21 +23,18 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
 
-#include "accept_backoff.h"
 #include "gateway_handler.h"
 #include "idem/server.h"
 #include "idem/status.h"
+#include "listener_core.h"
 #include "server_metrics.h"
 
 namespace boost::asio::ssl {
@@ -44,7 +43,6 @@ class context;
 
 namespace idem {
 
-class GatewayConnection;
 template <typename Stream>
 class BasicGatewayConnection;
 
@@ -74,29 +72,15 @@ class GatewayServer {
  private:
   template <typename Stream>
   friend class BasicGatewayConnection;
-  void DoAccept();
-  void OnAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
-  void OnClosed(GatewayConnection* connection);
 
-  boost::asio::io_context& io_;
   const GatewayOptions options_;
   const bool allow_remote_;
   const LogSink log_;
   ServerMetrics* const metrics_;
   const std::optional<Tls> tls_;
-  boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer retry_timer_;  // on accept_strand_: the next accept after a failure
-  AcceptBackoff backoff_;                  // on accept_strand_
   uint16_t port_ = 0;
   GatewayHandler* handler_ = nullptr;
-
-  std::mutex mu_;
-  std::condition_variable closed_cv_;                         // a connection closed
-  std::set<std::shared_ptr<GatewayConnection>> connections_;  // guarded by mu_
-  size_t served_ = 0;                                         // guarded by mu_; within the limit
-  std::set<GatewayConnection*> rejected_;                     // guarded by mu_; being sent 503
-  bool stopping_ = false;                                     // guarded by mu_
+  ListenerCore core_;  // the accept loop and the connections
 };
 
 }  // namespace idem

@@ -21,23 +21,10 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// One accepted socket. Behind this interface so that the server holds plain and TLS connections
-// alike (BasicHttpConnection below).
-class HttpConnection {
- public:
-  virtual ~HttpConnection() = default;
-  virtual void Start() = 0;
-  // Over the connection limit: a 503, then close.
-  virtual void Reject(std::string detail) = 0;
-  // Server stop: an idle connection closes now, a busy one after its response.
-  virtual void Drain() = 0;
-  virtual void Close() = 0;
-};
-
 // Stream: beast::tcp_stream (plain) or beast::ssl_stream over one (TLS). Every member is touched
 // on its strand only (the stream's executor).
 template <typename Stream>
-class BasicHttpConnection final : public HttpConnection,
+class BasicHttpConnection final : public ListenedConnection,
                                   public std::enable_shared_from_this<BasicHttpConnection<Stream>> {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
@@ -61,7 +48,9 @@ class BasicHttpConnection final : public HttpConnection,
     });
   }
 
-  void Reject(std::string detail) override {
+  void Reject() override {
+    std::string detail = "server has " + std::to_string(server_->options_.max_connections) +
+                         " HTTP connections open (max_connections); retry later";
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this(), detail] {
       self->Handshake([self, detail] {
         self->keep_alive_ = false;
@@ -257,7 +246,7 @@ class BasicHttpConnection final : public HttpConnection,
     closed_ = true;
     beast::error_code ignored;
     Lowest().socket().close(ignored);
-    server_->OnClosed(this);
+    server_->core_.OnClosed(this);
   }
 
   const PeerIdentity peer_;  // read at accept
@@ -280,15 +269,15 @@ using TlsHttpConnection = BasicHttpConnection<beast::ssl_stream<beast::tcp_strea
 
 HttpServer::HttpServer(asio::io_context& io, HttpListenerOptions options, bool allow_remote,
                        LogSink log, ServerMetrics* metrics, std::optional<Tls> tls)
-    : io_(io),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       allow_remote_(allow_remote),
       log_(std::move(log)),
       metrics_(metrics),
       tls_(std::move(tls)),
-      accept_strand_(asio::make_strand(io)),
-      acceptor_(accept_strand_),
-      retry_timer_(accept_strand_) {}
+      core_(io, "HTTP", "http",
+            {.max_connections = options_.max_connections,
+             .max_refusing_connections = options_.max_refusing_connections},
+            log_, metrics) {}
 
 HttpServer::~HttpServer() = default;
 
@@ -299,7 +288,7 @@ Status HttpServer::Listen() {
     return Status::InvalidArgument("HTTP listener options out of range");
   }
   Result<uint16_t> port =
-      OpenListenSocket(acceptor_, options_.host, options_.port, allow_remote_, "HTTP");
+      OpenListenSocket(core_.acceptor(), options_.host, options_.port, allow_remote_, "HTTP");
   if (!port.ok()) return port.status();
   port_ = *port;
   return Status::Ok();
@@ -307,116 +296,22 @@ Status HttpServer::Listen() {
 
 void HttpServer::Serve(HttpHandler* handler) {
   handler_ = handler;
-  asio::post(accept_strand_, [this] { DoAccept(); });
-}
-
-void HttpServer::DoAccept() {
-  acceptor_.async_accept(
-      asio::make_strand(io_),
-      asio::bind_executor(accept_strand_, [this](boost::system::error_code ec, tcp::socket s) {
-        OnAccepted(ec, std::move(s));
-      }));
-}
-
-void HttpServer::OnAccepted(const boost::system::error_code& ec, tcp::socket s) {
-  if (!acceptor_.is_open()) return;
-  std::string line;
-  if (ec) {
-    // EMFILE and the like: back off instead of spinning on the error, one log line an episode.
-    if (metrics_) metrics_->AcceptFailed();
-    const std::chrono::milliseconds delay =
-        backoff_.OnFailure(std::chrono::steady_clock::now(), ec.message(), &line);
-    if (!line.empty() && log_) {
-      log_(LogRecord(LogLevel::kError, "accept_failed", "HTTP: " + line).With("listener", "http"));
-    }
-    retry_timer_.expires_after(delay);
-    retry_timer_.async_wait([this](boost::system::error_code timer_ec) {
-      if (!timer_ec) DoAccept();
-    });
-    return;
-  }
-  backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
-  if (!line.empty() && log_) {
-    log_(LogRecord(LogLevel::kInfo, "accept_resumed", "HTTP: " + line).With("listener", "http"));
-  }
-  std::shared_ptr<HttpConnection> connection;
-  if (tls_) {
-    connection = std::make_shared<TlsHttpConnection>(std::move(s), this, tls_->context());
-  } else {
-    connection = std::make_shared<PlainHttpConnection>(std::move(s), this);
-  }
-  bool reject;
-  bool pause;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    reject = served_ >= options_.max_connections;
-    if (reject) {
-      rejected_.insert(connection.get());
-    } else {
-      ++served_;
-    }
-    connections_.insert(connection);
-    pause = accept_paused_ = rejected_.size() >= options_.max_refusing_connections;
-  }
-  if (metrics_) {
+  ListenerCore::Hooks hooks;
+  hooks.make = [this](tcp::socket s) -> std::shared_ptr<ListenedConnection> {
+    if (tls_) return std::make_shared<TlsHttpConnection>(std::move(s), this, tls_->context());
+    return std::make_shared<PlainHttpConnection>(std::move(s), this);
+  };
+  hooks.accepted = [this](bool refused) {
+    if (!metrics_) return;
     metrics_->ConnectionAccepted();
-    if (reject) metrics_->ConnectionRefused();
-  }
-  if (reject) {
-    connection->Reject("server has " + std::to_string(options_.max_connections) +
-                       " HTTP connections open (max_connections); retry later");
-  } else {
-    connection->Start();
-  }
-  // Paused: OnClosed resumes when a refusal is done, so that refusals never hold more than
-  // max_refusing_connections descriptors.
-  if (!pause) DoAccept();
+    if (refused) metrics_->ConnectionRefused();
+  };
+  hooks.served_closed = [this] {
+    if (metrics_) metrics_->ConnectionClosed();
+  };
+  core_.Serve(std::move(hooks));
 }
 
-void HttpServer::OnClosed(HttpConnection* connection) {
-  bool resume = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(connections_.begin(), connections_.end(),
-                           [connection](const auto& c) { return c.get() == connection; });
-    if (it == connections_.end()) return;
-    connections_.erase(it);
-    if (rejected_.erase(connection) == 0) {
-      --served_;
-      if (metrics_) metrics_->ConnectionClosed();
-    }
-    if (accept_paused_ && rejected_.size() < options_.max_refusing_connections) {
-      accept_paused_ = false;
-      resume = true;  // after Stop() closed the acceptor, OnAccepted returns at once
-    }
-  }
-  if (resume) asio::post(accept_strand_, [this] { DoAccept(); });
-  closed_cv_.notify_all();
-}
-
-void HttpServer::Stop(std::chrono::milliseconds grace) {
-  if (handler_ == nullptr) {  // never served: no io thread runs the accept strand
-    boost::system::error_code ec;
-    acceptor_.close(ec);
-    return;
-  }
-  std::vector<std::shared_ptr<HttpConnection>> live;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    live.assign(connections_.begin(), connections_.end());
-  }
-  asio::post(accept_strand_, [this] {
-    boost::system::error_code ec;
-    acceptor_.close(ec);
-  });
-  for (const auto& c : live) c->Drain();
-  std::unique_lock<std::mutex> lock(mu_);
-  closed_cv_.wait_for(lock, grace, [this] { return connections_.empty(); });
-  live.assign(connections_.begin(), connections_.end());
-  lock.unlock();
-  for (const auto& c : live) c->Close();
-}
+void HttpServer::Stop(std::chrono::milliseconds grace) { core_.Stop(grace); }
 
 }  // namespace idem

@@ -24,23 +24,20 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 
 #include <boost/asio.hpp>
 
-#include "accept_backoff.h"
 #include "http_handler.h"
 #include "idem/server.h"
 #include "idem/status.h"
+#include "listener_core.h"
 #include "server_metrics.h"
 
 namespace boost::asio::ssl {
@@ -49,7 +46,6 @@ class context;
 
 namespace idem {
 
-class HttpConnection;
 template <typename Stream>
 class BasicHttpConnection;
 
@@ -84,30 +80,15 @@ class HttpServer {
  private:
   template <typename Stream>
   friend class BasicHttpConnection;
-  void DoAccept();
-  void OnAccepted(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
-  void OnClosed(HttpConnection* connection);
 
-  boost::asio::io_context& io_;
   const HttpListenerOptions options_;
   const bool allow_remote_;
   const LogSink log_;
   ServerMetrics* const metrics_;
   const std::optional<Tls> tls_;
-  boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer retry_timer_;  // on accept_strand_: the next accept after a failure
-  AcceptBackoff backoff_;                  // on accept_strand_
   uint16_t port_ = 0;
   HttpHandler* handler_ = nullptr;
-
-  std::mutex mu_;
-  std::condition_variable closed_cv_;                      // a connection closed
-  std::set<std::shared_ptr<HttpConnection>> connections_;  // guarded by mu_
-  size_t served_ = 0;                                      // guarded by mu_; within the limit
-  std::set<HttpConnection*> rejected_;                     // guarded by mu_; being sent 503
-  bool accept_paused_ = false;  // guarded by mu_; max_refusing_connections are being refused
-  bool stopping_ = false;       // guarded by mu_
+  ListenerCore core_;  // the accept loop and the connections
 };
 
 }  // namespace idem

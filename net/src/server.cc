@@ -262,11 +262,11 @@ Status ServerImpl::ListenGateway() {
   const auto bad = [](const std::string& what) {
     return Status::InvalidArgument("gateway options: " + what);
   };
-  if (g.max_connections < 1 || g.max_header_bytes < 1024 || g.max_header_bytes > (64u << 20) ||
-      g.upstream_timeout_ms <= 0 || g.idle_timeout_ms <= 0) {
+  if (g.max_connections < 1 || g.max_refusing_connections < 1 || g.max_header_bytes < 1024 ||
+      g.max_header_bytes > (64u << 20) || g.upstream_timeout_ms <= 0 || g.idle_timeout_ms <= 0) {
     return bad(
-        "a limit is out of range (max_connections >= 1, max_header_bytes 1 KiB..64 MiB, "
-        "upstream_timeout_ms and idle_timeout_ms > 0)");
+        "a limit is out of range (max_connections >= 1, max_refusing_connections >= 1, "
+        "max_header_bytes 1 KiB..64 MiB, upstream_timeout_ms and idle_timeout_ms > 0)");
   }
   if (route.methods.empty()) return bad("route.methods is empty: the gateway would cover nothing");
   if (route.lease_ms <= 0) return bad("route.lease_ms must be > 0");
@@ -288,7 +288,8 @@ Status ServerImpl::ListenGateway() {
   }
   Result<UpstreamAddress> address = UpstreamAddress::Parse(g.upstream);
   if (!address.ok()) return address.status();
-  Result<std::unique_ptr<UpstreamPool>> pool = UpstreamPool::Open(io_, std::move(*address));
+  Result<std::unique_ptr<UpstreamPool>> pool =
+      UpstreamPool::Open(io_, std::move(*address), g.max_idle_upstream_connections);
   if (!pool.ok()) return pool.status();
   upstream_ = std::move(*pool);
   std::optional<GatewayServer::Tls> tls;

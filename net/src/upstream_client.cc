@@ -90,7 +90,7 @@ bool IsHopByHop(std::string_view name) {
 }
 
 Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Open(asio::io_context& io,
-                                                         UpstreamAddress address) {
+                                                         UpstreamAddress address, size_t max_idle) {
   tcp::resolver resolver(io);
   boost::system::error_code ec;
   auto results = resolver.resolve(address.host, std::to_string(address.port), ec);
@@ -99,7 +99,7 @@ Result<std::unique_ptr<UpstreamPool>> UpstreamPool::Open(asio::io_context& io,
                            " does not resolve: " + ec.message());
   }
   return std::unique_ptr<UpstreamPool>(
-      new UpstreamPool(std::move(address), results.begin()->endpoint()));
+      new UpstreamPool(std::move(address), results.begin()->endpoint(), max_idle));
 }
 
 std::unique_ptr<beast::tcp_stream> UpstreamPool::TakeIdle() {
@@ -114,7 +114,7 @@ std::unique_ptr<beast::tcp_stream> UpstreamPool::TakeIdle() {
 
 void UpstreamPool::PutIdle(std::unique_ptr<beast::tcp_stream> stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(stream));
+  if (idle_.size() < max_idle_) idle_.push_back(std::move(stream));
 }
 
 void UpstreamPool::Clear() {

@@ -41,28 +41,28 @@ bool IsHopByHop(std::string_view name);
 
 class UpstreamPool {
  public:
-  static constexpr size_t kMaxIdle = 64;
-
-  // Resolves address.host once (IOError when it does not resolve).
+  // Resolves address.host once (IOError when it does not resolve). Keeps at most `max_idle`
+  // connections between requests (GatewayOptions::max_idle_upstream_connections).
   static Result<std::unique_ptr<UpstreamPool>> Open(boost::asio::io_context& io,
-                                                    UpstreamAddress address);
+                                                    UpstreamAddress address, size_t max_idle);
 
   const UpstreamAddress& address() const { return address_; }
   const boost::asio::ip::tcp::endpoint& endpoint() const { return endpoint_; }
 
   // An idle connection the upstream has not closed, or null. Any thread.
   std::unique_ptr<boost::beast::tcp_stream> TakeIdle();
-  // A connection whose exchange finished cleanly with keep-alive; dropped past kMaxIdle.
+  // A connection whose exchange finished cleanly with keep-alive; dropped past max_idle.
   void PutIdle(std::unique_ptr<boost::beast::tcp_stream> stream);
   // Closes every idle connection (server stop).
   void Clear();
 
  private:
-  UpstreamPool(UpstreamAddress address, boost::asio::ip::tcp::endpoint endpoint)
-      : address_(std::move(address)), endpoint_(std::move(endpoint)) {}
+  UpstreamPool(UpstreamAddress address, boost::asio::ip::tcp::endpoint endpoint, size_t max_idle)
+      : address_(std::move(address)), endpoint_(std::move(endpoint)), max_idle_(max_idle) {}
 
   const UpstreamAddress address_;
   const boost::asio::ip::tcp::endpoint endpoint_;
+  const size_t max_idle_;
   std::mutex mu_;
   std::vector<std::unique_ptr<boost::beast::tcp_stream>> idle_;  // guarded by mu_
 };

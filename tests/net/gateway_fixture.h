@@ -59,8 +59,11 @@ inline std::pair<std::string, std::string> Key(const std::string& key) {
 class GatewayFixture : public ::testing::Test {
  protected:
   // Starts the server with the gateway options `configure` adjusts (upstream and port are set).
-  void StartGateway(const std::function<void(GatewayOptions&)>& configure = {}) {
+  // `configure_server` adjusts the rest of the server's options (TLS, say).
+  void StartGateway(const std::function<void(GatewayOptions&)>& configure = {},
+                    const std::function<void(ServerOptions&)>& configure_server = {}) {
     ServerOptions options;
+    if (configure_server) configure_server(options);
     GatewayOptions gateway;
     gateway.host = "127.0.0.1";
     gateway.port = 0;
@@ -75,15 +78,26 @@ class GatewayFixture : public ::testing::Test {
 
   GatewayReply Send(const std::string& method, const std::string& target, const Headers& headers,
                     const std::string& body = "") const {
-    namespace asio = boost::asio;
+    boost::asio::io_context io;
+    boost::beast::tcp_stream stream(io);
+    boost::beast::error_code ec;
+    stream.connect(Endpoint(), ec);
+    if (ec) return GatewayReply();
+    stream.expires_after(std::chrono::seconds(20));
+    return Exchange(stream, method, target, headers, body);
+  }
+  // The gateway's endpoint on 127.0.0.1.
+  boost::asio::ip::tcp::endpoint Endpoint() const {
+    return boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port_);
+  }
+  // One request and its response on a connected `stream` (plain or TLS); status 0 if it failed.
+  template <typename Stream>
+  static GatewayReply Exchange(Stream& stream, const std::string& method, const std::string& target,
+                               const Headers& headers, const std::string& body = "") {
     namespace beast = boost::beast;
     namespace http = beast::http;
-    asio::io_context io;
-    beast::tcp_stream stream(io);
     GatewayReply reply;
     beast::error_code ec;
-    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ec);
-    if (ec) return reply;
     http::request<http::string_body> request;
     request.method_string(method);
     request.target(target);
@@ -92,7 +106,6 @@ class GatewayFixture : public ::testing::Test {
     for (const auto& [name, value] : headers) request.insert(name, value);
     request.body() = body;
     request.prepare_payload();
-    stream.expires_after(std::chrono::seconds(20));
     http::write(stream, request, ec);
     if (ec) return reply;
     beast::flat_buffer buffer;

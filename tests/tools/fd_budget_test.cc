@@ -59,7 +59,7 @@ TEST(FdBudgetTest, HttpConnectionsAreReservedBesideTheBinaryOnes) {
 TEST(FdBudgetTest, GatewayClientAndUpstreamConnectionsAreReserved) {
   GatewayOptions gateway;
   gateway.max_connections = 100;
-  EXPECT_EQ(200 + kGatewayRefusingConnections + kGatewayIdleUpstreamConnections,
+  EXPECT_EQ(200 + gateway.max_refusing_connections + gateway.max_idle_upstream_connections,
             GatewayDescriptors(gateway));
   FdBudgetRequest request = Request(20'000, 20'000, 1024, false);
   request.gateway_connections = GatewayDescriptors(gateway);

@@ -28,8 +28,8 @@ Result<OpenFilesLimit> RaiseOpenFilesLimit() {
 }
 
 size_t GatewayDescriptors(const GatewayOptions& gateway) {
-  return 2 * gateway.max_connections + kGatewayRefusingConnections +
-         kGatewayIdleUpstreamConnections;
+  return 2 * gateway.max_connections + gateway.max_refusing_connections +
+         gateway.max_idle_upstream_connections;
 }
 
 Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {

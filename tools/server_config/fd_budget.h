@@ -62,11 +62,9 @@ inline constexpr size_t kServerOwnFds = 64;
 inline constexpr size_t kMinRocksDbFiles = 256;
 
 // The gateway's share: its client connections (GatewayOptions::max_connections), each holding at
-// most one upstream connection at a time for the request it forwards; up to
-// kGatewayIdleUpstreamConnections upstream connections kept open between requests (the
-// gateway's keep-alive pool); and connections being answered 503 (over max_connections).
-inline constexpr size_t kGatewayRefusingConnections = 8;
-inline constexpr size_t kGatewayIdleUpstreamConnections = 64;
+// most one upstream connection at a time for the request it forwards; the upstream connections
+// kept open between requests (max_idle_upstream_connections); and connections being answered
+// 503 (max_refusing_connections).
 size_t GatewayDescriptors(const GatewayOptions& gateway);
 
 // Pure arithmetic: connections + refusing + HTTP + gateway + kServerOwnFds + RocksDB's share

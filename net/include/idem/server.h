@@ -99,9 +99,14 @@ struct GatewayOptions {
   uint16_t port = 7880;            // 0: an ephemeral port (see Server::gateway_port())
   std::string upstream;            // http://HOST:PORT (an IP address or a name resolved once)
   GatewayRoute route;
-  size_t max_connections = 1024;             // client connections; one more gets 503 and is closed
-  size_t max_header_bytes = 16u << 10;       // request or upstream response headers
-  size_t max_request_body_bytes = 1u << 20;  // more: 413 (the fingerprint needs the whole body)
+  size_t max_connections = 1024;  // client connections; one more gets 503 and is closed
+  // As HttpListenerOptions::max_refusing_connections: past this many being sent 503 at once, no
+  // more are accepted, so a flood never takes more than max_connections + this descriptors.
+  size_t max_refusing_connections = 8;
+  // Upstream connections kept open between requests for reuse; one more is closed.
+  size_t max_idle_upstream_connections = 64;
+  size_t max_header_bytes = 16u << 10;          // request or upstream response headers
+  size_t max_request_body_bytes = 1u << 20;     // more: 413 (the fingerprint needs the whole body)
   size_t max_stored_response_bytes = 1u << 20;  // a larger response is passed on, not stored
   int64_t upstream_timeout_ms = 30'000;  // no complete upstream response by then: 504, aborted
   int64_t idle_timeout_ms = 60'000;      // as HttpListenerOptions::idle_timeout_ms
