@@ -8,8 +8,8 @@ namespace idem {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-ListenerCore::ListenerCore(asio::io_context& io, std::string name, std::string label,
-                           Limits limits, LogSink log, ServerMetrics* metrics)
+ListenerCore::ListenerCore(asio::io_context& io, std::string name, std::string label, Limits limits,
+                           LogSink log, ServerMetrics* metrics)
     : io_(io),
       name_(std::move(name)),
       label_(std::move(label)),
@@ -54,8 +54,8 @@ void ListenerCore::OnAccepted(const boost::system::error_code& ec, tcp::socket s
   }
   backoff_.OnSuccess(std::chrono::steady_clock::now(), &line);
   if (!line.empty() && log_) {
-    log_(LogRecord(LogLevel::kInfo, "accept_resumed", name_ + ": " + line)
-             .With("listener", label_));
+    log_(
+        LogRecord(LogLevel::kInfo, "accept_resumed", name_ + ": " + line).With("listener", label_));
   }
   std::shared_ptr<ListenedConnection> connection = hooks_.make(std::move(s));
   bool reject;

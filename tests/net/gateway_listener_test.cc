@@ -39,10 +39,10 @@ class GatewayListenerTest : public GatewayFixture {
  protected:
   GatewayListenerTest()
       : ca_("gateway test CA"),
-        files_(WriteTlsFiles(dir_.path(), "server", ca_,
-                             ca_.Issue({.common_name = "idem gateway",
-                                        .dns = {"localhost"},
-                                        .ips = {"127.0.0.1"}}))) {}
+        files_(WriteTlsFiles(
+            dir_.path(), "server", ca_,
+            ca_.Issue(
+                {.common_name = "idem gateway", .dns = {"localhost"}, .ips = {"127.0.0.1"}}))) {}
 
   void StartTlsGateway() {
     StartGateway({}, [this](ServerOptions& options) {
