@@ -171,6 +171,26 @@ struct EngineOptions {
   static constexpr int64_t kMaxExpiryGraceMs = 7LL * 24 * 3600 * 1000;
   int64_t expiry_grace_ms = 5 * 60'000;
 
+  // Where records are written (docs/design.md §2, "Expiry windows").
+  //   kLeveled        one column family under leveled compaction; expired records are removed
+  //                   by the expiry compaction filter when compaction rewrites their files.
+  //   kExpiryWindows  a record that can die lives in the column family of its death time's
+  //                   window ([k·W, (k+1)·W) for W = expiry_window_ms; its death is its expiry
+  //                   plus its namespace's remember period), which is dropped whole once the
+  //                   window has ended `expiry_grace_ms` ago: expired data leaves the disk
+  //                   without rewriting live records. Records that never expire stay in the
+  //                   default column family.
+  // Either layout reads what the other wrote: the engine opens every window column family it
+  // finds, looks a key up in each window that may still hold it and in the default one, and a
+  // write moves its record to where the current layout keeps it (no bulk conversion).
+  enum class Layout : uint8_t { kLeveled, kExpiryWindows };
+  Layout layout = Layout::kLeveled;
+  // kExpiryWindows: the width of a window. Wider: fewer windows for a lookup to probe; narrower:
+  // dead records leave the disk sooner (at most one width plus the grace after their death).
+  static constexpr int64_t kMinExpiryWindowMs = 1'000;
+  static constexpr int64_t kMaxExpiryWindowMs = 30LL * 24 * 3600 * 1000;
+  int64_t expiry_window_ms = 3600'000;
+
   // How the memtable indexes its entries. kHash (a hash table, sorted only when flushed) makes
   // a random key's insert and lookup O(1); kSkipList is RocksDB's default, ordered at all times.
   // The engine only ever reads single keys, so kHash loses nothing it uses (docs/design.md).
