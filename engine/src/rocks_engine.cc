@@ -22,6 +22,7 @@
 #include "admin_query.h"
 #include "anchored_clock.h"
 #include "clock_mark.h"
+#include "column_families.h"
 #include "data_dir_check.h"
 #include "engine_open.h"
 #include "expiry_compaction_filter.h"
@@ -1150,30 +1151,6 @@ void RocksEngine::ReclaimLoop() {
   }
 }
 
-// The ends of the database's window families, ascending; none for a new database. Corruption
-// for a family the engine does not know: opening without it would lose its records.
-Result<std::vector<int64_t>> ListWindowFamilies(const rocksdb::Options& options,
-                                                const std::string& dir) {
-  std::vector<int64_t> ends;
-  if (!std::filesystem::exists(dir + "/CURRENT")) return ends;
-  std::vector<std::string> names;
-  if (rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(options), dir, &names);
-      !s.ok()) {
-    return FromRocks(s);
-  }
-  for (const std::string& name : names) {
-    if (name == rocksdb::kDefaultColumnFamilyName) continue;
-    std::optional<int64_t> end = ExpiryWindows::ParseFamilyName(name);
-    if (!end) {
-      return Status::Corruption("the database in " + dir + " has a column family '" + name +
-                                "' that idemstore did not write");
-    }
-    ends.push_back(*end);
-  }
-  std::sort(ends.begin(), ends.end());
-  return ends;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Open(const std::string& dir, EngineOptions options) {
@@ -1277,9 +1254,15 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   rocks_options.listeners.push_back(health);
   // Every window family the database has, whatever this run's layout: a record is found where
   // an earlier run put it.
-  Result<std::vector<int64_t>> window_ends = ListWindowFamilies(rocks_options, dir);
-  if (!window_ends.ok()) return window_ends.status();
-  if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends->empty()) {
+  std::vector<int64_t> window_ends;
+  if (std::filesystem::exists(dir + "/CURRENT")) {
+    Result<std::vector<std::string>> names = ListFamilies(rocks_options, dir);
+    if (!names.ok()) return names.status();
+    for (const std::string& name : *names) {
+      if (std::optional<int64_t> end = WindowFamilyEnd(name)) window_ends.push_back(*end);
+    }
+  }
+  if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends.empty()) {
     // Each family has its own memtables: together they stay within what one family may use.
     rocks_options.db_write_buffer_size =
         options.write_buffer_bytes * static_cast<size_t>(rocks_options.max_write_buffer_number);
@@ -1287,8 +1270,8 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   const rocksdb::ColumnFamilyOptions window_options = WindowFamilyOptions(rocks_options);
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(rocks_options)}};
-  for (int64_t end : *window_ends) {
-    families.emplace_back(ExpiryWindows::FamilyName(end), window_options);
+  for (int64_t end : window_ends) {
+    families.emplace_back(WindowFamilyName(end), window_options);
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::Status s =
@@ -1304,8 +1287,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
       std::make_unique<ExpiryWindows>(db.get(), options.expiry_window_ms, window_options);
   // handles[0] is the default family's: the DB keeps its own, this one is not needed.
   (void)db->DestroyColumnFamilyHandle(handles[0]);
-  for (size_t i = 0; i < window_ends->size(); ++i)
-    windows->Adopt((*window_ends)[i], handles[i + 1]);
+  for (size_t i = 0; i < window_ends.size(); ++i) windows->Adopt(window_ends[i], handles[i + 1]);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
   // A restored backup: fences continue above every fence its source may have handed out since
