@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -774,6 +775,25 @@ std::vector<std::string> WindowsNeeded(int64_t now_ms) {
   return names;
 }
 
+// Writes the plan's records into a new database at `path`, all at kCrashStartMs.
+void WriteCrashDatabase(const std::string& path) {
+  using namespace testing;
+  auto engine =
+      Engine::Open(path, CrashEngineOptions(std::make_shared<ManualClock>(kCrashStartMs)));
+  ASSERT_OK(engine);
+  for (int i = 0; i < kCrashRecords + kCrashForeverRecords; ++i) {
+    const bool forever = i >= kCrashRecords;
+    const std::string key = forever ? CrashForeverKey(i - kCrashRecords) : CrashKey(i);
+    auto r = (*engine)->Insert(
+        {.ns = kCrashNs,
+         .key = key,
+         .status = "DONE",
+         .payload = CrashPayload(key),
+         .ttl = forever ? Ttl::Forever() : Ttl(std::chrono::milliseconds(CrashTtlMs(i)))});
+    ASSERT_EQ("INSERTED", Name(r)) << key;
+  }
+}
+
 // Starts the child (expiry_windows_crash_child.cc) on `path`, reporting into `report_fd`.
 pid_t StartCrashChild(const std::string& path, int report_fd) {
   std::string binary = EXPIRY_WINDOWS_CRASH_CHILD;
@@ -791,16 +811,20 @@ pid_t StartCrashChild(const std::string& path, int report_fd) {
 
 TEST(ExpiryWindowsCrashTest, KillDuringDropsLosesNoLiveRecordAndTheDropsFinishLater) {
   using namespace testing;
+  TempDir dir;
+  // Written once (creating a window family costs tens of milliseconds); each run kills a copy.
+  ASSERT_NO_FATAL_FAILURE(WriteCrashDatabase(dir.Sub("written")));
   for (int run = 0; run < 10; ++run) {
     std::mt19937 rng(run);  // a different, reproducible moment each run
-    // Each step drops a window: killed at most half a millisecond after step k began, the child
-    // is in the middle of a drop or just past it, with windows left to drop.
-    const int kill_after_step = std::uniform_int_distribution<int>(1, 50)(rng);
-    const int delay_us = std::uniform_int_distribution<int>(0, 500)(rng);
-    SCOPED_TRACE("run " + std::to_string(run) + ": killed " + std::to_string(delay_us) +
-                 " us into step " + std::to_string(kill_after_step));
-    TempDir dir;
-    const std::string path = dir.Sub("db");
+    // Steps 3.. each drop a window. The kill comes a random part of one step's duration (the
+    // one before, as measured here) after step k began: in the middle of that drop, or of the
+    // next, with windows left to drop.
+    const int kill_after_step = std::uniform_int_distribution<int>(4, 20)(rng);
+    const double into_step = std::uniform_real_distribution<double>(0, 1)(rng);
+    SCOPED_TRACE("run " + std::to_string(run) + ": killed " + std::to_string(into_step) +
+                 " of a step into step " + std::to_string(kill_after_step));
+    const std::string path = dir.Sub("run" + std::to_string(run));
+    std::filesystem::copy(dir.Sub("written"), path);
 
     int fds[2];
     ASSERT_EQ(0, pipe(fds));
@@ -808,14 +832,18 @@ TEST(ExpiryWindowsCrashTest, KillDuringDropsLosesNoLiveRecordAndTheDropsFinishLa
     const pid_t pid = StartCrashChild(path, fds[1]);
     ASSERT_GT(pid, 0);
     close(fds[1]);
-    // Report 0: every record written; report k: step k's drop is starting.
+    // Report 0: the database is open; report k: step k's drop is starting.
     std::vector<int64_t> reports;
+    std::vector<std::chrono::steady_clock::time_point> received;
     int64_t now_ms = 0;
     while (static_cast<int>(reports.size()) <= kill_after_step &&
            read(fds[0], &now_ms, sizeof now_ms) == sizeof now_ms) {
       reports.push_back(now_ms);
+      received.push_back(std::chrono::steady_clock::now());
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+    if (received.size() >= 2) {
+      std::this_thread::sleep_for((received.back() - received[received.size() - 2]) * into_step);
+    }
     ASSERT_EQ(0, kill(pid, SIGKILL));
     while (read(fds[0], &now_ms, sizeof now_ms) == sizeof now_ms) reports.push_back(now_ms);
     close(fds[0]);
