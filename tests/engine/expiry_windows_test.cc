@@ -45,8 +45,8 @@ int64_t WindowEnd(int64_t death_ms, int64_t width_ms) {
   return (death_ms / width_ms + 1) * width_ms;
 }
 
-// The column family of that window. Named by its end, as engine/src/expiry_windows.h does (the
-// end stays right when the width changes between runs; LAYOUT_DESIGN.md first said the start).
+// The column family of that window, named by its end (engine/src/expiry_windows.h: the end stays
+// right when the width changes between runs).
 std::string WindowFamily(int64_t end_ms) { return "expires-" + std::to_string(end_ms); }
 
 // A closed database opened read-only with every column family it has, to see where the engine
