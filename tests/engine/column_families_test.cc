@@ -12,7 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ColumnFamiliesTest, AWindowNameIsTheStartInDecimalDigitsOnly) {
+TEST(ColumnFamiliesTest, AWindowNameIsItsEndInDecimalDigitsOnly) {
   EXPECT_EQ(0, WindowFamilyEnd("expires-0"));
   EXPECT_EQ(60'000, WindowFamilyEnd("expires-60000"));
   EXPECT_EQ(INT64_MAX, WindowFamilyEnd("expires-9223372036854775807"));
