@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -177,6 +178,11 @@ class RocksEngine final : public ServingEngine {
       std::shared_ptr<const ExpiryWindows::Set>* keep = nullptr) const;
   // Drops the windows that ended the expiry grace ago (and before the synced clock mark).
   Result<size_t> DropEndedWindows();
+  // Creates, ahead of the writes that will need them, the windows that records written with
+  // each namespace's default TTL (and completed TTL) will die in until the next pass: creating
+  // a family writes the MANIFEST (~65 ms here), which would otherwise stall the batch that
+  // needs it, stripe locks held. Best effort: a write creates a missing window itself.
+  void PrepareUpcomingWindows();
   template <typename Policy>
   static const Policy& Lookup(const std::map<std::string, Policy, std::less<>>& by_ns,
                               std::string_view ns, const Policy& fallback) {
@@ -887,6 +893,25 @@ Status RocksEngine::CompactAll() {
   return Status::Ok();
 }
 
+void RocksEngine::PrepareUpcomingWindows() {
+  if (options_.layout != EngineOptions::Layout::kExpiryWindows) return;
+  std::set<int64_t> lives;  // default TTLs and completed TTLs, plus the remember period
+  auto add = [&](std::string_view ns, int64_t ttl_ms) {
+    if (ttl_ms > 0) lives.insert(ttl_ms + remember_.For(ns));
+  };
+  add("", options_.default_retention.default_ttl_ms);
+  add("", options_.default_lifecycle.completed_ttl_ms);
+  for (const auto& [ns, policy] : retention_) add(ns, policy.default_ttl_ms);
+  for (const auto& [ns, policy] : lifecycle_) add(ns, policy.completed_ttl_ms);
+  const int64_t now_ms = clock_->NowMillis();
+  std::set<int64_t> ends;
+  for (int64_t life : lives) {
+    ends.insert(windows_->EndFor(now_ms + life));
+    ends.insert(windows_->EndFor(now_ms + life + options_.reclaim_interval_ms));
+  }
+  for (int64_t end : ends) (void)windows_->Open(end);
+}
+
 Result<size_t> RocksEngine::DropEndedWindows() {
   // The bound the compaction filter uses: every record in a window ended the grace ago, before
   // the synced clock mark too (the caller wrote it), so nothing dropped is live again at any
@@ -1147,6 +1172,7 @@ void RocksEngine::ReclaimLoop() {
     if (stopping_) break;
     lock.unlock();
     (void)ReclaimExpired();  // best effort: a failure is retried at the next interval
+    PrepareUpcomingWindows();
     lock.lock();
   }
 }

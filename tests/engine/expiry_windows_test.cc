@@ -519,6 +519,29 @@ TEST_F(ExpiryWindowsTest, KeyInsertedAgainAfterExpiryStartsANewLifeInItsNewWindo
   EXPECT_EQ(Names{WindowOf(new_death)}, Windows());
 }
 
+// Creating a family writes the MANIFEST, stripe locks held: the background reclaimer creates
+// the windows that default-TTL records will need before they arrive.
+TEST_F(ExpiryWindowsTest, TheReclaimerCreatesUpcomingWindowsBeforeAWriteNeedsThem) {
+  options_.reclaim_interval_ms = 20;
+  Reopen();
+  const int64_t end = WindowEnd(Now() + 10 * kMinute, kWidth);  // namespace "w"'s default TTL
+  // Until a pass has created them all: the count holds for ten intervals.
+  uint64_t windows = 0;
+  for (int i = 0, same = 0; i < 500 && (windows == 0 || same < 10); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto stats = engine().Stats();
+    ASSERT_OK(stats.status());
+    same = stats->expiry_windows == windows ? same + 1 : 0;
+    windows = stats->expiry_windows;
+  }
+  ASSERT_GT(windows, 0u) << "no window was created ahead of the writes";
+  Put("w", "k", 10 * kMinute);
+  auto stats = engine().Stats();
+  ASSERT_OK(stats.status());
+  EXPECT_EQ(windows, stats->expiry_windows) << "the write had to create its window";
+  EXPECT_EQ(std::vector<std::string>{WindowFamily(end)}, Holders("w", "k"));
+}
+
 TEST_F(ExpiryWindowsTest, DeleteRemovesTheRecordFromItsWindow) {
   Put("w", "k", 5 * kMinute);
   Put("w", "moved", 2 * kMinute);
