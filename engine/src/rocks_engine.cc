@@ -167,9 +167,11 @@ class RocksEngine final : public ServingEngine {
   // `now_ms` (the default one and every window that ends after now_ms): found[i] answers
   // keys[i] with the version that is live or remembered under remember_ms[i] (one family holds
   // at most one such version: ApplyImpl keeps it so). Within one family, the keys are read at
-  // one consistent view; under the stripe locks, no other operation changes them meanwhile.
+  // one consistent view; under the stripe locks (`locked`), no other operation changes them
+  // meanwhile. Without them, a write moving a record from one family to another could commit
+  // between two families' lookups and hide it from both: the lookups then share a snapshot.
   void ReadAll(std::span<const rocksdb::Slice> keys, std::span<const int64_t> remember_ms,
-               int64_t now_ms, Found* found);
+               int64_t now_ms, bool locked, Found* found);
   // Where a record that dies at `death_ms` (0: never) belongs under this run's layout.
   Result<rocksdb::ColumnFamilyHandle*> FamilyFor(int64_t death_ms);
   // The default family and every window's, for what applies to all of them; the snapshot in
@@ -313,7 +315,8 @@ bool Answers(const rocksdb::Status& read, const rocksdb::PinnableSlice& value, i
 }
 
 void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
-                          std::span<const int64_t> remember_ms, int64_t now_ms, Found* found) {
+                          std::span<const int64_t> remember_ms, int64_t now_ms, bool locked,
+                          Found* found) {
   if (keys.empty()) return;
   // Windows that ended at or before now hold only dead versions: not probed.
   std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
@@ -323,6 +326,12 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
     families.push_back(w->handle.get());
   }
   families.push_back(db_->DefaultColumnFamily());
+  rocksdb::ReadOptions read;
+  std::optional<rocksdb::ManagedSnapshot> snapshot;
+  if (!locked && families.size() > 1) {
+    snapshot.emplace(db_.get());
+    read.snapshot = snapshot->snapshot();
+  }
   std::vector<size_t> open;  // keys not answered yet
   open.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) open.push_back(i);
@@ -333,7 +342,7 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
     if (open.empty()) break;
     if (open.size() == 1) {  // MultiGet's sorting and batching would cost a lone key ~0.5 us
       Found& f = found[open[0]];
-      f.status = db_->Get(rocksdb::ReadOptions(), family, keys[open[0]], &f.value);
+      f.status = db_->Get(read, family, keys[open[0]], &f.value);
       if (Answers(f.status, f.value, now_ms, remember_ms[open[0]])) {
         f.family = family;
         open.clear();
@@ -351,8 +360,8 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
     values.clear();
     values.resize(batch_keys.size());
     statuses.assign(batch_keys.size(), rocksdb::Status());
-    db_->MultiGet(rocksdb::ReadOptions(), family, batch_keys.size(), batch_keys.data(),
-                  values.data(), statuses.data());
+    db_->MultiGet(read, family, batch_keys.size(), batch_keys.data(), values.data(),
+                  statuses.data());
     size_t kept = 0;
     for (size_t j = 0; j < open.size(); ++j) {
       const size_t i = open[j];
@@ -597,7 +606,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // From the lookups to the write, no window family is dropped (expiry_windows.h).
   std::shared_lock<std::shared_mutex> windows_in_use(windows_->in_use());
   std::vector<Found> found(keys.size());
-  ReadAll(keys, remember_ms, now_ms, found.data());
+  ReadAll(keys, remember_ms, now_ms, /*locked=*/guard.has_value(), found.data());
 
   // 4. Decide each op against the current record (or what an earlier op of this batch left).
   results->reserve(ops.size());
@@ -1024,7 +1033,11 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
   read.iterate_upper_bound = &upper;
   read.fill_cache = false;  // an admin walk must not evict the serving working set
   std::shared_ptr<const ExpiryWindows::Set> keep;
-  FamilyWalk it(db_.get(), read, Families(&keep));
+  const std::vector<rocksdb::ColumnFamilyHandle*> families = Families(&keep);
+  // One view of every family: a record moving between two of them is seen once.
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  read.snapshot = snapshot.snapshot();
+  FamilyWalk it(db_.get(), read, families);
   // Every deferred write the iterator can see began before this load: if one is not synced yet,
   // the page is not shown before a sync, as Apply's reads are not (ServingEngine).
   const bool unsynced_visible =
@@ -1115,7 +1128,7 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
   const std::vector<int64_t> remember(keys.size(), remember_ms);
   std::shared_lock<std::shared_mutex> windows_in_use(windows_->in_use());
   std::vector<Found> found(keys.size());
-  ReadAll(slices, remember, now_ms, found.data());
+  ReadAll(slices, remember, now_ms, /*locked=*/true, found.data());
   rocksdb::WriteBatch batch;
   std::vector<std::string_view> written;
   for (size_t i = 0; i < keys.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -540,6 +541,32 @@ TEST_F(ExpiryWindowsTest, TheReclaimerCreatesUpcomingWindowsBeforeAWriteNeedsThe
   ASSERT_OK(stats.status());
   EXPECT_EQ(windows, stats->expiry_windows) << "the write had to create its window";
   EXPECT_EQ(std::vector<std::string>{WindowFamily(end)}, Holders("w", "k"));
+}
+
+// A Get takes no stripe lock: a CompareAndSet moving the record between two windows commits
+// while the Get looks in one family after the other, and the Get must still find it.
+TEST_F(ExpiryWindowsTest, AGetRacingMovesBetweenWindowsAlwaysFindsTheRecord) {
+  Put("w", "k", 10 * kMinute);
+  std::atomic<bool> stop{false};
+  std::atomic<int> moves{0};
+  std::thread mover([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      auto r = engine().CompareAndSet(
+          {.ns = "w",
+           .key = "k",
+           .update = {.status = "T", .ttl = testing::TtlMs((i % 2 ? 10 : 30) * kMinute)}});
+      if (r.ok() && r->outcome == Outcome::kApplied) moves.fetch_add(1);
+    }
+  });
+  int missed = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    auto r = engine().Get({.ns = "w", .key = "k"});
+    if (!r.ok() || r->outcome != Outcome::kFound) ++missed;
+  }
+  stop.store(true);
+  mover.join();
+  EXPECT_GT(moves.load(), 100);
+  EXPECT_EQ(0, missed) << "of 20000 Gets during " << moves.load() << " moves";
 }
 
 TEST_F(ExpiryWindowsTest, DeleteRemovesTheRecordFromItsWindow) {
