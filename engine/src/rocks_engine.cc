@@ -1305,6 +1305,10 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     // Each family has its own memtables: together they stay within what one family may use.
     rocks_options.db_write_buffer_size =
         options.write_buffer_bytes * static_cast<size_t>(rocks_options.max_write_buffer_number);
+    // A WAL file stays until every family with writes in it has flushed them, and the default
+    // family takes only a clock mark a second: without a bound, it would keep every WAL since
+    // its last flush (measured: 1M records took 236 MiB on disk instead of 96).
+    rocks_options.max_total_wal_size = 2 * options.write_buffer_bytes;
   }
   const rocksdb::ColumnFamilyOptions window_options = WindowFamilyOptions(rocks_options);
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
