@@ -24,6 +24,10 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
   j.EndObject();
   j.Key("remember_s");
   j.Double(Seconds(r.policy.remember_ms));
+  if (r.policy.strategy == Strategy::kWindows) {
+    j.Key("window_s");
+    j.Double(Seconds(r.policy.window_ms));
+  }
   const uint64_t dups = r.duplicates_caught + r.duplicates_expired + r.duplicates_missed;
   j.Key("duplicates_caught");
   j.Uint(r.duplicates_caught);
