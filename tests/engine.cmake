@@ -24,3 +24,4 @@ idem_add_test(remembered_keys_test engine/remembered_keys_test.cc LIBS idem_engi
 idem_add_test(backup_test engine/backup_test.cc LIBS idem_engine_internal)
 idem_add_test(admin_query_test engine/admin_query_test.cc LIBS idem_engine)
 idem_add_test(verify_test engine/verify_test.cc LIBS idem_engine_internal)
+idem_add_test(column_families_test engine/column_families_test.cc LIBS idem_engine_internal)

@@ -21,7 +21,7 @@ target_compile_definitions(examples_test PRIVATE
   EXAMPLES_DIR="$<TARGET_FILE_DIR:example_order_handler>")
 add_dependencies(examples_test idemstored example_order_handler example_payment_callback
                  example_queue_consumer example_form_token example_resumable_job)
-idem_add_test(idemctl_repair_test tools/idemctl_repair_test.cc LIBS idem_engine)
+idem_add_test(idemctl_repair_test tools/idemctl_repair_test.cc LIBS idem_engine_internal)
 target_compile_definitions(idemctl_repair_test PRIVATE IDEMCTL_PATH="$<TARGET_FILE:idemctl>")
 add_dependencies(idemctl_repair_test idemctl)
 idem_add_test(idemctl_backup_test tools/idemctl_backup_test.cc LIBS idem_net)

@@ -106,10 +106,10 @@ Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
   rocksdb::Checkpoint* raw = nullptr;
   if (rocksdb::Status s = rocksdb::Checkpoint::Create(db, &raw); !s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
-  // log_size_for_flush 0: always flush. The memtable (which holds every acknowledged write, in
-  // async mode too) goes to a table file, so the backup does not depend on WAL pages not yet
-  // synced; RocksDB still copies the WAL written between the flush and the file listing, and
-  // syncs the files it writes and the directory.
+  // log_size_for_flush 0: always flush. The memtables of every column family (which hold every
+  // acknowledged write, in async mode too) go to table files, so the backup does not depend on WAL
+  // pages not yet synced; RocksDB still copies the WAL written between the flush and the file
+  // listing, and syncs the files it writes and the directory.
   if (rocksdb::Status s = checkpoint->CreateCheckpoint(staging, /*log_size_for_flush=*/0);
       !s.ok()) {
     return fail(FromRocks(s));
@@ -121,7 +121,10 @@ Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
   manifest.fence_high_water = fence_high_water();
   manifest.fence_floor = manifest.fence_high_water + kBackupFenceMargin;
   uint64_t keys = 0;
-  if (db->GetIntProperty("rocksdb.estimate-num-keys", &keys)) manifest.estimated_records = keys;
+  // Summed over every column family: under the expiry-window layout most records are in windows.
+  if (db->GetAggregatedIntProperty("rocksdb.estimate-num-keys", &keys)) {
+    manifest.estimated_records = keys;
+  }
   // The manifest and its directory entry are durable before the rename, and the rename is
   // durable before success is reported: after a crash, `dir` either does not exist or is
   // complete.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <shared_mutex>
@@ -25,7 +26,9 @@
 #include "engine_open.h"
 #include "expiry_compaction_filter.h"
 #include "expiry_stats.h"
+#include "expiry_windows.h"
 #include "failure_safe_fs.h"
+#include "family_walk.h"
 #include "fence_allocator.h"
 #include "idem/engine.h"
 #include "idem/serving.h"
@@ -51,6 +54,15 @@ namespace {
 struct Pending {
   bool present = false;  // false: deleted by an earlier op of this batch
   size_t result_index = 0;
+  rocksdb::ColumnFamilyHandle* family = nullptr;  // present: where the earlier op put it
+};
+
+// Where a lookup found a key's version that is live or remembered, if any (or the value that
+// does not decode): the family it is in, and the value. Null family: nothing to answer with.
+struct Found {
+  rocksdb::ColumnFamilyHandle* family = nullptr;
+  rocksdb::PinnableSlice value;
+  rocksdb::Status status = rocksdb::Status::NotFound();
 };
 
 class RocksEngine final : public ServingEngine {
@@ -58,13 +70,15 @@ class RocksEngine final : public ServingEngine {
   RocksEngine(EngineOptions options, std::unique_ptr<rocksdb::Env> env,
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
               std::shared_ptr<IoAccounting> io, std::shared_ptr<WriteHealth> health,
-              std::shared_ptr<ClockMark> clock_mark, std::shared_ptr<AnchoredClock> own_clock)
+              std::shared_ptr<ClockMark> clock_mark, std::shared_ptr<AnchoredClock> own_clock,
+              std::unique_ptr<ExpiryWindows> windows)
       : options_(std::move(options)),
         clock_(options_.clock),
         own_clock_(std::move(own_clock)),
         clock_mark_(std::move(clock_mark)),
         env_(std::move(env)),
         db_(std::move(db)),
+        windows_(std::move(windows)),
         fences_(db_.get(), fence_reserved, &synced_writes_, health.get()),
         retention_(options_.retention.begin(), options_.retention.end()),
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
@@ -102,6 +116,7 @@ class RocksEngine final : public ServingEngine {
       (void)db_->SyncWAL();
       health_->ExitSync();
     }
+    windows_.reset();  // its handles go before the database closes
     (void)db_->Close();
   }
 
@@ -131,7 +146,10 @@ class RocksEngine final : public ServingEngine {
   Result<StoreStats> Stats() override;
   Status CompactAll() override;
   Result<ReclaimReport> ReclaimExpired() override;
-  Status Flush() override { return FromRocks(db_->Flush(rocksdb::FlushOptions())); }
+  Status Flush() override {
+    std::shared_ptr<const ExpiryWindows::Set> keep;
+    return FromRocks(db_->Flush(rocksdb::FlushOptions(), Families(&keep)));
+  }
   Status WaitForBackgroundWork(int64_t timeout_ms) override;
   Result<BackupManifest> Backup(const std::string& dir) override;
   Result<ScanPage> Scan(const ScanRequest& request) override;
@@ -143,9 +161,21 @@ class RocksEngine final : public ServingEngine {
   // needs_sync (with defer_sync): set when the batch wrote, or may have read an unsynced write.
   Status ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResult>>* results, bool defer_sync,
                    bool* needs_sync);
-  // Reads `keys` at one consistent view: values[i] and statuses[i] answer keys[i].
-  void ReadAll(std::span<const rocksdb::Slice> keys, rocksdb::PinnableSlice* values,
-               rocksdb::Status* statuses);
+  // Looks every key up in each family that may hold a version of it that is not dead at
+  // `now_ms` (the default one and every window that ends after now_ms): found[i] answers
+  // keys[i] with the version that is live or remembered under remember_ms[i] (one family holds
+  // at most one such version: ApplyImpl keeps it so). Within one family, the keys are read at
+  // one consistent view; under the stripe locks, no other operation changes them meanwhile.
+  void ReadAll(std::span<const rocksdb::Slice> keys, std::span<const int64_t> remember_ms,
+               int64_t now_ms, Found* found);
+  // Where a record that dies at `death_ms` (0: never) belongs under this run's layout.
+  Result<rocksdb::ColumnFamilyHandle*> FamilyFor(int64_t death_ms);
+  // The default family and every window's, for what applies to all of them; the snapshot in
+  // `keep` (if given) keeps the window handles valid while the caller uses them.
+  std::vector<rocksdb::ColumnFamilyHandle*> Families(
+      std::shared_ptr<const ExpiryWindows::Set>* keep = nullptr) const;
+  // Drops the windows that ended the expiry grace ago (and before the synced clock mark).
+  Result<size_t> DropEndedWindows();
   template <typename Policy>
   static const Policy& Lookup(const std::map<std::string, Policy, std::less<>>& by_ns,
                               std::string_view ns, const Policy& fallback) {
@@ -193,6 +223,7 @@ class RocksEngine final : public ServingEngine {
   const std::shared_ptr<ClockMark> clock_mark_;     // null: a clock the caller supplied (no mark)
   std::unique_ptr<rocksdb::Env> env_;               // over the engine's file systems; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<ExpiryWindows> windows_;  // every window family, whatever the layout
   rocksdb::WriteOptions write_options_;
   rocksdb::WriteOptions deferred_write_options_;  // sync = false
   // ApplyDeferSync writes: begun (counted before the write, so a reader that can see one also
@@ -247,18 +278,109 @@ Result<StoredKey> ReadKey(const rocksdb::Status& read, const rocksdb::Slice& val
   return ReadStoredValue(std::string_view(value.data(), value.size()), now_ms, remember_ms);
 }
 
-void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys, rocksdb::PinnableSlice* values,
-                          rocksdb::Status* statuses) {
-  if (keys.empty()) return;
-  if (keys.size() == 1) {  // MultiGet's sorting and batching would cost a lone key ~0.5 us
-    statuses[0] = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), keys[0], values);
-    return;
+// When the record can be removed at the earliest: its expiry, plus the remember period its
+// marker may keep it for; 0: never.
+int64_t DeathOf(const Record& record, int64_t remember_ms) {
+  if (record.expires_at_ms == kNeverExpires) return 0;
+  if (record.expires_at_ms > std::numeric_limits<int64_t>::max() - remember_ms) {
+    return std::numeric_limits<int64_t>::max();
   }
-  // One MultiGet instead of a Get per key: RocksDB shares the memtable and version lookups across
-  // the keys, probes a level's filters for all of them together and reads a block once for every
-  // key in it (a group commit of 128 random-key inserts: ~15 % less time per item).
-  db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), keys.size(), keys.data(),
-                values, statuses);
+  return record.expires_at_ms + remember_ms;
+}
+
+// Whether a version read from a family answers the lookup: it is live or remembered at now_ms,
+// or it does not decode (reported, never skipped: it may be the record).
+bool Answers(const rocksdb::Status& read, const rocksdb::PinnableSlice& value, int64_t now_ms,
+             int64_t remember_ms) {
+  if (read.IsNotFound()) return false;
+  if (!read.ok()) return true;
+  // Most versions found are live: the header says so without decoding the record.
+  const std::string_view bytes(value.data(), value.size());
+  if (!IsMarker(bytes)) {
+    std::optional<int64_t> expiry = PeekExpiry(bytes);
+    if (expiry && (*expiry == kNeverExpires || *expiry > now_ms)) return true;
+  }
+  Result<StoredKey> stored =
+      ReadStoredValue(std::string_view(value.data(), value.size()), now_ms, remember_ms);
+  return !stored.ok() || stored->live || stored->remembered;
+}
+
+void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
+                          std::span<const int64_t> remember_ms, int64_t now_ms, Found* found) {
+  if (keys.empty()) return;
+  // Windows that ended at or before now hold only dead versions: not probed.
+  std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  families.reserve(windows->size() + 1);
+  for (auto w = windows->rbegin(); w != windows->rend() && w->end_ms > now_ms; ++w) {
+    families.push_back(w->handle.get());
+  }
+  families.push_back(db_->DefaultColumnFamily());
+  std::vector<size_t> open;  // keys not answered yet
+  open.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) open.push_back(i);
+  std::vector<rocksdb::Slice> batch_keys;
+  std::vector<rocksdb::PinnableSlice> values;
+  std::vector<rocksdb::Status> statuses;
+  for (rocksdb::ColumnFamilyHandle* family : families) {
+    if (open.empty()) break;
+    if (open.size() == 1) {  // MultiGet's sorting and batching would cost a lone key ~0.5 us
+      Found& f = found[open[0]];
+      f.status = db_->Get(rocksdb::ReadOptions(), family, keys[open[0]], &f.value);
+      if (Answers(f.status, f.value, now_ms, remember_ms[open[0]])) {
+        f.family = family;
+        open.clear();
+      } else {  // absent, or only a dead version: as if absent
+        f.value.Reset();
+        f.status = rocksdb::Status::NotFound();
+      }
+      continue;
+    }
+    // One MultiGet instead of a Get per key: RocksDB shares the memtable and version lookups
+    // across the keys, probes a level's filters for all of them together and reads a block once
+    // for every key in it (a group commit of 128 random-key inserts: ~15 % less time per item).
+    batch_keys.clear();
+    for (size_t i : open) batch_keys.push_back(keys[i]);
+    values.clear();
+    values.resize(batch_keys.size());
+    statuses.assign(batch_keys.size(), rocksdb::Status());
+    db_->MultiGet(rocksdb::ReadOptions(), family, batch_keys.size(), batch_keys.data(),
+                  values.data(), statuses.data());
+    size_t kept = 0;
+    for (size_t j = 0; j < open.size(); ++j) {
+      const size_t i = open[j];
+      if (Answers(statuses[j], values[j], now_ms, remember_ms[i])) {
+        found[i].family = family;
+        found[i].status = statuses[j];
+        found[i].value = std::move(values[j]);
+      } else {
+        open[kept++] = i;
+      }
+    }
+    open.resize(kept);
+  }
+}
+
+std::vector<rocksdb::ColumnFamilyHandle*> RocksEngine::Families(
+    std::shared_ptr<const ExpiryWindows::Set>* keep) const {
+  std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
+  std::vector<rocksdb::ColumnFamilyHandle*> families{db_->DefaultColumnFamily()};
+  for (const auto& w : *windows) families.push_back(w.handle.get());
+  if (keep != nullptr) *keep = std::move(windows);
+  return families;
+}
+
+Result<rocksdb::ColumnFamilyHandle*> RocksEngine::FamilyFor(int64_t death_ms) {
+  if (death_ms == 0 || options_.layout == EngineOptions::Layout::kLeveled) {
+    return db_->DefaultColumnFamily();
+  }
+  // A window family is only dropped once it has ended the grace ago, and this record dies
+  // after the batch's now: the handle outlives the batch's write (ExpiryWindows: a drop racing
+  // a slow batch leaves the handle valid and fails that write cleanly).
+  Result<std::shared_ptr<rocksdb::ColumnFamilyHandle>> window =
+      windows_->Open(windows_->EndFor(death_ms));
+  if (!window.ok()) return window.status();
+  return window->get();
 }
 
 // Ok, or why `payload` is over the namespace's response limit.
@@ -374,7 +496,8 @@ Status RocksEngine::Recover() {
   }
   rocksdb::FlushOptions flush;
   flush.allow_write_stall = true;
-  if (rocksdb::Status s = db_->Flush(flush); !s.ok()) return FromRocks(s);
+  std::shared_ptr<const ExpiryWindows::Set> keep;  // the failed WAL may hold any family's writes
+  if (rocksdb::Status s = db_->Flush(flush, Families(&keep)); !s.ok()) return FromRocks(s);
   // Every write completed before `done` was read is in a synced table file now.
   AdvanceTo(deferred_synced_, done);
   if (done == begun) AdvanceTo(durable_floor_, begun);
@@ -455,15 +578,19 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // 3. Read every key of the batch at once. Under the stripe locks nothing else changes them
   // before step 5 commits.
   std::vector<rocksdb::Slice> keys;
+  std::vector<int64_t> remember_ms;
   keys.reserve(ops.size());
+  remember_ms.reserve(ops.size());
   for (Prepared& p : prepared) {
     if (!p.error.ok()) continue;
     p.read = keys.size();
     keys.emplace_back(p.key);
+    remember_ms.push_back(p.remember_ms);
   }
-  std::vector<rocksdb::PinnableSlice> values(keys.size());
-  std::vector<rocksdb::Status> reads(keys.size());
-  ReadAll(keys, values.data(), reads.data());
+  // From the lookups to the write, no window family is dropped (expiry_windows.h).
+  std::shared_lock<std::shared_mutex> windows_in_use(windows_->in_use());
+  std::vector<Found> found(keys.size());
+  ReadAll(keys, remember_ms, now_ms, found.data());
 
   // 4. Decide each op against the current record (or what an earlier op of this batch left).
   results->reserve(ops.size());
@@ -481,17 +608,23 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     }
     StoredKey loaded;
     const Record* current = nullptr;
+    rocksdb::ColumnFamilyHandle* family = nullptr;  // where the key's version is, if anywhere
     auto seen = p.may_share_key ? pending.find(p.key) : pending.end();
     if (seen != pending.end()) {
-      if (seen->second.present) current = &*(*results)[seen->second.result_index]->record;
+      if (seen->second.present) {
+        current = &*(*results)[seen->second.result_index]->record;
+        family = seen->second.family;
+      }
     } else {
-      Result<StoredKey> read = ReadKey(reads[p.read], values[p.read], now_ms, p.remember_ms);
+      const Found& f = found[p.read];
+      Result<StoredKey> read = ReadKey(f.status, f.value, now_ms, p.remember_ms);
       if (!read.ok()) {
         results->push_back(read.status());
         continue;
       }
       loaded = std::move(*read);
       if (loaded.live) current = &*loaded.live;
+      family = f.family;
     }
     const Record* remembered = loaded.remembered ? &*loaded.remembered : nullptr;
     Decision d = Decide(ops[i], current, p.inputs, remembered);
@@ -513,15 +646,25 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       }
       value.clear();
       EncodeRecord(record, &value);
-      batch.Put(p.key, value);
+      Result<rocksdb::ColumnFamilyHandle*> target = FamilyFor(DeathOf(record, p.remember_ms));
+      if (!target.ok()) {
+        results->clear();
+        return target.status();
+      }
+      // A record whose death moved to another window (or whose layout changed) moves with this
+      // same write: at no moment is it in neither family, nor live in both.
+      if (family != nullptr && family != *target) batch.Delete(family, p.key);
+      family = *target;
+      batch.Put(family, p.key, value);
     } else if (d.write == Decision::Write::kDelete) {
-      batch.Delete(p.key);
+      batch.Delete(family != nullptr ? family : db_->DefaultColumnFamily(), p.key);
+      family = nullptr;
       if (d.admin_override) ++admin_overrides;
     }
     if (d.write != Decision::Write::kNone) {
       if (defer_sync) written_stripes.push_back(p.stripe);
       if (p.may_share_key)
-        pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size()};
+        pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size(), family};
       if (!watchers_.Empty()) written.push_back(p.key);
     }
     results->push_back(std::move(d.result));
@@ -579,6 +722,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       return Status::IOError("read a write not confirmed durable yet: " + s.message());
     }
   }
+  windows_in_use.unlock();
   guard.reset();  // watchers run after the keys are unlocked: they may re-read them at once
   watchers_.Fire(written);
   ops_.fetch_add(ops.size(), std::memory_order_relaxed);
@@ -649,9 +793,15 @@ Result<OpResult> RocksEngine::WaitForHolder(const Op& op, Result<OpResult> last,
 Result<StoreStats> RocksEngine::Stats() {
   StoreStats stats;
   uint64_t v = 0;
-  if (db_->GetIntProperty("rocksdb.estimate-num-keys", &v)) stats.estimated_live_records = v;
-  if (db_->GetIntProperty("rocksdb.total-sst-files-size", &v)) stats.sst_bytes = v;
-  if (db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &v)) stats.memtable_bytes = v;
+  // Per-family properties, summed over the default family and every window's.
+  if (db_->GetAggregatedIntProperty("rocksdb.estimate-num-keys", &v)) {
+    stats.estimated_live_records = v;
+  }
+  if (db_->GetAggregatedIntProperty("rocksdb.total-sst-files-size", &v)) stats.sst_bytes = v;
+  if (db_->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &v)) {
+    stats.memtable_bytes = v;
+  }
+  stats.expiry_windows = windows_->Current()->size();
   rocksdb::VectorLogPtr wal_files;
   // Not while suspended: listing WALs purges obsolete ones, and closing a WAL whose append
   // failed asserts in Debian's librocksdb (failure_safe_fs.h).
@@ -669,11 +819,11 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.compaction_bytes_written = io_->compaction_bytes_written.load(std::memory_order_relaxed);
   stats.compactions = io_->compactions.load(std::memory_order_relaxed);
   stats.records_dropped_by_compaction = io_->records_dropped.load(std::memory_order_relaxed);
-  if (db_->GetIntProperty("rocksdb.live-sst-files-size", &v)) stats.live_sst_bytes = v;
+  if (db_->GetAggregatedIntProperty("rocksdb.live-sst-files-size", &v)) stats.live_sst_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-usage", &v)) stats.block_cache_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-capacity", &v)) stats.block_cache_capacity_bytes = v;
   if (db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &v)) stats.table_readers_bytes = v;
-  if (db_->GetIntProperty("rocksdb.estimate-pending-compaction-bytes", &v)) {
+  if (db_->GetAggregatedIntProperty("rocksdb.estimate-pending-compaction-bytes", &v)) {
     stats.pending_compaction_bytes = v;
   }
   if (db_->GetIntProperty("rocksdb.background-errors", &v)) stats.background_errors = v;
@@ -700,6 +850,13 @@ uint64_t RocksEngine::ExpiredUnreclaimed() {
     std::optional<ExpiryStats> stats = ExpiryStats::Decode(raw->second);
     if (stats) expired += stats->ExpiredFraction(removable_until_ms) * stats->records;
   }
+  // Windows that could be dropped already: all of their records.
+  std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
+  for (const auto& w : *windows) {
+    uint64_t keys = 0;
+    if (w.end_ms > removable_until_ms) break;
+    if (db_->GetIntProperty(w.handle.get(), "rocksdb.estimate-num-keys", &keys)) expired += keys;
+  }
   return static_cast<uint64_t>(expired + 0.5);
 }
 
@@ -717,18 +874,41 @@ Status RocksEngine::WriteClockMark() {
 
 Status RocksEngine::CompactAll() {
   if (Status s = WriteClockMark(); !s.ok()) return s;
+  if (Result<size_t> dropped = DropEndedWindows(); !dropped.ok()) return dropped.status();
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  return FromRocks(db_->CompactRange(cro, nullptr, nullptr));
+  std::shared_ptr<const ExpiryWindows::Set> keep;
+  for (rocksdb::ColumnFamilyHandle* family : Families(&keep)) {
+    if (rocksdb::Status s = db_->CompactRange(cro, family, nullptr, nullptr); !s.ok()) {
+      return FromRocks(s);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<size_t> RocksEngine::DropEndedWindows() {
+  // The bound the compaction filter uses: every record in a window ended the grace ago, before
+  // the synced clock mark too (the caller wrote it), so nothing dropped is live again at any
+  // time a restart may continue from.
+  return windows_->DropEndedBy(
+      RemovableUntil(clock_->NowMillis(), options_.expiry_grace_ms, clock_mark_.get()));
 }
 
 Result<ReclaimReport> RocksEngine::ReclaimExpired() {
   ReclaimReport report;
   if (Status s = WriteClockMark(); !s.ok()) return s;
+  // Windows leave whole; what follows is for the default family (records of the leveled
+  // layout), whose expired records only compaction removes.
+  Result<size_t> dropped = DropEndedWindows();
+  if (!dropped.ok()) return dropped.status();
+  report.windows_dropped = *dropped;
   rocksdb::TablePropertiesCollection tables;
   if (rocksdb::Status s = db_->GetPropertiesOfAllTables(&tables); !s.ok()) return FromRocks(s);
   std::vector<rocksdb::LiveFileMetaData> files;
   db_->GetLiveFilesMetaData(&files);
+  std::erase_if(files, [](const rocksdb::LiveFileMetaData& f) {
+    return f.column_family_name != rocksdb::kDefaultColumnFamilyName;
+  });
   // What the compaction filter will remove: expired for the grace (expiry_compaction_filter.h).
   const int64_t removable_until_ms =
       RemovableUntil(clock_->NowMillis(), options_.expiry_grace_ms, clock_mark_.get());
@@ -775,10 +955,10 @@ Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
   // RocksDB 7.8 has no WaitForCompact: poll its own counters (cheap in-memory properties).
   while (true) {
     uint64_t pending = 0, compactions = 0, flushes = 0, flush_pending = 0;
-    db_->GetIntProperty("rocksdb.compaction-pending", &pending);
-    db_->GetIntProperty("rocksdb.num-running-compactions", &compactions);
-    db_->GetIntProperty("rocksdb.num-running-flushes", &flushes);
-    db_->GetIntProperty("rocksdb.mem-table-flush-pending", &flush_pending);
+    db_->GetAggregatedIntProperty("rocksdb.compaction-pending", &pending);
+    db_->GetIntProperty("rocksdb.num-running-compactions", &compactions);  // DB-wide
+    db_->GetIntProperty("rocksdb.num-running-flushes", &flushes);          // DB-wide
+    db_->GetAggregatedIntProperty("rocksdb.mem-table-flush-pending", &flush_pending);
     if (pending + compactions + flushes + flush_pending == 0) return Status::Ok();
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::TimedOut("background flushes/compactions still running after " +
@@ -817,7 +997,8 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
   rocksdb::ReadOptions read;
   read.iterate_upper_bound = &upper;
   read.fill_cache = false;  // an admin walk must not evict the serving working set
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
+  std::shared_ptr<const ExpiryWindows::Set> keep;
+  FamilyWalk it(db_.get(), read, Families(&keep));
   // Every deferred write the iterator can see began before this load: if one is not synced yet,
   // the page is not shown before a sync, as Apply's reads are not (ServingEngine).
   const bool unsynced_visible =
@@ -832,17 +1013,22 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
     return std::move(done);
   };
   std::string last;  // the last key examined
-  for (it->Seek(range->seek); it->Valid(); it->Next()) {
+  for (it.Seek(range->seek); it.Valid(); it.Next()) {
     if (page.examined == kMaxScanExamined || page.records.size() == request.limit) {
       page.cursor = CursorAfter(last);
       return shown(page);
     }
-    const std::string_view rocks_key(it->key().data(), it->key().size());
+    const std::string_view rocks_key(it.key().data(), it.key().size());
     std::string_view ns, key;
     if (!ParseRecordKey(rocks_key, &ns, &key)) break;  // the upper bound makes this unreachable
-    // Markers are not records: read as if the namespace remembered nothing.
-    Result<StoredKey> stored = ReadStoredValue(
-        std::string_view(it->value().data(), it->value().size()), now_ms, /*remember_ms=*/0);
+    // Markers are not records: read as if the namespace remembered nothing. Of the key's
+    // versions (one per family that holds it), at most one is live.
+    Result<StoredKey> stored = StoredKey();
+    for (const rocksdb::Slice& value : it.values()) {
+      stored = ReadStoredValue(std::string_view(value.data(), value.size()), now_ms,
+                               /*remember_ms=*/0);
+      if (!stored.ok() || stored->live) break;
+    }
     if (!stored.ok()) {
       return Status::Corruption("record at key '" + std::string(key) + "' of namespace '" +
                                 request.ns + "': " + stored.status().message());
@@ -860,7 +1046,7 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
     page.examined++;
     last.assign(rocks_key);
   }
-  if (!it->status().ok()) return FromRocks(it->status());
+  if (!it.status().ok()) return FromRocks(it.status());
   return shown(page);  // the range is exhausted: no cursor
 }
 
@@ -877,15 +1063,16 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
     rocksdb::ReadOptions read;
     read.iterate_upper_bound = &upper;
     read.fill_cache = false;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
-    for (it->Seek(range->seek); it->Valid(); it->Next()) {
+    std::shared_ptr<const ExpiryWindows::Set> keep;
+    FamilyWalk it(db_.get(), read, Families(&keep));
+    for (it.Seek(range->seek); it.Valid(); it.Next()) {
       if (keys.size() == kPurgeBatchKeys) {
         step.cursor = CursorAfter(keys.back());
         break;
       }
-      keys.emplace_back(it->key().data(), it->key().size());
+      keys.emplace_back(it.key().data(), it.key().size());
     }
-    if (!it->status().ok()) return FromRocks(it->status());
+    if (!it.status().ok()) return FromRocks(it.status());
   }
   if (keys.empty()) return step;
   // 2. Lock them as Apply does (ascending stripes), then read them again: what an operation
@@ -897,22 +1084,25 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
   std::optional<KeyLocks::Guard> guard;
   guard.emplace(&locks_, std::move(stripes));
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<rocksdb::PinnableSlice> values(keys.size());
-  std::vector<rocksdb::Status> reads(keys.size());
-  ReadAll(slices, values.data(), reads.data());
   const int64_t now_ms = clock_->NowMillis();
   const int64_t remember_ms = remember_.For(request.ns);
+  const std::vector<int64_t> remember(keys.size(), remember_ms);
+  std::shared_lock<std::shared_mutex> windows_in_use(windows_->in_use());
+  std::vector<Found> found(keys.size());
+  ReadAll(slices, remember, now_ms, found.data());
   rocksdb::WriteBatch batch;
   std::vector<std::string_view> written;
   for (size_t i = 0; i < keys.size(); ++i) {
-    Result<StoredKey> stored = ReadKey(reads[i], values[i], now_ms, remember_ms);
+    Result<StoredKey> stored = ReadKey(found[i].status, found[i].value, now_ms, remember_ms);
     // A value that does not decode is deleted all the same: the operator asked for the range
     // gone. Only a failed read stops the batch.
     if (!stored.ok() && !stored.status().IsCorruption()) return stored.status();
-    if (reads[i].IsNotFound()) continue;  // deleted since the walk
+    // Deleted since the walk, or only dead versions (which leave with their window or the
+    // compaction filter).
+    if (found[i].family == nullptr) continue;
     if (stored.ok() && stored->live) step.deleted++;
     if (stored.ok() && stored->remembered) step.forgotten++;
-    batch.Delete(keys[i]);
+    batch.Delete(found[i].family, keys[i]);
     written.push_back(keys[i]);
   }
   // 3. One write, under the same rules as Apply's commit (write_health.h, SyncWal).
@@ -925,6 +1115,7 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
     if (write_options_.sync) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     user_bytes_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
   }
+  windows_in_use.unlock();
   guard.reset();  // as in ApplyImpl: watchers may re-read the keys at once
   watchers_.Fire(written);
   return step;
@@ -938,7 +1129,13 @@ Status RocksEngine::Compact(std::string_view ns) {
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   rocksdb::Slice begin(range->seek), end(range->upper);
-  return FromRocks(db_->CompactRange(cro, &begin, &end));
+  std::shared_ptr<const ExpiryWindows::Set> keep;
+  for (rocksdb::ColumnFamilyHandle* family : Families(&keep)) {
+    if (rocksdb::Status s = db_->CompactRange(cro, family, &begin, &end); !s.ok()) {
+      return FromRocks(s);
+    }
+  }
+  return Status::Ok();
 }
 
 void RocksEngine::ReclaimLoop() {
@@ -951,6 +1148,30 @@ void RocksEngine::ReclaimLoop() {
     (void)ReclaimExpired();  // best effort: a failure is retried at the next interval
     lock.lock();
   }
+}
+
+// The ends of the database's window families, ascending; none for a new database. Corruption
+// for a family the engine does not know: opening without it would lose its records.
+Result<std::vector<int64_t>> ListWindowFamilies(const rocksdb::Options& options,
+                                                const std::string& dir) {
+  std::vector<int64_t> ends;
+  if (!std::filesystem::exists(dir + "/CURRENT")) return ends;
+  std::vector<std::string> names;
+  if (rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(options), dir, &names);
+      !s.ok()) {
+    return FromRocks(s);
+  }
+  for (const std::string& name : names) {
+    if (name == rocksdb::kDefaultColumnFamilyName) continue;
+    std::optional<int64_t> end = ExpiryWindows::ParseFamilyName(name);
+    if (!end) {
+      return Status::Corruption("the database in " + dir + " has a column family '" + name +
+                                "' that idemstore did not write");
+    }
+    ends.push_back(*end);
+  }
+  std::sort(ends.begin(), ends.end());
+  return ends;
 }
 
 }  // namespace
@@ -1010,6 +1231,13 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   if (options.reclaim_min_expired_fraction <= 0 || options.reclaim_min_expired_fraction > 1) {
     return Status::InvalidArgument("reclaim_min_expired_fraction must be in (0, 1]");
   }
+  if (options.expiry_window_ms < EngineOptions::kMinExpiryWindowMs ||
+      options.expiry_window_ms > EngineOptions::kMaxExpiryWindowMs) {
+    return Status::InvalidArgument("expiry_window_ms is " +
+                                   std::to_string(options.expiry_window_ms) + "; it must be in [" +
+                                   std::to_string(EngineOptions::kMinExpiryWindowMs) + ", " +
+                                   std::to_string(EngineOptions::kMaxExpiryWindowMs) + "]");
+  }
   // Before RocksDB sees the directory: what it would "recover" by dropping data (a damaged WAL)
   // or by starting over (a missing CURRENT) is refused here, with every file left as it is.
   if (Status st = CheckDataDirectory(dir, options); !st.ok()) return st;
@@ -1047,7 +1275,24 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   auto io = std::make_shared<IoAccounting>();
   rocks_options.listeners.push_back(io);
   rocks_options.listeners.push_back(health);
-  rocksdb::Status s = rocksdb::DB::Open(rocks_options, dir, &raw);
+  // Every window family the database has, whatever this run's layout: a record is found where
+  // an earlier run put it.
+  Result<std::vector<int64_t>> window_ends = ListWindowFamilies(rocks_options, dir);
+  if (!window_ends.ok()) return window_ends.status();
+  if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends->empty()) {
+    // Each family has its own memtables: together they stay within what one family may use.
+    rocks_options.db_write_buffer_size =
+        options.write_buffer_bytes * static_cast<size_t>(rocks_options.max_write_buffer_number);
+  }
+  const rocksdb::ColumnFamilyOptions window_options = WindowFamilyOptions(rocks_options);
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(rocks_options)}};
+  for (int64_t end : *window_ends) {
+    families.emplace_back(ExpiryWindows::FamilyName(end), window_options);
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::Status s =
+      rocksdb::DB::Open(rocksdb::DBOptions(rocks_options), dir, families, &handles, &raw);
   if (s.IsCorruption()) {  // what RocksDB refuses itself, e.g. a closed WAL shorter than it was
     std::string message = FromRocks(s).message();
     if (message.ends_with('.')) message.pop_back();
@@ -1055,6 +1300,12 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   }
   if (!s.ok()) return FromRocks(s);
   std::unique_ptr<rocksdb::DB> db(raw);
+  auto windows =
+      std::make_unique<ExpiryWindows>(db.get(), options.expiry_window_ms, window_options);
+  // handles[0] is the default family's: the DB keeps its own, this one is not needed.
+  (void)db->DestroyColumnFamilyHandle(handles[0]);
+  for (size_t i = 0; i < window_ends->size(); ++i)
+    windows->Adopt((*window_ends)[i], handles[i + 1]);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
   // A restored backup: fences continue above every fence its source may have handed out since
@@ -1069,9 +1320,9 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     if (!mark.ok()) return mark.status();
     if (*mark) own_clock->ContinueFrom(**mark);
   }
-  return std::unique_ptr<ServingEngine>(
-      new RocksEngine(std::move(options), std::move(env), std::move(db), *reserved, std::move(io),
-                      std::move(health), std::move(clock_mark), std::move(own_clock)));
+  return std::unique_ptr<ServingEngine>(new RocksEngine(
+      std::move(options), std::move(env), std::move(db), *reserved, std::move(io),
+      std::move(health), std::move(clock_mark), std::move(own_clock), std::move(windows)));
 }
 
 }  // namespace idem

@@ -8,6 +8,7 @@
 
 #include <rocksdb/db.h>
 
+#include "column_families.h"
 #include "key_codec.h"
 #include "record_codec.h"
 #include "rocks_options.h"
@@ -37,8 +38,9 @@ std::string DescribeKey(std::string_view rocks_key) {
   return "namespace '" + Escaped(ns) + "' key '" + Escaped(key) + "'";
 }
 
-// Decodes a stored value; Corruption says why it does not.
-Status CheckValue(std::string_view value, VerifyReport* report) {
+// Decodes a stored value; Corruption says why it does not. Sets *never_expires for a record
+// that never expires.
+Status CheckValue(std::string_view value, VerifyReport* report, bool* never_expires) {
   if (IsMarker(value)) {
     Marker marker;
     if (Status st = DecodeMarker(value, &marker); !st.ok()) return st;
@@ -47,9 +49,23 @@ Status CheckValue(std::string_view value, VerifyReport* report) {
   }
   Record record;
   if (Status st = DecodeRecord(value, &record); !st.ok()) return st;
+  *never_expires = record.expires_at_ms == kNeverExpires;
   report->records++;
   return Status::Ok();
 }
+
+// Values of one kind of fault: how many, and the first, described.
+struct Findings {
+  uint64_t count = 0;
+  std::string first;
+
+  void Add(const std::string& what) {
+    if (count++ == 0) first = what;
+  }
+  std::string Describe(std::string_view one, std::string_view many) const {
+    return std::to_string(count) + std::string(count == 1 ? one : many) + "; the first: " + first;
+  }
+};
 
 }  // namespace
 
@@ -71,42 +87,70 @@ Result<VerifyReport> VerifyDatabase(const std::string& dir, const EngineOptions&
   if (!tuned.ok()) return tuned.status();
   rocksdb::Options rocks = std::move(*tuned);
   rocks.create_if_missing = false;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(rocks, dir, &raw);
-  if (!s.ok()) return FromRocks(s);
-  std::unique_ptr<rocksdb::DB> db(raw);
+  // Every column family: a read-only open of `default` alone would not see the windows' records.
+  // The windows are read with the default family's options: reading needs only the comparator.
+  Result<std::unique_ptr<AllFamilies>> opened =
+      OpenAllFamilies(rocks, rocks, dir, OpenMode::kReadOnly);
+  if (!opened.ok()) return opened.status();
+  rocksdb::DB* const db = (*opened)->db();
+  report.expiry_windows = (*opened)->windows();
 
   std::vector<rocksdb::LiveFileMetaData> files;
-  db->GetLiveFilesMetaData(&files);
+  db->GetLiveFilesMetaData(&files);  // of every family
   for (const auto& f : files) {
     report.table_files++;
     report.table_bytes += f.size;
   }
-  // Every block of every table file, whether or not a read would touch it.
-  if (s = db->VerifyChecksum(); !s.ok()) {
+  // Every block of every table file of every family, whether or not a read would touch it.
+  if (rocksdb::Status s = db->VerifyChecksum(); !s.ok()) {
     if (!s.IsCorruption()) return FromRocks(s);
     return Status::Corruption("a table file in " + dir + " fails its checksum: " + s.ToString());
   }
-  uint64_t bad = 0;
-  std::string first_bad;
+  Findings undecodable;
+  // The layout keeps meta keys and records that never expire in `default` (column_families.h):
+  // in a window, its placement rule was broken.
+  Findings misplaced;
   rocksdb::ReadOptions read;
   read.verify_checksums = true;
   read.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    const std::string_view key(it->key().data(), it->key().size());
-    if (IsMetaKey(key)) {
-      report.meta_keys++;
-      continue;
+  for (size_t i = 0; i < (*opened)->handles().size(); ++i) {
+    const bool window = IsWindowFamily((*opened)->names()[i]);
+    const std::string where = window ? " in column family " + (*opened)->names()[i] : "";
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, (*opened)->handles()[i]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string_view key(it->key().data(), it->key().size());
+      if (IsMetaKey(key)) {
+        if (window) {
+          misplaced.Add(DescribeKey(key) + where + ": a meta key (those belong in default)");
+        } else {
+          report.meta_keys++;
+        }
+        continue;
+      }
+      bool never_expires = false;
+      Status st = CheckValue(std::string_view(it->value().data(), it->value().size()), &report,
+                             &never_expires);
+      if (!st.ok()) {
+        undecodable.Add(DescribeKey(key) + where + ": " + st.message());
+      } else if (window && never_expires) {
+        misplaced.Add(DescribeKey(key) + where +
+                      ": a record that never expires (those belong in default)");
+      }
     }
-    Status st = CheckValue(std::string_view(it->value().data(), it->value().size()), &report);
-    if (!st.ok() && bad++ == 0) first_bad = DescribeKey(key) + ": " + st.message();
+    if (!it->status().ok()) return FromRocks(it->status());
   }
-  if (!it->status().ok()) return FromRocks(it->status());
-  if (bad > 0) {
-    return Status::Corruption(std::to_string(bad) +
-                              (bad == 1 ? " stored value does" : " stored values do") +
-                              " not decode in " + dir + "; the first: " + first_bad);
+  if (undecodable.count > 0 || misplaced.count > 0) {
+    std::string message;
+    if (undecodable.count > 0) {
+      message = undecodable.Describe(" stored value does not decode in " + dir,
+                                     " stored values do not decode in " + dir);
+    }
+    if (misplaced.count > 0) {
+      message += (message.empty() ? "" : "; and ") +
+                 misplaced.Describe(" stored value is in the wrong column family in " + dir,
+                                    " stored values are in the wrong column family in " + dir);
+    }
+    return Status::Corruption(message);
   }
   return report;
 }

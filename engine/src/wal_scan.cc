@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "coding.h"
 #include "prezeroed_wal.h"
 
 namespace idem {
@@ -80,6 +81,94 @@ uint32_t DecodeFixed32(const char* p) {
 
 uint64_t DecodeFixed64(const char* p) {
   return DecodeFixed32(p) | (static_cast<uint64_t>(DecodeFixed32(p + 4)) << 32);
+}
+
+// A WriteBatch's operation types (RocksDB db/dbformat.h ValueType, as db/write_batch.cc writes
+// them into the WAL).
+enum BatchType : uint8_t {
+  kDeletion = 0x0,
+  kValue = 0x1,
+  kMerge = 0x2,
+  kLogData = 0x3,
+  kColumnFamilyDeletion = 0x4,
+  kColumnFamilyValue = 0x5,
+  kColumnFamilyMerge = 0x6,
+  kSingleDeletion = 0x7,
+  kColumnFamilySingleDeletion = 0x8,
+  kBeginPrepareXid = 0x9,
+  kEndPrepareXid = 0xA,
+  kCommitXid = 0xB,
+  kRollbackXid = 0xC,
+  kNoop = 0xD,
+  kColumnFamilyRangeDeletion = 0xE,
+  kRangeDeletion = 0xF,
+  kColumnFamilyBlobIndex = 0x10,
+  kBlobIndex = 0x11,
+  kBeginPersistedPrepareXid = 0x12,
+  kBeginUnprepareXid = 0x13,
+  kCommitXidAndTimestamp = 0x15,
+  kWideColumnEntity = 0x16,
+  kColumnFamilyWideColumnEntity = 0x17,
+};
+
+// The operations of the WriteBatch `batch` that write a column family other than default. Each
+// entry is its type byte; for the column-family types the family's id (varint32); then its
+// length-prefixed strings (key, value, ...). Counting stops at a type not listed here.
+uint64_t OtherFamilyOperations(std::string_view batch) {
+  if (batch.size() < kBatchHeaderSize) return 0;
+  coding::Reader in(batch.substr(kBatchHeaderSize));
+  uint64_t count = 0;
+  uint8_t type = 0;
+  while (in.GetByte(&type)) {
+    bool family = false;
+    int strings = 0;
+    switch (type) {
+      case kColumnFamilyDeletion:
+      case kColumnFamilySingleDeletion:
+        family = true;
+        strings = 1;
+        break;
+      case kColumnFamilyValue:
+      case kColumnFamilyMerge:
+      case kColumnFamilyRangeDeletion:
+      case kColumnFamilyBlobIndex:
+      case kColumnFamilyWideColumnEntity:
+        family = true;
+        strings = 2;
+        break;
+      case kDeletion:
+      case kSingleDeletion:
+      case kLogData:
+      case kEndPrepareXid:
+      case kCommitXid:
+      case kRollbackXid:
+        strings = 1;
+        break;
+      case kValue:
+      case kMerge:
+      case kRangeDeletion:
+      case kBlobIndex:
+      case kWideColumnEntity:
+      case kCommitXidAndTimestamp:
+        strings = 2;
+        break;
+      case kBeginPrepareXid:
+      case kNoop:
+      case kBeginPersistedPrepareXid:
+      case kBeginUnprepareXid:
+        break;
+      default:
+        return count;
+    }
+    uint64_t id = 0;
+    if (family && !in.GetVarint64(&id)) return count;
+    std::string_view skipped;
+    for (int i = 0; i < strings; ++i) {
+      if (!in.GetLengthPrefixed(&skipped)) return count;
+    }
+    if (id != 0) count++;
+  }
+  return count;
 }
 
 bool AllZero(std::string_view bytes) {
@@ -177,8 +266,13 @@ class Scanner {
     }
     if (scan_.damage) {
       scan_.readable_after_damage++;
-      if (type == kFullType || (type == kLastType && fragment_after_damage_)) {
-        scan_.records_after_damage++;
+      if (type == kFullType) {
+        CompleteAfterDamage(payload);
+      } else if (type == kFirstType) {
+        record_.assign(payload);
+      } else if ((type == kMiddleType || type == kLastType) && fragment_after_damage_) {
+        record_.append(payload);
+        if (type == kLastType) CompleteAfterDamage(record_);
       }
       fragment_after_damage_ =
           type == kFirstType || (type == kMiddleType && fragment_after_damage_);
@@ -195,15 +289,14 @@ class Scanner {
       case kFirstType:
         in_fragment_ = true;
         fragment_start_ = start;
-        head_.assign(payload.substr(0, kBatchHeaderSize));
+        record_.assign(payload);
         break;
       case kMiddleType:
       case kLastType:
-        head_.append(
-            payload.substr(0, kBatchHeaderSize - std::min(kBatchHeaderSize, head_.size())));
+        record_.append(payload);
         if (type == kLastType) {
           in_fragment_ = false;
-          Complete(end, head_);
+          Complete(end, record_);
         }
         break;
       default:  // kSetCompressionType: not a record
@@ -212,19 +305,25 @@ class Scanner {
     }
   }
 
-  void Complete(uint64_t end, std::string_view head) {
+  void Complete(uint64_t end, std::string_view batch) {
     scan_.records++;
     scan_.intact_bytes = end;
-    if (head.size() < kBatchHeaderSize) return;
-    const uint64_t sequence = DecodeFixed64(head.data());
+    scan_.other_family_operations += OtherFamilyOperations(batch);
+    if (batch.size() < kBatchHeaderSize) return;
+    const uint64_t sequence = DecodeFixed64(batch.data());
     if (scan_.records == 1) scan_.first_sequence = sequence;
-    scan_.next_sequence = sequence + DecodeFixed32(head.data() + 8);
+    scan_.next_sequence = sequence + DecodeFixed32(batch.data() + 8);
+  }
+
+  void CompleteAfterDamage(std::string_view batch) {
+    scan_.records_after_damage++;
+    scan_.other_family_operations += OtherFamilyOperations(batch);
   }
 
   WalScan scan_;
   bool in_fragment_ = false;
   uint64_t fragment_start_ = 0;
-  std::string head_;                    // the first bytes of the fragmented record being read
+  std::string record_;                  // the fragmented record being read
   std::optional<uint64_t> zeros_at_;    // a zero header seen in the intact part
   bool fragment_after_damage_ = false;  // after the damage, inside a fragmented record
 };

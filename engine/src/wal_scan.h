@@ -47,6 +47,10 @@ struct WalScan {
   // The sequence number of the first logical record read after the damage (0: none). The
   // operations between next_sequence and it are the ones the damage destroyed.
   uint64_t resume_sequence = 0;
+  // Of the operations in the whole records read (before and after the damage), those that write
+  // a column family other than default (the expiry windows: column_families.h). The WAL names a
+  // family by its id only. A batch is counted up to an operation type the scan does not know.
+  uint64_t other_family_operations = 0;
   // The file ends inside a record (a header or payload cut off by the end of the file), rather
   // than after a whole record or in zeros.
   bool ends_inside_record = false;

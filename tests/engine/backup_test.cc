@@ -14,11 +14,15 @@
 
 #include <gmock/gmock.h>
 
+#include "column_families.h"
 #include "engine_open.h"
 #include "idem/verify.h"
+#include "online_backup.h"
+#include "rocks_options.h"
 #include "support/acknowledged_writers.h"
 #include "support/engine_fixture.h"
 #include "support/fault_injection_fs.h"
+#include "support/window_families.h"
 
 namespace idem {
 namespace {
@@ -281,6 +285,47 @@ TEST_F(BackupTest, ADirectoryWithAnUnreadableManifestIsNotOpened) {
   ASSERT_FALSE(restored.ok());
   EXPECT_EQ(Status::Code::kCorruption, restored.status().code());
   EXPECT_THAT(restored.status().message(), HasSubstr("fence_floor"));
+}
+
+// A database with an expiry-window column family, its records still in the memtables: the
+// backup holds that family's records too (the checkpoint flushes every family), they verify,
+// and the manifest's estimate counts every family.
+TEST(BackupWindowsTest, HoldsAndCountsTheRecordsOfEveryExpiryWindow) {
+  testing::TempDir dir;
+  EngineOptions options;
+  options.clock = std::make_shared<ManualClock>();
+  rocksdb::Options rocks = *MakeTunedRocksOptions(options);
+  const std::string source = dir.Sub("db"), backup = dir.Sub("backup");
+  testing::WriteWindowDatabase(source, rocks,
+                               {.default_records = 3, .window_records = 2, .flush = false});
+  {
+    auto db = OpenAllFamilies(rocks, rocks, source, OpenMode::kReadWrite);
+    ASSERT_OK(db);
+    auto manifest = WriteBackup((*db)->db(), backup, [] { return uint64_t{200}; }, 1'000);
+    ASSERT_OK(manifest);
+    EXPECT_EQ(5u, manifest->estimated_records);
+    ASSERT_OK((*db)->Close());
+  }
+  auto report = VerifyDatabase(backup, options);
+  ASSERT_OK(report);
+  EXPECT_EQ(5u, report->records);
+  EXPECT_EQ(1u, report->expiry_windows);
+  EXPECT_EQ(2u, report->table_files) << "each family's memtable was flushed";
+  ASSERT_TRUE(report->manifest.has_value());
+  EXPECT_EQ(5u, report->manifest->estimated_records);
+
+  auto restored = OpenAllFamilies(rocks, rocks, backup, OpenMode::kReadOnly);
+  ASSERT_OK(restored);
+  ASSERT_EQ((std::vector<std::string>{"default", testing::kWindowFamily}), (*restored)->names());
+  for (int w = 0; w < 2; ++w) {
+    std::string value;
+    ASSERT_TRUE((*restored)
+                    ->db()
+                    ->Get(rocksdb::ReadOptions(), (*restored)->handles()[1],
+                          RecordKey("win", "w" + std::to_string(w)), &value)
+                    .ok());
+    EXPECT_EQ(testing::WindowRecordValue(100 + w), value);
+  }
 }
 
 TEST(BackupManifestTest, RoundTripsAndIgnoresLinesItDoesNotKnow) {

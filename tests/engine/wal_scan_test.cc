@@ -8,8 +8,12 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
+#include "data_dir_check.h"
+#include "support/data_damage.h"
 #include "support/temp_dir.h"
+#include "support/window_families.h"
 
 namespace idem {
 namespace {
@@ -193,6 +197,53 @@ TEST_F(WalScanTest, AnEmptyFileIsIntact) {
   WalScan scan = Scan();
   EXPECT_FALSE(scan.damage);
   EXPECT_EQ(0u, scan.records);
+}
+
+// A WAL RocksDB wrote for a database with an expiry-window column family: batches that put to
+// and delete from the window (PutCF/DeleteCF, a column family id other than 0) beside the
+// default family, one of them longer than a block. Each batch is one record, its operations
+// count in the sequence numbers whatever their family, those on the window are counted, and the
+// engine's pre-open check passes.
+TEST(WalScanWindowsTest, ReadsBatchesThatWriteAnExpiryWindow) {
+  testing::TempDir dir;
+  const std::string db = dir.Sub("db");
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(options)},
+      {testing::kWindowFamily, rocksdb::ColumnFamilyOptions(options)}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, db, families, &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> rocks(raw);
+  rocksdb::ColumnFamilyHandle* window = handles[1];
+  const std::string key = RecordKey("win", "k");
+  rocksdb::WriteBatch put;  // sequence 1, 2
+  ASSERT_TRUE(put.Put(window, key, testing::WindowRecordValue(1)).ok());
+  ASSERT_TRUE(put.Put(RecordKey("win", "d"), std::string(40'000, 'p')).ok());
+  rocksdb::WriteBatch move;  // 3, 4, 5: out of the window, into default
+  ASSERT_TRUE(move.Delete(window, key).ok());
+  ASSERT_TRUE(move.Put(key, "v").ok());
+  ASSERT_TRUE(move.Put(window, RecordKey("win", "k2"), testing::WindowRecordValue(2)).ok());
+  for (rocksdb::WriteBatch* batch : {&put, &move}) {
+    ASSERT_TRUE(rocks->Write(rocksdb::WriteOptions(), batch).ok());
+  }
+  for (auto* h : handles) ASSERT_TRUE(rocks->DestroyColumnFamilyHandle(h).ok());
+  ASSERT_TRUE(rocks->Close().ok());
+  rocks.reset();
+
+  const std::vector<std::string> wals = testing::WalFiles(db);
+  ASSERT_EQ(1u, wals.size());
+  Result<WalScan> scan = ScanWal(wals[0]);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_FALSE(scan->damage);
+  EXPECT_EQ(2u, scan->records);
+  EXPECT_EQ(1u, scan->first_sequence);
+  EXPECT_EQ(6u, scan->next_sequence);
+  EXPECT_EQ(scan->file_bytes, scan->intact_bytes);
+  EXPECT_EQ(3u, scan->other_family_operations);  // PutCF; DeleteCF, PutCF
+  EXPECT_TRUE(CheckDataDirectory(db, EngineOptions()).ok());
 }
 
 }  // namespace

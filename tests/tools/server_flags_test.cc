@@ -633,7 +633,7 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
     EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
         << name << " is not in " << IDEM_EXAMPLE_CONFIG;
   }
-  EXPECT_EQ(56, listed);
+  EXPECT_EQ(58, listed);
 
   // Each "# key = value" line: a default as --print-config shows it (unless the option has
   // none, or it is an example of a repeatable one); uncommented, they all parse.

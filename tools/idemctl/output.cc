@@ -334,11 +334,9 @@ std::string ManifestHuman(const BackupManifest& m) {
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> VerifyCounts(const VerifyReport& r) {
-  return {{"table_files", r.table_files},
-          {"table_bytes", r.table_bytes},
-          {"records", r.records},
-          {"markers", r.markers},
-          {"meta_keys", r.meta_keys}};
+  return {{"table_files", r.table_files}, {"table_bytes", r.table_bytes},
+          {"records", r.records},         {"markers", r.markers},
+          {"meta_keys", r.meta_keys},     {"expiry_windows", r.expiry_windows}};
 }
 
 }  // namespace

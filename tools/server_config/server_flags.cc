@@ -728,6 +728,31 @@ std::vector<FlagSpec> Flags(ParseState& s) {
          return ParseChoice("--memtable", v, {"hash", Memtable::kHash},
                             {"skiplist", Memtable::kSkipList}, &s.flags.engine.memtable);
        }},
+      {"layout", "leveled|windows", "leveled",
+       "where records are written: leveled (one LSM; expired records\n"
+       "leave when compaction rewrites their files) or windows (one\n"
+       "column family per window of death times, dropped whole once it\n"
+       "has ended; docs/design.md). Either reads what the other wrote",
+       false,
+       [&s](std::string_view v) {
+         using Layout = EngineOptions::Layout;
+         return ParseChoice("--layout", v, {"leveled", Layout::kLeveled},
+                            {"windows", Layout::kExpiryWindows}, &s.flags.engine.layout);
+       }},
+      {"expiry-window", "DUR", FormatDurationMs(engine.expiry_window_ms),
+       "with --layout windows: the width of a window (1s..30d); a lookup\n"
+       "probes every window not yet ended, and dead records leave the\n"
+       "disk at most one width (plus the expiry grace) after they die",
+       false,
+       [&s](std::string_view v) {
+         Result<int64_t> ms = ParseDuration("--expiry-window", v);
+         if (!ms.ok()) return ms.status();
+         if (*ms < EngineOptions::kMinExpiryWindowMs || *ms > EngineOptions::kMaxExpiryWindowMs) {
+           return Bad("--expiry-window", "must be between 1s and 30d");
+         }
+         s.flags.engine.expiry_window_ms = *ms;
+         return Status::Ok();
+       }},
       {"background-priority", "normal|low", "normal",
        "CPU priority of RocksDB's flush and compaction threads: normal\n"
        "shares the CPU evenly; low (nice 19) keeps them from delaying\n"

@@ -35,7 +35,8 @@
 //   fence_high_water 131072       every fence handed out before the backup completed is below
 //   fence_floor 1099511758848     fence_high_water + kBackupFenceMargin: the restored store's
 //                                 fences are >= this
-//   estimated_records 5000        RocksDB's estimate of the keys (records and meta keys)
+//   estimated_records 5000        RocksDB's estimate of the keys (records and meta keys) of
+//                                 every column family
 //
 // Readers ignore names they do not know (later versions may add lines); fence_floor is required.
 #pragma once

@@ -23,6 +23,7 @@ namespace idem {
 struct ReclaimReport {
   uint64_t files_examined = 0;
   uint64_t files_compacted = 0;
+  uint64_t windows_dropped = 0;  // expiry windows removed whole (EngineOptions::layout)
 };
 
 class Engine : public Store {

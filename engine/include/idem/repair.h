@@ -5,11 +5,14 @@
 // for an operator who accepts losing what cannot be read:
 //
 //   1. Copies the whole directory aside (RepairOptions::backup_dir), so the evidence survives.
-//   2. Salvages in place. With CURRENT present: opens the database with RocksDB's
-//      kSkipAnyCorruptedRecords, which replays every readable WAL record — also those after the
-//      damage — and flushes them into a table file. Without CURRENT (or if that open fails):
-//      rocksdb::RepairDB, which rebuilds a MANIFEST from the table files and the readable WAL
-//      records, and moves what it cannot use to DIR/lost/.
+//   2. Salvages in place. With CURRENT present: opens the database, every column family (the
+//      expiry windows too), with RocksDB's kSkipAnyCorruptedRecords, which replays every
+//      readable WAL record — also those after the damage — and flushes them into table files.
+//      Without CURRENT (or if that open fails): rocksdb::RepairDB, which rebuilds a MANIFEST from
+//      the table files and the readable WAL records, and moves what it cannot use to DIR/lost/.
+//      It replays a WAL's operations on an expiry window only if that window has a table file
+//      (the WAL names a family by its id, which only the table files and the MANIFEST tell): if
+//      the WALs hold such operations, the loss is reported as uncounted.
 //   3. Raises the fence reservation far (2^40) above the highest fence it finds: a lost record
 //      may have carried a higher fence, which a client may hold, and no fence may repeat.
 //   4. Reports what it found and lost: per WAL, where it is damaged and how many operations the
@@ -17,7 +20,9 @@
 //      loss cannot be counted (a WAL cut short: its missing end left no trace).
 //
 // Must not run while a server has the database open (the copy would not be consistent):
-// Busy if the directory's LOCK is held.
+// Busy if the directory's LOCK is held. A column family that is neither `default` nor an expiry
+// window is Corruption, before anything is copied or changed: this build cannot tell what it
+// holds.
 #pragma once
 
 #include <cstdint>

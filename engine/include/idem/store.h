@@ -37,6 +37,9 @@ struct StoreStats {
   uint64_t compactions = 0;
   uint64_t records_dropped_by_compaction = 0;  // expired (and overwritten/deleted) versions removed
   uint64_t live_sst_bytes = 0;                 // table files the current version references
+  // Expiry-window column families on disk (EngineOptions::Layout::kExpiryWindows; 0 under the
+  // leveled layout unless an earlier run wrote some).
+  uint64_t expiry_windows = 0;
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;

@@ -1,10 +1,13 @@
 // Verifying a database directory (a backup, or a store's directory while no server runs on it):
 // what `idemctl --data DIR verify` runs. Changes nothing: the database is opened read-only.
 //
-// Checks every table file's block checksums (RocksDB's VerifyChecksum), then reads every key —
-// in the table files and in the WAL not yet flushed — and decodes every stored value (a record,
-// or a remembered key's marker: engine/src/record_codec.h). A backup's manifest, if present,
-// must decode too.
+// Opens every column family (`default` and the expiry windows, `expires-<start>`: a family of
+// any other name is Corruption), checks every table file's block checksums (RocksDB's
+// VerifyChecksum), then reads every key of every family — in the table files and in the WAL not
+// yet flushed — and decodes every stored value (a record, or a remembered key's marker:
+// engine/src/record_codec.h). In a window, a meta key or a record that never expires is
+// Corruption too: the layout keeps those in `default`. A backup's manifest, if present, must
+// decode too.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +26,14 @@ struct VerifyReport {
   uint64_t records = 0;                    // stored records, decoded
   uint64_t markers = 0;                    // remembered keys' markers, decoded
   uint64_t meta_keys = 0;                  // the engine's own keys (fence reservation, clock mark)
+  uint64_t expiry_windows = 0;             // expiry-window column families (all of them read)
   std::optional<BackupManifest> manifest;  // when `dir` carries one
 };
 
 // NotFound if `dir` holds no database; Corruption, naming the table file or the key (namespace
-// and key bytes, escaped) and what is wrong, if a checksum fails or a value does not decode (the
-// first such value; the message also counts the rest); IOError if a file cannot be read.
+// and key bytes, escaped, and its column family unless `default`) and what is wrong, if a
+// checksum fails or a value does not decode or is in the wrong family (the first such value of
+// each fault; the message also counts the rest); IOError if a file cannot be read.
 // `options` are the ones the database runs with (its table format, the rocksdb_options string).
 Result<VerifyReport> VerifyDatabase(const std::string& dir, const EngineOptions& options);
 
