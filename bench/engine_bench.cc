@@ -261,6 +261,10 @@ struct WindowsFixture {
           {.ns = kNs, .key = KeyOf(i), .status = "DONE", .payload = kPayload, .ttl = TtlOf(i)});
       if (!r.ok()) Die("windows preload");
     }
+    auto stats = engine->Stats();
+    if (!stats.ok() || stats->expiry_windows != ttls.size()) {
+      Die("expected " + std::to_string(ttls.size()) + " expiry windows after the preload");
+    }
   }
 };
 

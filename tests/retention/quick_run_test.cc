@@ -86,6 +86,12 @@ TEST(RetentionQuickRunTest, WindowsCatchAndMissExactlyWhatReclaimDoes) {
       EXPECT_EQ(reclaim.per_namespace[ns].expired, windows.per_namespace[ns].expired);
       EXPECT_EQ(reclaim.per_namespace[ns].missed, windows.per_namespace[ns].missed);
     }
+    EXPECT_EQ(0u, reclaim.expiry_windows_peak);
+    EXPECT_EQ(0u, reclaim.windows_dropped);
+    // Traffic for 3 h with records dying over 1 h (2.5 h when remembered) after their write:
+    // several windows at once, and each dropped once it ended.
+    EXPECT_GE(windows.expiry_windows_peak, 4u);
+    EXPECT_GE(windows.windows_dropped, windows.expiry_windows_peak);
     EXPECT_GT(windows.user_bytes_written, 0u);
     EXPECT_GT(windows.flush_bytes_written, 0u) << "flushes of the window column families count";
     EXPECT_GT(windows.WriteAmplification(), 0.0);

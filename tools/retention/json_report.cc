@@ -96,6 +96,12 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
   j.Uint(r.reclaim_passes);
   j.Key("reclaim_files_compacted");
   j.Uint(r.reclaim_files_compacted);
+  if (r.policy.strategy == Strategy::kWindows) {
+    j.Key("windows_dropped");
+    j.Uint(r.windows_dropped);
+    j.Key("expiry_windows_peak");
+    j.Uint(r.expiry_windows_peak);
+  }
   j.Key("wall_seconds");
   j.Double(r.wall_seconds);
   j.Key("samples");

@@ -178,6 +178,7 @@ class Run {
       if (!report.ok()) return Failed("ReclaimExpired", report.status(), t_ms);
       ++result_.reclaim_passes;
       result_.reclaim_files_compacted += report->files_compacted;
+      result_.windows_dropped += report->windows_dropped;
     }
     if (sample) {
       if (options_.flush_at_samples) {
@@ -194,6 +195,7 @@ class Run {
       s.memtable_bytes = stats->memtable_bytes;
       result_.samples.push_back(s);
       result_.disk_bytes_peak = std::max(result_.disk_bytes_peak, s.sst_bytes);
+      result_.expiry_windows_peak = std::max(result_.expiry_windows_peak, stats->expiry_windows);
       const uint64_t expired =
           s.estimated_records > s.live_records ? s.estimated_records - s.live_records : 0;
       result_.expired_on_disk_peak = std::max(result_.expired_on_disk_peak, expired);

@@ -87,6 +87,10 @@ struct PolicyResult {
   uint64_t records_dropped_by_compaction = 0;
   uint64_t reclaim_passes = 0;
   uint64_t reclaim_files_compacted = 0;
+  // The windows strategy: window column families dropped by the reclaim passes, and the most
+  // on disk at any sample (StoreStats::expiry_windows).
+  uint64_t windows_dropped = 0;
+  uint64_t expiry_windows_peak = 0;
   double wall_seconds = 0;
   std::vector<Sample> samples;
 
