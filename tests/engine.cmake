@@ -25,3 +25,12 @@ idem_add_test(backup_test engine/backup_test.cc LIBS idem_engine_internal)
 idem_add_test(admin_query_test engine/admin_query_test.cc LIBS idem_engine)
 idem_add_test(verify_test engine/verify_test.cc LIBS idem_engine_internal)
 idem_add_test(column_families_test engine/column_families_test.cc LIBS idem_engine_internal)
+idem_add_test(expiry_windows_test engine/expiry_windows_test.cc LIBS idem_engine_internal)
+# expiry_windows_test kills this child during a drop (a fresh process: RocksDB's thread pools do
+# not survive a fork of the test).
+add_executable(expiry_windows_crash_child engine/expiry_windows_crash_child.cc)
+target_include_directories(expiry_windows_crash_child PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(expiry_windows_crash_child PRIVATE idem_engine idem_warnings)
+target_compile_definitions(expiry_windows_test PRIVATE
+  EXPIRY_WINDOWS_CRASH_CHILD="$<TARGET_FILE:expiry_windows_crash_child>")
+add_dependencies(expiry_windows_test expiry_windows_crash_child)

@@ -8,7 +8,7 @@
 
 namespace idem {
 
-std::optional<int64_t> WindowFamilyStart(std::string_view name) {
+std::optional<int64_t> WindowFamilyEnd(std::string_view name) {
   if (!name.starts_with(kWindowFamilyPrefix)) return std::nullopt;
   const std::string_view digits = name.substr(kWindowFamilyPrefix.size());
   // One spelling per start: "expires-07" would be a second family for window 7.
@@ -22,8 +22,8 @@ std::optional<int64_t> WindowFamilyStart(std::string_view name) {
   return start;
 }
 
-std::string WindowFamilyName(int64_t start_ms) {
-  return std::string(kWindowFamilyPrefix) + std::to_string(start_ms);
+std::string WindowFamilyName(int64_t end_ms) {
+  return std::string(kWindowFamilyPrefix) + std::to_string(end_ms);
 }
 
 Status CheckFamilyNames(const std::vector<std::string>& names, const std::string& dir) {
@@ -32,7 +32,7 @@ Status CheckFamilyNames(const std::vector<std::string>& names, const std::string
     return Status::Corruption(dir + " holds a column family named '" + name +
                               "', which is neither 'default' nor an expiry window ('" +
                               std::string(kWindowFamilyPrefix) +
-                              "<start ms>'): this build does not know what it holds");
+                              "<end ms>'): this build does not know what it holds");
   }
   return Status::Ok();
 }
@@ -45,7 +45,7 @@ Result<std::vector<std::string>> ListFamilies(const rocksdb::DBOptions& options,
   }
   if (Status st = CheckFamilyNames(names, dir); !st.ok()) return st;
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    const std::optional<int64_t> sa = WindowFamilyStart(a), sb = WindowFamilyStart(b);
+    const std::optional<int64_t> sa = WindowFamilyEnd(a), sb = WindowFamilyEnd(b);
     if (!sa || !sb) return !sa && sb;  // default (the one name that is not a window) first
     return *sa < *sb;
   });

@@ -3,9 +3,9 @@
 // A database holds the `default` column family and, under the expiry-window layout
 // (EngineOptions::Layout, docs/design.md), window families named
 //
-//   expires-<start>   <start>: the window's first millisecond since the Unix epoch, in decimal,
-//                     digits only: no sign, no padding, no leading zero ("expires-0",
-//                     "expires-3600000")
+//   expires-<end>     <end>: the instant (ms since the Unix epoch) by which every record in the
+//                     family is dead, in decimal, digits only: no sign, no padding, no leading
+//                     zero ("expires-0", "expires-3600000"); engine/src/expiry_windows.h
 //
 // Meta keys (fence reservation, clock mark) live in `default` only. Everything that opens the
 // database itself (the engine, verify, repair, backup checks) must open every family: RocksDB
@@ -30,20 +30,20 @@ namespace idem {
 
 inline constexpr std::string_view kWindowFamilyPrefix = "expires-";
 
-// The start of the window family `name`; nullopt if `name` is not exactly one (a start that
-// does not fit an int64 is not one).
-std::optional<int64_t> WindowFamilyStart(std::string_view name);
-inline bool IsWindowFamily(std::string_view name) { return WindowFamilyStart(name).has_value(); }
+// The end of the window family `name`; nullopt if `name` is not exactly one (an end that does
+// not fit an int64 is not one).
+std::optional<int64_t> WindowFamilyEnd(std::string_view name);
+inline bool IsWindowFamily(std::string_view name) { return WindowFamilyEnd(name).has_value(); }
 
-// "expires-<start_ms>"; start_ms >= 0.
-std::string WindowFamilyName(int64_t start_ms);
+// "expires-<end_ms>"; end_ms >= 0.
+std::string WindowFamilyName(int64_t end_ms);
 
 // Ok if every name is "default" or a window family; else Corruption naming the first other one
 // and `dir`.
 Status CheckFamilyNames(const std::vector<std::string>& names, const std::string& dir);
 
 // The column families of the database in `dir` (rocksdb::DB::ListColumnFamilies, through
-// options.env): "default" first, then the window families by start. Corruption (CheckFamilyNames)
+// options.env): "default" first, then the window families by end. Corruption (CheckFamilyNames)
 // for a name this build does not know; RocksDB's error, converted, when the list cannot be read
 // (no database, a damaged MANIFEST).
 Result<std::vector<std::string>> ListFamilies(const rocksdb::DBOptions& options,

@@ -1,34 +1,14 @@
 #include "expiry_windows.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
 #include <rocksdb/advanced_options.h>
 
+#include "column_families.h"
 #include "rocks_status.h"
 
 namespace idem {
-namespace {
-
-constexpr std::string_view kPrefix = "expires-";
-
-}  // namespace
-
-std::string ExpiryWindows::FamilyName(int64_t end_ms) {
-  return std::string(kPrefix) + std::to_string(end_ms);
-}
-
-std::optional<int64_t> ExpiryWindows::ParseFamilyName(std::string_view name) {
-  if (!name.starts_with(kPrefix)) return std::nullopt;
-  std::string_view digits = name.substr(kPrefix.size());
-  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
-  int64_t end = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), end);
-  if (ec != std::errc() || ptr != digits.data() + digits.size() || end < 0) return std::nullopt;
-  return end;
-}
-
 ExpiryWindows::ExpiryWindows(rocksdb::DB* db, int64_t width_ms,
                              rocksdb::ColumnFamilyOptions options)
     : db_(db),
@@ -81,7 +61,7 @@ Result<std::shared_ptr<rocksdb::ColumnFamilyHandle>> ExpiryWindows::Open(int64_t
   std::lock_guard<std::mutex> one_change(change_mu_);
   if (auto handle = find()) return handle;  // created while this one waited
   rocksdb::ColumnFamilyHandle* raw = nullptr;
-  rocksdb::Status s = db_->CreateColumnFamily(options_, FamilyName(end_ms), &raw);
+  rocksdb::Status s = db_->CreateColumnFamily(options_, WindowFamilyName(end_ms), &raw);
   if (!s.ok()) return FromRocks(s);
   Adopt(end_ms, raw);
   return find();

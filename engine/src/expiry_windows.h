@@ -34,10 +34,6 @@ class ExpiryWindows {
   };
   using Set = std::vector<Window>;  // ascending by end
 
-  // "expires-<end>", and back: nullopt for any other name (digits only, no leading zeros).
-  static std::string FamilyName(int64_t end_ms);
-  static std::optional<int64_t> ParseFamilyName(std::string_view name);
-
   // `db` outlives this object; `width_ms` is the width of the windows this run creates.
   ExpiryWindows(rocksdb::DB* db, int64_t width_ms, rocksdb::ColumnFamilyOptions options);
   ~ExpiryWindows();  // destroys the handles: before the DB closes

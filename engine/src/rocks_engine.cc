@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "admin_query.h"
 #include "anchored_clock.h"
 #include "clock_mark.h"
+#include "column_families.h"
 #include "data_dir_check.h"
 #include "engine_open.h"
 #include "expiry_compaction_filter.h"
@@ -176,6 +178,11 @@ class RocksEngine final : public ServingEngine {
       std::shared_ptr<const ExpiryWindows::Set>* keep = nullptr) const;
   // Drops the windows that ended the expiry grace ago (and before the synced clock mark).
   Result<size_t> DropEndedWindows();
+  // Creates, ahead of the writes that will need them, the windows that records written with
+  // each namespace's default TTL (and completed TTL) will die in until the next pass: creating
+  // a family writes the MANIFEST (~65 ms here), which would otherwise stall the batch that
+  // needs it, stripe locks held. Best effort: a write creates a missing window itself.
+  void PrepareUpcomingWindows();
   template <typename Policy>
   static const Policy& Lookup(const std::map<std::string, Policy, std::less<>>& by_ns,
                               std::string_view ns, const Policy& fallback) {
@@ -886,6 +893,25 @@ Status RocksEngine::CompactAll() {
   return Status::Ok();
 }
 
+void RocksEngine::PrepareUpcomingWindows() {
+  if (options_.layout != EngineOptions::Layout::kExpiryWindows) return;
+  std::set<int64_t> lives;  // default TTLs and completed TTLs, plus the remember period
+  auto add = [&](std::string_view ns, int64_t ttl_ms) {
+    if (ttl_ms > 0) lives.insert(ttl_ms + remember_.For(ns));
+  };
+  add("", options_.default_retention.default_ttl_ms);
+  add("", options_.default_lifecycle.completed_ttl_ms);
+  for (const auto& [ns, policy] : retention_) add(ns, policy.default_ttl_ms);
+  for (const auto& [ns, policy] : lifecycle_) add(ns, policy.completed_ttl_ms);
+  const int64_t now_ms = clock_->NowMillis();
+  std::set<int64_t> ends;
+  for (int64_t life : lives) {
+    ends.insert(windows_->EndFor(now_ms + life));
+    ends.insert(windows_->EndFor(now_ms + life + options_.reclaim_interval_ms));
+  }
+  for (int64_t end : ends) (void)windows_->Open(end);
+}
+
 Result<size_t> RocksEngine::DropEndedWindows() {
   // The bound the compaction filter uses: every record in a window ended the grace ago, before
   // the synced clock mark too (the caller wrote it), so nothing dropped is live again at any
@@ -1146,32 +1172,9 @@ void RocksEngine::ReclaimLoop() {
     if (stopping_) break;
     lock.unlock();
     (void)ReclaimExpired();  // best effort: a failure is retried at the next interval
+    PrepareUpcomingWindows();
     lock.lock();
   }
-}
-
-// The ends of the database's window families, ascending; none for a new database. Corruption
-// for a family the engine does not know: opening without it would lose its records.
-Result<std::vector<int64_t>> ListWindowFamilies(const rocksdb::Options& options,
-                                                const std::string& dir) {
-  std::vector<int64_t> ends;
-  if (!std::filesystem::exists(dir + "/CURRENT")) return ends;
-  std::vector<std::string> names;
-  if (rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(options), dir, &names);
-      !s.ok()) {
-    return FromRocks(s);
-  }
-  for (const std::string& name : names) {
-    if (name == rocksdb::kDefaultColumnFamilyName) continue;
-    std::optional<int64_t> end = ExpiryWindows::ParseFamilyName(name);
-    if (!end) {
-      return Status::Corruption("the database in " + dir + " has a column family '" + name +
-                                "' that idemstore did not write");
-    }
-    ends.push_back(*end);
-  }
-  std::sort(ends.begin(), ends.end());
-  return ends;
 }
 
 }  // namespace
@@ -1277,9 +1280,15 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   rocks_options.listeners.push_back(health);
   // Every window family the database has, whatever this run's layout: a record is found where
   // an earlier run put it.
-  Result<std::vector<int64_t>> window_ends = ListWindowFamilies(rocks_options, dir);
-  if (!window_ends.ok()) return window_ends.status();
-  if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends->empty()) {
+  std::vector<int64_t> window_ends;
+  if (std::filesystem::exists(dir + "/CURRENT")) {
+    Result<std::vector<std::string>> names = ListFamilies(rocks_options, dir);
+    if (!names.ok()) return names.status();
+    for (const std::string& name : *names) {
+      if (std::optional<int64_t> end = WindowFamilyEnd(name)) window_ends.push_back(*end);
+    }
+  }
+  if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends.empty()) {
     // Each family has its own memtables: together they stay within what one family may use.
     rocks_options.db_write_buffer_size =
         options.write_buffer_bytes * static_cast<size_t>(rocks_options.max_write_buffer_number);
@@ -1287,8 +1296,8 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   const rocksdb::ColumnFamilyOptions window_options = WindowFamilyOptions(rocks_options);
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(rocks_options)}};
-  for (int64_t end : *window_ends) {
-    families.emplace_back(ExpiryWindows::FamilyName(end), window_options);
+  for (int64_t end : window_ends) {
+    families.emplace_back(WindowFamilyName(end), window_options);
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::Status s =
@@ -1304,8 +1313,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
       std::make_unique<ExpiryWindows>(db.get(), options.expiry_window_ms, window_options);
   // handles[0] is the default family's: the DB keeps its own, this one is not needed.
   (void)db->DestroyColumnFamilyHandle(handles[0]);
-  for (size_t i = 0; i < window_ends->size(); ++i)
-    windows->Adopt((*window_ends)[i], handles[i + 1]);
+  for (size_t i = 0; i < window_ends.size(); ++i) windows->Adopt(window_ends[i], handles[i + 1]);
   Result<uint64_t> reserved = FenceAllocator::LoadReservation(db.get());
   if (!reserved.ok()) return reserved.status();
   // A restored backup: fences continue above every fence its source may have handed out since

@@ -340,6 +340,10 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
       {"idem_expiry_unreclaimed_records",
        "Estimated records expired past the grace that compaction has not removed yet (reclaim lag)",
        MetricType::kGauge, double(s.expired_unreclaimed_records)},
+      {"idem_store_expiry_windows",
+       "Expiry-window column families on disk (--layout windows; each is dropped whole once "
+       "it has ended)",
+       MetricType::kGauge, double(s.expiry_windows)},
       {"idem_clock_steps_total",
        "Wall-clock steps the engine clock detected and did not follow (it slews instead)",
        MetricType::kCounter, double(s.clock_steps)},

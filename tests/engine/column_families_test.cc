@@ -12,10 +12,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ColumnFamiliesTest, AWindowNameIsTheStartInDecimalDigitsOnly) {
-  EXPECT_EQ(0, WindowFamilyStart("expires-0"));
-  EXPECT_EQ(60'000, WindowFamilyStart("expires-60000"));
-  EXPECT_EQ(INT64_MAX, WindowFamilyStart("expires-9223372036854775807"));
+TEST(ColumnFamiliesTest, AWindowNameIsItsEndInDecimalDigitsOnly) {
+  EXPECT_EQ(0, WindowFamilyEnd("expires-0"));
+  EXPECT_EQ(60'000, WindowFamilyEnd("expires-60000"));
+  EXPECT_EQ(INT64_MAX, WindowFamilyEnd("expires-9223372036854775807"));
   EXPECT_EQ("expires-3600000", WindowFamilyName(3'600'000));
   EXPECT_TRUE(IsWindowFamily(WindowFamilyName(1'796'179'500'000)));
   for (const char* name : {"default", "expires-", "expires-007", "expires-00", "expires--5",
