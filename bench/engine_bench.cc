@@ -7,14 +7,20 @@
 //   BM_Apply_CompareAndSet/N per item vs BM_CompareAndSet
 //   BM_Clock_Engine      vs BM_Clock_Wall         (read once per batch: engine time vs the
 //                                                   wall clock alone)
+//   BM_Insert_New_Windows/N, BM_Insert_Duplicate_Windows/N, BM_Get_Hit_Windows/N: the same on
+//   the expiry-window layout with N live windows (docs/design.md, "Expiry windows"): a lookup
+//   probes the default column family and each of the N windows, so against the same raw
+//   baselines they price the extra probes.
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 #include <rocksdb/db.h>
@@ -195,6 +201,128 @@ void BM_Get_Hit(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The expiry-window layout with `windows` live windows and the same data as Fixture: 200k keys
+// flushed, 100k more in the memtables, key i in window i % windows, so every window has a table
+// file and a memtable as in a store that has been running for a while. A key's window is chosen
+// by its TTL: TTL j ends in the middle of the j-th window after the current one (on the system
+// clock, as Fixture), so the windows stay put for half a window (30 min) of benchmarking.
+struct WindowsFixture {
+  std::string dir;
+  std::unique_ptr<Engine> engine;
+  std::vector<std::chrono::milliseconds> ttls;  // one per window
+  std::atomic<uint64_t> next_new_key{2'000'000'000};
+
+  explicit WindowsFixture(int windows) {
+    dir = (std::filesystem::temp_directory_path() /
+           ("idem_microbench_windows_" + std::to_string(getpid())))
+              .string();
+    std::filesystem::remove_all(dir);
+    EngineOptions options;
+    options.durability = Durability::kAsync;
+    options.reclaim_interval_ms = 0;
+    options.layout = EngineOptions::Layout::kExpiryWindows;
+    const int64_t w = options.expiry_window_ms;
+    const int64_t now = SystemClock::Default()->NowMillis();
+    for (int j = 0; j < windows; ++j) {
+      ttls.emplace_back((now / w + 1 + j) * w + w / 2 - now);
+    }
+    std::filesystem::create_directories(dir);
+    auto opened = Engine::Open(dir + "/engine", options);
+    if (!opened.ok()) Die("windows engine open: " + opened.status().ToString());
+    engine = std::move(*opened);
+    Preload();
+  }
+  ~WindowsFixture() {
+    engine.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  std::chrono::milliseconds TtlOf(uint64_t key) const { return ttls[key % ttls.size()]; }
+
+  void Preload() {
+    std::vector<std::string> keys;
+    for (int start = 0; start < kPreloaded; start += 1000) {
+      keys.clear();
+      std::vector<Op> ops;
+      for (int i = start; i < start + 1000; ++i) keys.push_back(KeyOf(i));
+      for (int i = start; i < start + 1000; ++i) {
+        ops.push_back(Op::Insert({.ns = kNs,
+                                  .key = keys[i - start],
+                                  .status = "DONE",
+                                  .payload = kPayload,
+                                  .ttl = TtlOf(i)}));
+      }
+      std::vector<Result<OpResult>> results;
+      if (!engine->Apply(ops, &results).ok()) Die("windows preload");
+    }
+    if (!engine->Flush().ok()) Die("windows flush");
+    for (int i = kPreloaded; i < kPreloaded + 100'000; ++i) {
+      auto r = engine->Insert(
+          {.ns = kNs, .key = KeyOf(i), .status = "DONE", .payload = kPayload, .ttl = TtlOf(i)});
+      if (!r.ok()) Die("windows preload");
+    }
+    auto stats = engine->Stats();
+    if (!stats.ok() || stats->expiry_windows != ttls.size()) {
+      Die("expected " + std::to_string(ttls.size()) + " expiry windows after the preload");
+    }
+  }
+};
+
+// One windows database at a time (each is a preload of 300k keys): the benchmarks are
+// registered grouped by window count, so each count is built once.
+WindowsFixture& Windows(int windows) {
+  static std::unique_ptr<WindowsFixture> fixture;
+  static int built = 0;
+  static const bool registered = [] {
+    std::atexit([] { fixture.reset(); });
+    return true;
+  }();
+  (void)registered;
+  if (built != windows) {
+    fixture.reset();
+    fixture = std::make_unique<WindowsFixture>(windows);
+    built = windows;
+  }
+  return *fixture;
+}
+
+// New keys go round the windows, as the inserts of namespaces with different TTLs would.
+void BM_Insert_New_Windows(benchmark::State& state) {
+  WindowsFixture& w = Windows(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    const uint64_t id = w.next_new_key.fetch_add(1);
+    std::string key = KeyOf(id);
+    auto r = w.engine->Insert(
+        {.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload, .ttl = w.TtlOf(id)});
+    if (!r.ok() || r->outcome != Outcome::kInserted) state.SkipWithError("insert failed");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Insert_Duplicate_Windows(benchmark::State& state) {
+  WindowsFixture& w = Windows(static_cast<int>(state.range(0)));
+  uint64_t i = 0;
+  for (auto _ : state) {
+    const uint64_t id = (i += 104729) % kHotSet;
+    std::string key = KeyOf(id);
+    auto r = w.engine->Insert(
+        {.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload, .ttl = w.TtlOf(id)});
+    if (!r.ok() || r->outcome != Outcome::kExists) state.SkipWithError("expected EXISTS");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Get_Hit_Windows(benchmark::State& state) {
+  WindowsFixture& w = Windows(static_cast<int>(state.range(0)));
+  uint64_t i = 0;
+  for (auto _ : state) {
+    std::string key = KeyOf((i += 104729) % kHotSet);
+    auto r = w.engine->Get({.ns = kNs, .key = key});
+    if (!r.ok() || r->outcome != Outcome::kFound) state.SkipWithError("expected FOUND");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_CompareAndSet(benchmark::State& state) {
   // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
   // payload.
@@ -288,6 +416,25 @@ BENCHMARK(BM_Get_Hit)->Apply(Threads);
 BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_InsertRandom)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();
+
+// Grouped by window count (one preload per count), single-threaded as the ratios are quoted.
+[[maybe_unused]] const bool kWindowsRegistered = [] {
+  for (int windows : {1, 4, 8, 16}) {
+    benchmark::RegisterBenchmark("BM_Insert_New_Windows", BM_Insert_New_Windows)
+        ->Arg(windows)
+        ->Threads(1)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("BM_Insert_Duplicate_Windows", BM_Insert_Duplicate_Windows)
+        ->Arg(windows)
+        ->Threads(1)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("BM_Get_Hit_Windows", BM_Get_Hit_Windows)
+        ->Arg(windows)
+        ->Threads(1)
+        ->UseRealTime();
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace idem

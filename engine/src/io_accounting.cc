@@ -1,5 +1,8 @@
 #include "io_accounting.h"
 
+#include <filesystem>
+#include <system_error>
+
 namespace idem {
 
 void IoAccounting::OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) {
@@ -8,6 +11,20 @@ void IoAccounting::OnTableFileCreated(const rocksdb::TableFileCreationInfo& info
     flush_bytes_written.fetch_add(info.file_size, std::memory_order_relaxed);
   } else if (info.reason == rocksdb::TableFileCreationReason::kCompaction) {
     compaction_bytes_written.fetch_add(info.file_size, std::memory_order_relaxed);
+  }
+}
+
+void IoAccounting::OnBlobFileCreated(const rocksdb::BlobFileCreationInfo& info) {
+  if (!info.status.ok()) return;
+  // The file's size (its records carry their keys and headers besides the values); the values'
+  // total if the file cannot be looked at.
+  std::error_code ec;
+  uint64_t bytes = std::filesystem::file_size(info.file_path, ec);
+  if (ec) bytes = info.total_blob_bytes;
+  if (info.reason == rocksdb::BlobFileCreationReason::kFlush) {
+    flush_bytes_written.fetch_add(bytes, std::memory_order_relaxed);
+  } else if (info.reason == rocksdb::BlobFileCreationReason::kCompaction) {
+    compaction_bytes_written.fetch_add(bytes, std::memory_order_relaxed);
   }
 }
 

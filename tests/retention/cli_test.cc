@@ -125,6 +125,81 @@ TEST(RetentionCommandLineTest, RememberPairsArePoliciesBesideThePlainTtls) {
   EXPECT_EQ("1d+remember30d/reclaim", policies[2].name);
 }
 
+// --strategies windows: every policy also runs on the expiry-window layout, each with the
+// --window width or, without it, its death horizon / 8 rounded up to a minute.
+TEST(RetentionCommandLineTest, WindowsPoliciesGetTheGivenWindowOrAnEighthOfTheirHorizon) {
+  auto derived = Parse({"--ttls", "1s,1h,1d,7d", "--ns-ttl", "a=26h,*=1h", "--remember",
+                        "1d:30d,1d:3650d", "--strategies", "reclaim,windows"});
+  ASSERT_TRUE(derived.ok()) << derived.status().ToString();
+  EXPECT_FALSE(derived->window_ms.has_value());
+  const std::vector<Policy> policies =
+      BuildPolicies(derived->ttls_ms, derived->ns_ttls, derived->strategies, derived->remembers);
+  ASSERT_EQ(14u, policies.size());
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(Strategy::kReclaim, policies[i].strategy);
+    EXPECT_EQ(0, policies[i].window_ms) << policies[i].name;
+  }
+  EXPECT_EQ("1h/windows", policies[8].name);
+  EXPECT_EQ(Strategy::kWindows, policies[8].strategy);
+  EXPECT_EQ(kMinute, policies[7].window_ms);         // 1s / 8, rounded up to a minute
+  EXPECT_EQ(8 * kMinute, policies[8].window_ms);     // 7.5 min, rounded up
+  EXPECT_EQ(3 * kHour, policies[9].window_ms);       // 1d / 8
+  EXPECT_EQ(21 * kHour, policies[10].window_ms);     // 7d / 8
+  EXPECT_EQ(195 * kMinute, policies[11].window_ms);  // ns-ttl: its longest TTL, 26h / 8
+  EXPECT_EQ(93 * kHour, policies[12].window_ms);     // (1d + 30d) / 8
+  EXPECT_EQ(30 * kDay, policies[13].window_ms);      // (1d + 3650d) / 8: the engine's max
+  EXPECT_EQ(policies[10].window_ms, DefaultWindowMs(policies[3]));  // the same for any strategy
+
+  auto given = Parse({"--ttls", "1h,7d", "--strategies", "windows", "--window", "15m"});
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(15 * kMinute, given->window_ms.value());
+  for (const Policy& p : BuildPolicies(given->ttls_ms, given->ns_ttls, given->strategies,
+                                       given->remembers, given->window_ms)) {
+    EXPECT_EQ(15 * kMinute, p.window_ms) << p.name;
+  }
+  EXPECT_EQ(kSecond, Parse({"--strategies", "windows", "--window", "1s"})->window_ms.value());
+  EXPECT_EQ(30 * kDay, Parse({"--strategies", "windows", "--window", "30d"})->window_ms.value());
+}
+
+TEST(RetentionCommandLineTest, WindowOutsideTheEnginesRangeOrWithoutWindowsIsRefused) {
+  EXPECT_NE(std::string::npos,
+            ErrorOf({"--strategies", "windows", "--window", "999ms"}).find("--window:"));
+  EXPECT_NE(std::string::npos,
+            ErrorOf({"--strategies", "windows", "--window", "30d1ms"}).find("--window:"));
+  EXPECT_NE(std::string::npos,
+            ErrorOf({"--strategies", "windows", "--window", "0s"}).find("--window:"));
+  EXPECT_NE(std::string::npos,
+            ErrorOf({"--strategies", "windows", "--window", "1x"}).find("--window:"));
+  EXPECT_NE(std::string::npos,
+            ErrorOf({"--strategies", "reclaim", "--window", "1h"}).find("windows strategy"));
+  EXPECT_NE(std::string::npos, ErrorOf({"--strategies", "windows,windows"}).find("twice"));
+}
+
+std::string SettingOf(const Config& c, const std::string& name) {
+  for (const auto& [key, value] : c.settings) {
+    if (key == name) return value;
+  }
+  return "(absent)";
+}
+
+// The reports echo the window and the RocksDB options only when they are in play, so the other
+// strategies' reports read as before.
+TEST(RetentionCommandLineTest, RocksDbOptionsReachEveryPolicyAndAreEchoedWhenGiven) {
+  auto plain = Parse({});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ("", plain->sim.rocksdb_options);
+  EXPECT_EQ("(absent)", SettingOf(*plain, "rocksdb-options"));
+  EXPECT_EQ("(absent)", SettingOf(*plain, "window"));
+  auto blob = Parse({"--rocksdb-options", "enable_blob_files=true;min_blob_size=0", "--strategies",
+                     "reclaim,windows", "--window", "2h"});
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  EXPECT_EQ("enable_blob_files=true;min_blob_size=0", blob->sim.rocksdb_options);
+  EXPECT_EQ("enable_blob_files=true;min_blob_size=0", SettingOf(*blob, "rocksdb-options"));
+  EXPECT_EQ("2h", SettingOf(*blob, "window"));
+  EXPECT_NE(std::string::npos,
+            SettingOf(*Parse({"--strategies", "windows"}), "window").find("/ 8"));
+}
+
 TEST(RetentionCommandLineTest, HelpDocumentsEveryFlag) {
   const std::string help = HelpText();
   for (const char* flag : {"--seed",         "--rate",          "--duration",
@@ -135,7 +210,8 @@ TEST(RetentionCommandLineTest, HelpDocumentsEveryFlag) {
                            "--write-buffer", "--payload-bytes", "--reclaim-fraction",
                            "--work-dir",     "--keep-dbs",      "--json",
                            "--out",          "--quick",         "--quiet",
-                           "--help"}) {
+                           "--help",         "--window",        "--rocksdb-options",
+                           "windows"}) {
     EXPECT_NE(std::string::npos, help.find(flag)) << flag;
   }
   EXPECT_NE(std::string::npos, help.find("default"));
@@ -155,6 +231,7 @@ TEST(RetentionBinaryTest, ExitCodes) {
   EXPECT_EQ(2, ExitCode("--bogus"));
   EXPECT_EQ(2, ExitCode("--ttls 1q"));
   EXPECT_EQ(1, ExitCode("--trace /nonexistent/trace.csv --quiet"));
+  EXPECT_EQ(2, ExitCode("--strategies windows --window 31d"));
 }
 
 }  // namespace

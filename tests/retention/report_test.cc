@@ -23,6 +23,24 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The cells of the table row of `policy`: columns are separated by two spaces or more, a cell
+// holds at most single spaces ("5.00 MiB").
+std::vector<std::string> RowOf(const std::string& table, const std::string& policy) {
+  const size_t at = table.find("\n" + policy + " ");
+  if (at == std::string::npos) return {};
+  const std::string line = table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+  std::vector<std::string> cells;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    size_t end = line.find("  ", i);
+    if (end == std::string::npos) end = line.size();
+    if (end > i) cells.push_back(line.substr(i, end - i));
+    i = end;
+  }
+  return cells;
+}
+
 Study TwoPolicies() {
   Study study;
   study.settings = {{"seed", "1"}, {"mix", "pay:callbacks:1"}};
@@ -90,6 +108,41 @@ TEST(RetentionReportTableTest, OneRowPerPolicy) {
   EXPECT_EQ(1u, Count(table, "\n1d/reclaim "));
   EXPECT_NE(std::string::npos, table.find("40.000"));  // 1h misses 4 of 10
   EXPECT_NE(std::string::npos, table.find("5.00 MiB"));
+}
+
+// A windows policy's width is in its row and in its JSON; studies without one print the table
+// and JSON they always did (no window column, no window_s).
+TEST(RetentionReportTableTest, WindowsPoliciesShowTheirWindowAndOthersAreUnchanged) {
+  Study plain = TwoPolicies();
+  EXPECT_EQ(std::string::npos, FormatTable(plain).find("window"));
+  EXPECT_EQ(std::string::npos, FormatJson(plain).find("window"));
+
+  Study mixed = TwoPolicies();
+  PolicyResult windows = mixed.results[1];
+  windows.policy.name = "1d/windows";
+  windows.policy.strategy = Strategy::kWindows;
+  windows.policy.window_ms = 3 * kHour;
+  mixed.results.push_back(windows);
+  const std::string table = FormatTable(mixed);
+  const size_t header = table.find("\npolicy ");
+  ASSERT_NE(std::string::npos, header);
+  EXPECT_LT(table.find("remember", header), table.find("window", header));
+  const std::vector<std::string> row = RowOf(table, "1d/windows");
+  ASSERT_EQ(18u, row.size());  // the 17 columns and the window
+  EXPECT_EQ("-", row[2]);      // remember
+  EXPECT_EQ("3h", row[3]);
+  EXPECT_EQ("10", row[5]);     // caught
+  EXPECT_EQ("2.00", row[15]);  // WA
+  const std::vector<std::string> reclaim = RowOf(table, "1d/reclaim");
+  ASSERT_EQ(18u, reclaim.size());
+  EXPECT_EQ("-", reclaim[3]);  // no window
+  EXPECT_EQ("10", reclaim[5]);
+  EXPECT_EQ(17u, RowOf(FormatTable(plain), "1d/reclaim").size());
+  const std::string json = FormatJson(mixed);
+  EXPECT_EQ(1u, Count(json, "\"window_s\":"));
+  EXPECT_EQ(1u, Count(json, "\"windows_dropped\":"));
+  EXPECT_NE(std::string::npos, json.find("\"strategy\":\"windows\",\"ttl_s\":86400"));
+  EXPECT_NE(std::string::npos, json.find("\"window_s\":10800,"));
 }
 
 TEST(RetentionPlotsTest, WritesTwoSvgDocumentsWithALinePerSeries) {

@@ -152,7 +152,15 @@ struct Grammar {
       Value(kPolicies, "--strategies", "LIST", "reclaim,compaction-only",
             "reclaim (compaction filter + Engine::ReclaimExpired on a\n"
             "schedule), compaction-only (compaction filter in write-triggered\n"
-            "compactions only)");
+            "compactions only), windows (the expiry-window layout: one column\n"
+            "family per window of death times, dropped whole by the same\n"
+            "ReclaimExpired schedule)");
+  CLI::Option* window =
+      Value(kPolicies, "--window", "D", "per policy: (longest TTL + remember) / 8",
+            "windows: the width of an expiry window, 1s..30d. Default per\n"
+            "policy: its longest TTL plus its remember period, divided by 8\n"
+            "and rounded up to a whole minute (1h -> 8m, 1d -> 3h,\n"
+            "7d -> 21h, 1d+remember30d -> 3d21h)");
 
   CLI::Option* reclaim_every = Value(kSimulation, "--reclaim-every", "D", "10m",
                                      "simulated interval between ReclaimExpired calls");
@@ -160,15 +168,22 @@ struct Grammar {
       Value(kSimulation, "--sample-every", "D", "1h", "simulated interval between disk samples");
   CLI::Option* no_flush = Switch(kSimulation, "--no-flush",
                                  "do not flush the memtable before each sample (default: flush)");
-  CLI::Option* drain = Value(kSimulation, "--drain", "D", "the longest TTL studied + 2h",
-                             "keep the clock running D after the last arrival, so expired\n"
-                             "data can be seen leaving the disk");
+  CLI::Option* drain =
+      Value(kSimulation, "--drain", "D", "the longest TTL studied + 2h (+ the widest window)",
+            "keep the clock running D after the last arrival, so expired\n"
+            "data can be seen leaving the disk; with windows policies the\n"
+            "default adds the widest window, which the last one must end");
   CLI::Option* write_buffer =
       Value(kSimulation, "--write-buffer", "SIZE", "4MiB", "RocksDB memtable size, e.g. 4MiB");
   CLI::Option* payload_bytes =
       Value(kSimulation, "--payload-bytes", "N", "100", "stored response size per record");
   CLI::Option* reclaim_fraction = Value(kSimulation, "--reclaim-fraction", "F", "0.5",
                                         "the engine's reclaim_min_expired_fraction");
+  CLI::Option* rocksdb_options =
+      Value(kSimulation, "--rocksdb-options", "STRING", "",
+            "RocksDB options over the engine's own for every policy\n"
+            "(EngineOptions::rocksdb_options), e.g. BlobDB:\n"
+            "\"enable_blob_files=true;min_blob_size=0\"; a bad one fails the run");
   CLI::Option* work_dir = Value(kSimulation, "--work-dir", "DIR",
                                 "a new temp dir, removed afterwards", "where the databases go");
   CLI::Option* keep_dbs =
@@ -302,6 +317,17 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     }
     c.strategies.push_back(*strategy);
   }
+  const bool windows =
+      std::find(c.strategies.begin(), c.strategies.end(), Strategy::kWindows) != c.strategies.end();
+  if (g.window->count() > 0) {
+    if (!windows) return Bad("--window", "applies to the windows strategy only (see --strategies)");
+    auto v = ParsePositiveDurationMs(g.window->as<std::string>());
+    if (!v.ok()) return Bad("--window", v.status().message());
+    if (*v < EngineOptions::kMinExpiryWindowMs || *v > EngineOptions::kMaxExpiryWindowMs) {
+      return Bad("--window", "'" + g.window->as<std::string>() + "' is not within 1s..30d");
+    }
+    c.window_ms = *v;
+  }
 
   // Simulation.
   auto duration_flag = [&](const CLI::Option* opt, const std::string& fallback,
@@ -331,6 +357,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   if (!fraction.ok()) return fraction.status();
   if (*fraction <= 0 || *fraction > 1) return Bad("--reclaim-fraction", "must be in (0, 1]");
   c.sim.reclaim_min_expired_fraction = *fraction;
+  c.sim.rocksdb_options = ValueOf(g.rocksdb_options, "");
 
   c.work_dir = ValueOf(g.work_dir, "");
   c.json_path = ValueOf(g.json, "");
@@ -356,12 +383,18 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   c.settings.emplace_back("ns-ttl", ns_ttl_text);
   c.settings.emplace_back("remember", remember);
   c.settings.emplace_back("strategies", strategies);
+  if (windows) {
+    c.settings.emplace_back("window", c.window_ms ? FormatDurationMs(*c.window_ms)
+                                                  : "per policy, (longest TTL + remember) / 8");
+  }
   c.settings.emplace_back("reclaim-every", FormatDurationMs(c.sim.reclaim_every_ms));
   c.settings.emplace_back("sample-every",
                           FormatDurationMs(c.sim.sample_every_ms) +
                               (c.sim.flush_at_samples ? " (flush first)" : " (no flush)"));
   c.settings.emplace_back("write-buffer", std::to_string(c.sim.write_buffer_bytes) + " B");
   c.settings.emplace_back("payload-bytes", std::to_string(c.sim.payload_bytes));
+  if (!c.sim.rocksdb_options.empty())
+    c.settings.emplace_back("rocksdb-options", c.sim.rocksdb_options);
   return c;
 }
 

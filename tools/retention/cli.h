@@ -27,8 +27,9 @@ struct Config {
   std::vector<NsTtlSpec> ns_ttls;
   std::vector<KeepRemember> remembers;
   std::vector<Strategy> strategies;
+  std::optional<int64_t> window_ms;  // --window; unset: DefaultWindowMs per windows policy
   SimOptions sim;
-  std::optional<int64_t> drain_ms;  // unset: the longest TTL studied + 2h
+  std::optional<int64_t> drain_ms;  // unset: the longest TTL + 2h + the widest window
   std::string work_dir;             // empty: a fresh temporary directory, removed afterwards
   bool keep_dbs = false;
   std::string json_path;

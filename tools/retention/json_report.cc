@@ -24,6 +24,10 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
   j.EndObject();
   j.Key("remember_s");
   j.Double(Seconds(r.policy.remember_ms));
+  if (r.policy.strategy == Strategy::kWindows) {
+    j.Key("window_s");
+    j.Double(Seconds(r.policy.window_ms));
+  }
   const uint64_t dups = r.duplicates_caught + r.duplicates_expired + r.duplicates_missed;
   j.Key("duplicates_caught");
   j.Uint(r.duplicates_caught);
@@ -92,6 +96,12 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
   j.Uint(r.reclaim_passes);
   j.Key("reclaim_files_compacted");
   j.Uint(r.reclaim_files_compacted);
+  if (r.policy.strategy == Strategy::kWindows) {
+    j.Key("windows_dropped");
+    j.Uint(r.windows_dropped);
+    j.Key("expiry_windows_peak");
+    j.Uint(r.expiry_windows_peak);
+  }
   j.Key("wall_seconds");
   j.Double(r.wall_seconds);
   j.Key("samples");

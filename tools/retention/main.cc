@@ -107,10 +107,14 @@ int Main(int argc, char** argv) {
       c.trace_path.empty() ? GenerateWorkload(c.workload) : ReadTraceFile(c.trace_path);
   if (!workload.ok()) return Fail(workload.status());
   const std::vector<Policy> policies =
-      BuildPolicies(c.ttls_ms, c.ns_ttls, c.strategies, c.remembers);
-  int64_t longest_ttl = 0;
-  for (const Policy& p : policies) longest_ttl = std::max(longest_ttl, p.MaxTtl());
-  c.sim.drain_ms = c.drain_ms.value_or(longest_ttl + 2 * kHour);
+      BuildPolicies(c.ttls_ms, c.ns_ttls, c.strategies, c.remembers, c.window_ms);
+  // The last window must end, after the last expiry, before its records can be dropped.
+  int64_t longest_ttl = 0, widest_window = 0;
+  for (const Policy& p : policies) {
+    longest_ttl = std::max(longest_ttl, p.MaxTtl());
+    widest_window = std::max(widest_window, p.window_ms);
+  }
+  c.sim.drain_ms = c.drain_ms.value_or(longest_ttl + 2 * kHour + widest_window);
 
   std::string work_dir = c.work_dir;
   const bool temp_work_dir = work_dir.empty();

@@ -98,7 +98,8 @@ std::string DiskOverTimeSvg(const Study& study) {
   chart.x.label = days ? "simulated time (days)" : "simulated time (hours)";
   chart.y.label = "MiB";
   chart.y.format = Mib;
-  // Same colour for the same TTL under both strategies; dashed = compaction-only.
+  // Same colour for the same TTL under every strategy; dashed = compaction-only, point markers =
+  // windows.
   std::map<std::string, size_t> colors;
   for (const PolicyResult& r : study.results) {
     const std::string ttl = r.policy.TtlSpec();
@@ -107,7 +108,7 @@ std::string DiskOverTimeSvg(const Study& study) {
                   {},
                   PaletteColor(colors[ttl]),
                   r.policy.strategy == Strategy::kCompactionOnly,
-                  false};
+                  r.policy.strategy == Strategy::kWindows};
     for (const Sample& sample : r.samples) {
       s.points.emplace_back(static_cast<double>(sample.t_ms) / unit,
                             static_cast<double>(sample.sst_bytes) / kMiB);

@@ -3,8 +3,8 @@
 //                    TTL on a log axis; one line per strategy. Per-namespace policies have no
 //                    single TTL and appear only in the table and JSON.
 //   DiskOverTimeSvg  disk bytes (sst_bytes samples) over simulated time, one line per policy
-//                    (dashed: compaction-only), with markers where first requests stop and
-//                    where the last duplicate arrives.
+//                    (dashed: compaction-only; point markers: windows), with markers where
+//                    first requests stop and where the last duplicate arrives.
 #pragma once
 
 #include <string>

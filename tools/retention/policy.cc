@@ -7,14 +7,23 @@
 namespace idem::retention {
 
 std::string_view StrategyName(Strategy s) {
-  return s == Strategy::kReclaim ? "reclaim" : "compaction-only";
+  switch (s) {
+    case Strategy::kReclaim:
+      return "reclaim";
+    case Strategy::kCompactionOnly:
+      return "compaction-only";
+    case Strategy::kWindows:
+      return "windows";
+  }
+  return "?";
 }
 
 Result<Strategy> ParseStrategy(std::string_view name) {
-  if (name == "reclaim") return Strategy::kReclaim;
-  if (name == "compaction-only") return Strategy::kCompactionOnly;
+  for (Strategy s : {Strategy::kReclaim, Strategy::kCompactionOnly, Strategy::kWindows}) {
+    if (name == StrategyName(s)) return s;
+  }
   return Status::InvalidArgument("unknown strategy '" + std::string(name) +
-                                 "' (strategies: reclaim, compaction-only)");
+                                 "' (strategies: reclaim, compaction-only, windows)");
 }
 
 int64_t Policy::TtlFor(std::string_view ns) const {
@@ -99,12 +108,20 @@ Result<std::vector<KeepRemember>> ParseKeepRemember(std::string_view text) {
   return pairs;
 }
 
+int64_t DefaultWindowMs(const Policy& policy) {
+  const int64_t eighth = (policy.DeathHorizonMs() + 7) / 8;
+  const int64_t minutes = (eighth + kMinute - 1) / kMinute * kMinute;
+  return std::clamp(minutes, EngineOptions::kMinExpiryWindowMs, EngineOptions::kMaxExpiryWindowMs);
+}
+
 std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
                                   const std::vector<NsTtlSpec>& ns_ttls,
                                   const std::vector<Strategy>& strategies,
-                                  const std::vector<KeepRemember>& remembers) {
+                                  const std::vector<KeepRemember>& remembers,
+                                  std::optional<int64_t> window_ms) {
   std::vector<Policy> policies;
   for (Strategy strategy : strategies) {
+    const size_t first = policies.size();
     for (int64_t ttl : ttls_ms) {
       policies.push_back(
           {FormatDurationMs(ttl) + "/" + std::string(StrategyName(strategy)), strategy, ttl, {}});
@@ -122,6 +139,11 @@ std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
                           p.keep_ms,
                           {},
                           p.remember_ms});
+    }
+    if (strategy == Strategy::kWindows) {
+      for (size_t i = first; i < policies.size(); ++i) {
+        policies[i].window_ms = window_ms.value_or(DefaultWindowMs(policies[i]));
+      }
     }
   }
   return policies;

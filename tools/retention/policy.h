@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,9 +21,13 @@ enum class Strategy : uint8_t {
   // The same LSM and filter, but expired records leave the disk only when writes happen to
   // trigger a compaction over them.
   kCompactionOnly,
+  // The expiry-window layout (EngineOptions::Layout::kExpiryWindows): a record lives in the
+  // column family of the window its death falls in, and the same scheduled ReclaimExpired pass
+  // drops every window that ended more than the expiry grace ago, whole.
+  kWindows,
 };
 
-std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only"
+std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only", "windows"
 Result<Strategy> ParseStrategy(std::string_view name);
 
 struct Policy {
@@ -33,9 +38,14 @@ struct Policy {
   // Remembered keys (RetentionPolicy::remember_ms): for this long after a record expired, a
   // duplicate is answered EXPIRED (not executed again, but its response is gone). 0: not.
   int64_t remember_ms = 0;
+  // Strategy::kWindows: the engine's expiry_window_ms. 0 for the other strategies.
+  int64_t window_ms = 0;
 
   int64_t TtlFor(std::string_view ns) const;
   int64_t MaxTtl() const;
+  // How long after its write a record may still be on the read path: the longest TTL plus the
+  // remember period (the engine files a record under expiry + remember).
+  int64_t DeathHorizonMs() const { return MaxTtl() + remember_ms; }
   // "payments=1d,orders=1h,*=1d" for per-namespace policies, "6h" otherwise.
   std::string TtlSpec() const;
 };
@@ -55,12 +65,21 @@ struct KeepRemember {
 };
 Result<std::vector<KeepRemember>> ParseKeepRemember(std::string_view text);
 
+// The window width a kWindows policy gets without --window: its death horizon / 8, rounded up
+// to a whole minute, within the engine's range (EngineOptions::kMin/kMaxExpiryWindowMs). Eight
+// windows hold every live record: few enough that a lookup's extra probes stay cheap, narrow
+// enough that a dead record leaves the disk at most an eighth of the horizon (plus the grace)
+// after its death.
+int64_t DefaultWindowMs(const Policy& policy);
+
 // The cross product studied in one run: every TTL, every per-namespace spec and every
 // keep/remember pair, each under every strategy. Names are "<ttl>/<strategy>",
-// "ns-ttl[N]/<strategy>" and "<keep>+remember<remember>/<strategy>".
+// "ns-ttl[N]/<strategy>" and "<keep>+remember<remember>/<strategy>". kWindows policies get
+// `window_ms` if given, else DefaultWindowMs.
 std::vector<Policy> BuildPolicies(const std::vector<int64_t>& ttls_ms,
                                   const std::vector<NsTtlSpec>& ns_ttls,
                                   const std::vector<Strategy>& strategies,
-                                  const std::vector<KeepRemember>& remembers = {});
+                                  const std::vector<KeepRemember>& remembers = {},
+                                  std::optional<int64_t> window_ms = std::nullopt);
 
 }  // namespace idem::retention

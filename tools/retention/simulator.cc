@@ -51,6 +51,9 @@ class Run {
         tracker_(workload.namespaces.size()),
         payloads_(options.payload_bytes) {
     result_.policy = policy;
+    if (policy.strategy == Strategy::kWindows && policy.window_ms == 0) {
+      result_.policy.window_ms = DefaultWindowMs(policy);
+    }
     result_.per_namespace.resize(workload.namespaces.size());
     for (const std::string& ns : workload.namespaces) ttl_ms_.push_back(policy.TtlFor(ns));
   }
@@ -91,6 +94,11 @@ class Run {
     options.write_buffer_bytes = options_.write_buffer_bytes;
     options.block_cache_bytes = 16u << 20;
     options.background_jobs = 2;
+    options.rocksdb_options = options_.rocksdb_options;
+    if (policy_.strategy == Strategy::kWindows) {
+      options.layout = EngineOptions::Layout::kExpiryWindows;
+      options.expiry_window_ms = result_.policy.window_ms;
+    }
     const int64_t max_ttl = std::max(policy_.MaxTtl(), options.default_retention.max_ttl_ms);
     options.default_retention =
         RetentionPolicy{policy_.default_ttl_ms, max_ttl, false, policy_.remember_ms};
@@ -165,11 +173,12 @@ class Run {
     }
     clock_->Set(kOriginMs + t_ms);
     tracker_.ExpireUntil(t_ms);
-    if (reclaim && policy_.strategy == Strategy::kReclaim) {
+    if (reclaim && policy_.strategy != Strategy::kCompactionOnly) {
       auto report = engine_->ReclaimExpired();
       if (!report.ok()) return Failed("ReclaimExpired", report.status(), t_ms);
       ++result_.reclaim_passes;
       result_.reclaim_files_compacted += report->files_compacted;
+      result_.windows_dropped += report->windows_dropped;
     }
     if (sample) {
       if (options_.flush_at_samples) {
@@ -186,6 +195,7 @@ class Run {
       s.memtable_bytes = stats->memtable_bytes;
       result_.samples.push_back(s);
       result_.disk_bytes_peak = std::max(result_.disk_bytes_peak, s.sst_bytes);
+      result_.expiry_windows_peak = std::max(result_.expiry_windows_peak, stats->expiry_windows);
       const uint64_t expired =
           s.estimated_records > s.live_records ? s.estimated_records - s.live_records : 0;
       result_.expired_on_disk_peak = std::max(result_.expired_on_disk_peak, expired);

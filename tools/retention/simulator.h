@@ -9,8 +9,9 @@
 //
 // Between arrivals, ticks happen at fixed simulated instants (multiples of the interval since
 // the workload's start; at equal times reclaim before sample, and ticks before an arrival):
-//   - every reclaim_every_ms, the reclaim strategy calls Engine::ReclaimExpired() (the
-//     background reclaimer is off: its wall-clock timer means nothing in simulated time);
+//   - every reclaim_every_ms, the reclaim and windows strategies call Engine::ReclaimExpired()
+//     (the background reclaimer is off: its wall-clock timer means nothing in simulated time;
+//     under the windows layout the pass is what drops ended windows);
 //   - every sample_every_ms, a sample of the disk: the memtable is flushed first when
 //     flush_at_samples (so sst_bytes counts every record written so far, and expired records
 //     can reach the compaction filter), then Engine::Stats().
@@ -37,6 +38,7 @@ struct SimOptions {
   size_t write_buffer_bytes = 4u << 20;  // scaled down from the engine's 64 MiB, see docs
   size_t payload_bytes = 100;
   double reclaim_min_expired_fraction = 0.5;  // the engine's default
+  std::string rocksdb_options;                // EngineOptions::rocksdb_options, every policy
 };
 
 // One point of the disk timeline.
@@ -85,6 +87,10 @@ struct PolicyResult {
   uint64_t records_dropped_by_compaction = 0;
   uint64_t reclaim_passes = 0;
   uint64_t reclaim_files_compacted = 0;
+  // The windows strategy: window column families dropped by the reclaim passes, and the most
+  // on disk at any sample (StoreStats::expiry_windows).
+  uint64_t windows_dropped = 0;
+  uint64_t expiry_windows_peak = 0;
   double wall_seconds = 0;
   std::vector<Sample> samples;
 

@@ -31,7 +31,7 @@ struct StoreStats {
   // Space and write amplification, since open. Write amplification =
   // (flush_bytes_written + compaction_bytes_written) / user_bytes_written.
   uint64_t user_bytes_written = 0;   // bytes of the write batches committed (keys + values)
-  uint64_t flush_bytes_written = 0;  // table files written by memtable flushes
+  uint64_t flush_bytes_written = 0;  // table (and BlobDB's blob) files written by flushes
   uint64_t compaction_bytes_read = 0;
   uint64_t compaction_bytes_written = 0;
   uint64_t compactions = 0;
