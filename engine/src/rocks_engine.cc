@@ -59,8 +59,9 @@ struct Pending {
   rocksdb::ColumnFamilyHandle* family = nullptr;  // present: where the earlier op put it
 };
 
-// Where a lookup found a key's version that is live or remembered, if any (or the value that
-// does not decode): the family it is in, and the value. Null family: nothing to answer with.
+// Where a lookup found the key's version that answers it: one that is live or remembered (or
+// does not decode), or, in the last family probed, whatever version is there (the caller's
+// decoding finds it absent, as with a single family). Null family: no version at all.
 struct Found {
   rocksdb::ColumnFamilyHandle* family = nullptr;
   rocksdb::PinnableSlice value;
@@ -340,10 +341,17 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
   std::vector<rocksdb::Status> statuses;
   for (rocksdb::ColumnFamilyHandle* family : families) {
     if (open.empty()) break;
+    // Past the last family nothing can answer instead: any version found there is the answer,
+    // and the caller decodes it once (the single-family layout pays nothing for the others).
+    const bool last = family == families.back();
+    auto answers = [&](const rocksdb::Status& status, const rocksdb::PinnableSlice& value,
+                       size_t i) {
+      return last ? !status.IsNotFound() : Answers(status, value, now_ms, remember_ms[i]);
+    };
     if (open.size() == 1) {  // MultiGet's sorting and batching would cost a lone key ~0.5 us
       Found& f = found[open[0]];
       f.status = db_->Get(read, family, keys[open[0]], &f.value);
-      if (Answers(f.status, f.value, now_ms, remember_ms[open[0]])) {
+      if (answers(f.status, f.value, open[0])) {
         f.family = family;
         open.clear();
       } else {  // absent, or only a dead version: as if absent
@@ -365,7 +373,7 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
     size_t kept = 0;
     for (size_t j = 0; j < open.size(); ++j) {
       const size_t i = open[j];
-      if (Answers(statuses[j], values[j], now_ms, remember_ms[i])) {
+      if (answers(statuses[j], values[j], i)) {
         found[i].family = family;
         found[i].status = statuses[j];
         found[i].value = std::move(values[j]);
@@ -1139,8 +1147,7 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
     // A value that does not decode is deleted all the same: the operator asked for the range
     // gone. Only a failed read stops the batch.
     if (!stored.ok() && !stored.status().IsCorruption()) return stored.status();
-    // Deleted since the walk, or only dead versions (which leave with their window or the
-    // compaction filter).
+    // Deleted since the walk, or only dead versions in windows (which leave with their window).
     if (found[i].family == nullptr) continue;
     if (stored.ok() && stored->live) step.deleted++;
     if (stored.ok() && stored->remembered) step.forgotten++;

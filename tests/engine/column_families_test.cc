@@ -25,24 +25,28 @@ TEST(ColumnFamiliesTest, AWindowNameIsItsEndInDecimalDigitsOnly) {
   }
 }
 
-TEST(ColumnFamiliesTest, ListsDefaultFirstThenTheWindowsByStart) {
+// Creates the database `db` with a family per name, in that order, each holding "k" = its name.
+void CreateFamilies(const rocksdb::Options& options, const std::string& db,
+                    const std::vector<std::string>& names) {
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, db, &raw).ok());
+  std::unique_ptr<rocksdb::DB> owned(raw);
+  for (const std::string& name : names) {
+    rocksdb::ColumnFamilyHandle* h = nullptr;
+    ASSERT_TRUE(owned->CreateColumnFamily(options, name, &h).ok());
+    ASSERT_TRUE(owned->Put(rocksdb::WriteOptions(), h, "k", name).ok());
+    ASSERT_TRUE(owned->DestroyColumnFamilyHandle(h).ok());
+  }
+  ASSERT_TRUE(owned->Close().ok());
+}
+
+TEST(ColumnFamiliesTest, ListsDefaultFirstThenTheWindowsByEnd) {
   testing::TempDir dir;
   const std::string db = dir.Sub("db");
   rocksdb::Options options;
   options.create_if_missing = true;
-  {
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(options, db, &raw).ok());
-    std::unique_ptr<rocksdb::DB> owned(raw);
-    // Created out of order, and 120000 after 60000 although it sorts before it as a string.
-    for (const char* name : {"expires-120000", "expires-60000", "expires-0"}) {
-      rocksdb::ColumnFamilyHandle* h = nullptr;
-      ASSERT_TRUE(owned->CreateColumnFamily(options, name, &h).ok());
-      ASSERT_TRUE(owned->Put(rocksdb::WriteOptions(), h, "k", name).ok());
-      ASSERT_TRUE(owned->DestroyColumnFamilyHandle(h).ok());
-    }
-    ASSERT_TRUE(owned->Close().ok());
-  }
+  // Created out of order, and 120000 after 60000 although it sorts before it as a string.
+  CreateFamilies(options, db, {"expires-120000", "expires-60000", "expires-0"});
   const std::vector<std::string> expected = {"default", "expires-0", "expires-60000",
                                              "expires-120000"};
   Result<std::vector<std::string>> names = ListFamilies(options, db);
@@ -71,15 +75,7 @@ TEST(ColumnFamiliesTest, AnUnknownNameIsCorruption) {
   const std::string db = dir.Sub("db");
   rocksdb::Options options;
   options.create_if_missing = true;
-  {
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(options, db, &raw).ok());
-    std::unique_ptr<rocksdb::DB> owned(raw);
-    rocksdb::ColumnFamilyHandle* h = nullptr;
-    ASSERT_TRUE(owned->CreateColumnFamily(options, "expires-060000", &h).ok());
-    ASSERT_TRUE(owned->DestroyColumnFamilyHandle(h).ok());
-    ASSERT_TRUE(owned->Close().ok());
-  }
+  CreateFamilies(options, db, {"expires-060000"});
   Result<std::vector<std::string>> names = ListFamilies(options, db);
   ASSERT_FALSE(names.ok());
   EXPECT_EQ(Status::Code::kCorruption, names.status().code());

@@ -22,6 +22,7 @@
 
 #include <rocksdb/db.h>
 
+#include "column_families.h"
 #include "engine/expiry_windows_crash.h"
 #include "idem/engine.h"
 #include "key_codec.h"
@@ -55,27 +56,15 @@ std::string WindowFamily(int64_t end_ms) { return "expires-" + std::to_string(en
 class RawDb {
  public:
   explicit RawDb(const std::string& path) {
-    rocksdb::DBOptions options;
-    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(options, path, &names_);
-    if (!s.ok()) {
-      ADD_FAILURE() << "ListColumnFamilies: " << s.ToString();
+    auto all = OpenAllFamilies(rocksdb::Options(), rocksdb::ColumnFamilyOptions(), path,
+                               OpenMode::kReadOnly);
+    if (!all.ok()) {
+      ADD_FAILURE() << "OpenAllFamilies: " << all.status().ToString();
       return;
     }
+    all_ = std::move(*all);
+    names_ = all_->names();
     std::sort(names_.begin(), names_.end());
-    std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    for (const std::string& name : names_)
-      families.emplace_back(name, rocksdb::ColumnFamilyOptions());
-    rocksdb::DB* raw = nullptr;
-    s = rocksdb::DB::OpenForReadOnly(options, path, families, &handles_, &raw);
-    if (!s.ok()) {
-      ADD_FAILURE() << "OpenForReadOnly: " << s.ToString();
-      handles_.clear();
-      return;
-    }
-    db_.reset(raw);
-  }
-  ~RawDb() {
-    for (rocksdb::ColumnFamilyHandle* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
   }
 
   const std::vector<std::string>& Families() const { return names_; }
@@ -90,9 +79,10 @@ class RawDb {
   // Every family that holds a value for (ns, key), with the expiry that value carries.
   std::map<std::string, int64_t> Copies(std::string_view ns, std::string_view key) const {
     std::map<std::string, int64_t> copies;
-    for (rocksdb::ColumnFamilyHandle* handle : handles_) {
+    for (rocksdb::ColumnFamilyHandle* handle : Handles()) {
       std::string value;
-      rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handle, RecordKey(ns, key), &value);
+      rocksdb::Status s =
+          all_->db()->Get(rocksdb::ReadOptions(), handle, RecordKey(ns, key), &value);
       if (s.ok()) {
         copies[handle->GetName()] = PeekExpiry(value).value_or(-1);
       } else if (!s.IsNotFound()) {
@@ -110,8 +100,9 @@ class RawDb {
   // The families that hold meta keys (the fence reservation, the clock mark).
   std::vector<std::string> FamiliesWithMetaKeys() const {
     std::vector<std::string> families;
-    for (rocksdb::ColumnFamilyHandle* handle : handles_) {
-      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handle));
+    for (rocksdb::ColumnFamilyHandle* handle : Handles()) {
+      std::unique_ptr<rocksdb::Iterator> it(
+          all_->db()->NewIterator(rocksdb::ReadOptions(), handle));
       it->SeekToFirst();  // meta keys sort first: they start with a zero byte
       if (it->Valid() && IsMetaKey(std::string_view(it->key().data(), it->key().size()))) {
         families.push_back(handle->GetName());
@@ -122,9 +113,12 @@ class RawDb {
   }
 
  private:
+  std::vector<rocksdb::ColumnFamilyHandle*> Handles() const {
+    return all_ ? all_->handles() : std::vector<rocksdb::ColumnFamilyHandle*>();
+  }
+
+  std::unique_ptr<AllFamilies> all_;
   std::vector<std::string> names_;  // sorted
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-  std::unique_ptr<rocksdb::DB> db_;
 };
 
 std::string PayloadOf(std::string_view key) { return "payload-of-" + std::string(key); }

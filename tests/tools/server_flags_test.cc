@@ -40,6 +40,8 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ("./data", f->data_dir);
   EXPECT_EQ(Durability::kSync, f->engine.durability);
   EXPECT_EQ(EngineOptions::Memtable::kHash, f->engine.memtable);
+  EXPECT_EQ(EngineOptions::Layout::kLeveled, f->engine.layout);
+  EXPECT_EQ(3'600'000, f->engine.expiry_window_ms);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
   EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
@@ -80,6 +82,10 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "--write-buffer-mb=16",
                                  "--memtable",
                                  "skiplist",
+                                 "--layout",
+                                 "windows",
+                                 "--expiry-window",
+                                 "6h",
                                  "--background-priority",
                                  "low",
                                  "--wal-prezero",
@@ -115,6 +121,8 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(32u << 20, f->engine.block_cache_bytes);
   EXPECT_EQ(16u << 20, f->engine.write_buffer_bytes);
   EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
+  EXPECT_EQ(EngineOptions::Layout::kExpiryWindows, f->engine.layout);
+  EXPECT_EQ(6 * 3'600'000, f->engine.expiry_window_ms);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
   EXPECT_EQ(0u, f->engine.wal_prezero_chunk_bytes);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
@@ -720,6 +728,9 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--block-cache-mb", "0"}, "--block-cache-mb"},
            {{"--write-buffer-mb", "lots"}, "--write-buffer-mb"},
            {{"--memtable", "btree"}, "--memtable"},
+           {{"--layout", "tiered"}, "--layout"},
+           {{"--expiry-window", "999ms"}, "--expiry-window"},
+           {{"--expiry-window", "31d"}, "--expiry-window"},
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
