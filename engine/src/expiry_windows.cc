@@ -100,6 +100,11 @@ rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOpti
   o.compaction_options_fifo.allow_compaction = true;
   o.ttl = 0;
   o.periodic_compaction_seconds = 0;
+  // No memtable bloom filter: RocksDB allocates it (a tenth of the write buffer) with every
+  // memtable, empty or not, against the memtable budget all families share, and most windows'
+  // memtables sit empty or nearly so. With the hash memtable a miss costs one bucket probe
+  // without it; with the skiplist, a walk of the window's (usually small) memtable.
+  o.memtable_prefix_bloom_size_ratio = 0;
   o.level0_file_num_compaction_trigger = 8;
   // A window's files only ever sit in L0 (FIFO): many of them are not a backlog to stall on.
   o.level0_slowdown_writes_trigger = 1 << 30;

@@ -181,11 +181,7 @@ class SortedIterator final : public rocksdb::MemTableRep::Iterator {
 class HashMemTableRep final : public rocksdb::MemTableRep {
  public:
   HashMemTableRep(const KeyComparator& compare, rocksdb::Allocator* allocator, size_t bucket_count)
-      : MemTableRep(allocator), compare_(compare), bucket_count_(bucket_count) {
-    buckets_ = static_cast<std::atomic<Node*>*>(
-        AllocateAligned(bucket_count * sizeof(std::atomic<Node*>), alignof(std::atomic<Node*>)));
-    for (size_t i = 0; i < bucket_count; ++i) new (&buckets_[i]) std::atomic<Node*>(nullptr);
-  }
+      : MemTableRep(allocator), compare_(compare), bucket_count_(bucket_count) {}
 
   rocksdb::KeyHandle Allocate(const size_t len, char** buf) override {
     Node* node = new (AllocateAligned(sizeof(Node) + len, alignof(Node))) Node{{nullptr}};
@@ -197,7 +193,9 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
   // the same chain, which is why the node is linked before it is published.
   void Insert(rocksdb::KeyHandle handle) override {
     Node* node = static_cast<Node*>(handle);
-    std::atomic<Node*>& bucket = BucketFor(ViewEntry(node->entry()).user_key);
+    std::atomic<Node*>* buckets = buckets_.load(std::memory_order_relaxed);
+    if (buckets == nullptr) buckets = CreateBuckets();
+    std::atomic<Node*>& bucket = buckets[BucketIndex(ViewEntry(node->entry()).user_key)];
     node->next.store(bucket.load(std::memory_order_relaxed), std::memory_order_relaxed);
     bucket.store(node, std::memory_order_release);
     entry_count_.fetch_add(1, std::memory_order_relaxed);
@@ -205,7 +203,7 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
 
   bool Contains(const char* memtable_key) const override {
     EntryView target = ViewEntry(memtable_key);
-    for (Node* n = BucketFor(target.user_key).load(std::memory_order_acquire); n != nullptr;
+    for (Node* n = ChainFor(target.user_key); n != nullptr;
          n = n->next.load(std::memory_order_acquire)) {
       EntryView e = ViewEntry(n->entry());
       if (e.tag == target.tag && e.user_key == target.user_key) return true;
@@ -225,7 +223,7 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
     size_t count = 0;
     bool newest_first = true;
     uint64_t previous_tag = UINT64_MAX;
-    for (Node* n = BucketFor(target.user_key).load(std::memory_order_acquire); n != nullptr;
+    for (Node* n = ChainFor(target.user_key); n != nullptr;
          n = n->next.load(std::memory_order_acquire)) {
       EntryView e = ViewEntry(n->entry());
       if (e.tag > target.tag || e.user_key != target.user_key) continue;
@@ -268,9 +266,11 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
     entries->clear();
     const uint64_t stride =
         std::max<uint64_t>(1, num_entries / std::max<uint64_t>(1, target_sample_size));
+    std::atomic<Node*>* buckets = buckets_.load(std::memory_order_acquire);
+    if (buckets == nullptr) return;
     uint64_t seen = 0;
     for (size_t b = 0; b < bucket_count_ && entries->size() < target_sample_size; ++b) {
-      for (Node* n = buckets_[b].load(std::memory_order_acquire); n != nullptr;
+      for (Node* n = buckets[b].load(std::memory_order_acquire); n != nullptr;
            n = n->next.load(std::memory_order_acquire)) {
         if (seen++ % stride == 0) entries->insert(n->entry());
       }
@@ -285,9 +285,29 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
 
  private:
   // The same string hash as the engine's lock stripes (key_locks.h).
-  std::atomic<Node*>& BucketFor(const rocksdb::Slice& user_key) const {
+  size_t BucketIndex(const rocksdb::Slice& user_key) const {
     const std::string_view key(user_key.data(), user_key.size());
-    return buckets_[std::hash<std::string_view>{}(key) & (bucket_count_ - 1)];
+    return std::hash<std::string_view>{}(key) & (bucket_count_ - 1);
+  }
+
+  // The newest node of the user key's chain, or null (none, or no entry at all yet).
+  Node* ChainFor(const rocksdb::Slice& user_key) const {
+    std::atomic<Node*>* buckets = buckets_.load(std::memory_order_acquire);
+    if (buckets == nullptr) return nullptr;
+    return buckets[BucketIndex(user_key)].load(std::memory_order_acquire);
+  }
+
+  // The bucket array is made by the first insert, not with the memtable: RocksDB creates a
+  // memtable for every column family as soon as the last one is switched out, and with a family
+  // per expiry window most of those stay empty for a long time. Their arrays (1/16 of the write
+  // buffer each) counted against the shared memtable budget and made it flush full memtables
+  // early. The array is fully initialised before it is published (release), as nodes are.
+  std::atomic<Node*>* CreateBuckets() {
+    auto* buckets = static_cast<std::atomic<Node*>*>(
+        AllocateAligned(bucket_count_ * sizeof(std::atomic<Node*>), alignof(std::atomic<Node*>)));
+    for (size_t i = 0; i < bucket_count_; ++i) new (&buckets[i]) std::atomic<Node*>(nullptr);
+    buckets_.store(buckets, std::memory_order_release);
+    return buckets;
   }
 
   // RocksDB's allocator hands out unaligned bytes through the base class's Allocate (its
@@ -301,14 +321,16 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
 
   std::vector<const char*> SortedSnapshot() const {
     std::vector<SortItem> items;
+    std::atomic<Node*>* buckets = buckets_.load(std::memory_order_acquire);
+    const size_t bucket_count = buckets == nullptr ? 0 : bucket_count_;
     items.reserve(entry_count_.load(std::memory_order_relaxed));
-    for (size_t b = 0; b < bucket_count_; ++b) {
-      if (b + kPrefetchAhead < bucket_count_) {
+    for (size_t b = 0; b < bucket_count; ++b) {
+      if (b + kPrefetchAhead < bucket_count) {
         // A hint only: the node is read below through an acquire load, as ever.
-        Node* ahead = buckets_[b + kPrefetchAhead].load(std::memory_order_relaxed);
+        Node* ahead = buckets[b + kPrefetchAhead].load(std::memory_order_relaxed);
         if (ahead != nullptr) PrefetchEntry(reinterpret_cast<const char*>(ahead));
       }
-      for (Node* n = buckets_[b].load(std::memory_order_acquire); n != nullptr;
+      for (Node* n = buckets[b].load(std::memory_order_acquire); n != nullptr;
            n = n->next.load(std::memory_order_acquire)) {
         items.push_back({0, n->entry()});
       }
@@ -325,8 +347,8 @@ class HashMemTableRep final : public rocksdb::MemTableRep {
   };
 
   const KeyComparator& compare_;
-  const size_t bucket_count_;  // a power of two
-  std::atomic<Node*>* buckets_;
+  const size_t bucket_count_;                          // a power of two
+  std::atomic<std::atomic<Node*>*> buckets_{nullptr};  // set once, by the first Insert
   std::atomic<size_t> entry_count_{0};
   std::mutex iterator_memory_mu_;
   std::vector<std::unique_ptr<IteratorMemory>> iterator_memory_;  // guarded by iterator_memory_mu_

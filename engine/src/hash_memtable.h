@@ -33,7 +33,8 @@ namespace idem {
 class HashMemTableRepFactory final : public rocksdb::MemTableRepFactory {
  public:
   // bucket_count is rounded up to a power of two; one 8-byte slot per bucket is allocated from
-  // the memtable's arena when the memtable is created (so it counts towards write_buffer_size).
+  // the memtable's arena by its first insert (so it counts towards write_buffer_size, and an
+  // empty memtable costs nothing).
   explicit HashMemTableRepFactory(size_t bucket_count);
 
   using rocksdb::MemTableRepFactory::CreateMemTableRep;

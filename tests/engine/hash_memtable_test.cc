@@ -230,6 +230,29 @@ TEST_F(HashMemtableTest, AChainHoldingOlderVersionsFirstStillAnswersNewestFirst)
 // compiles like a relaxed one, so a weakened memory order would pass here; only a
 // ThreadSanitizer build or a weakly ordered CPU would show it. What this catches is a reader
 // missing a published entry: a lost or half-linked node.)
+// RocksDB makes a memtable for a column family as soon as the previous one is switched out, and
+// many sit empty (a family per expiry window): until its first write, a memtable holds no bucket
+// array, and still answers every lookup, scan and flush as the empty memtable it is.
+TEST_F(HashMemtableTest, AMemtableBeforeItsFirstWriteTakesNoBucketsAndReadsAsEmpty) {
+  constexpr size_t kWriteBuffer = 16 << 20;
+  constexpr uint64_t kBuckets = kWriteBuffer / 16;  // HashMemTableBucketsFor: 8 bytes per 128
+  rocksdb::Options options = Options(kWriteBuffer);
+  options.memtable_prefix_bloom_size_ratio = 0;  // every lookup reaches the memtable itself
+  Open(options);
+  EXPECT_LT(Property("rocksdb.cur-size-all-mem-tables"), kBuckets / 4);
+  EXPECT_EQ("<absent>", Get("k"));
+  EXPECT_TRUE(Scan().empty());
+  ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions()).ok());
+
+  ASSERT_TRUE(db_->Put(rocksdb::WriteOptions(), "k", "v").ok());
+  EXPECT_GE(Property("rocksdb.cur-size-all-mem-tables"), kBuckets);
+  ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions()).ok());  // a new, empty memtable
+  EXPECT_LT(Property("rocksdb.cur-size-all-mem-tables"), kBuckets / 4);
+  EXPECT_EQ("v", Get("k"));
+  EXPECT_EQ("<absent>", Get("other"));
+  EXPECT_EQ((std::vector<std::pair<std::string, std::string>>{{"k", "v"}}), Scan());
+}
+
 TEST_F(HashMemtableTest, ReadersRacingTheWriterFindEveryAcknowledgedWrite) {
   Open(Options(1 << 20));  // small memtables: readers also race flushes
   constexpr int kKeys = 30'000;
