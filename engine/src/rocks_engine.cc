@@ -40,6 +40,7 @@
 #include "key_watchers.h"
 #include "online_backup.h"
 #include "op_decision.h"
+#include "operator_log.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
 #include "remembered_key.h"
@@ -199,6 +200,7 @@ class RocksEngine final : public ServingEngine {
   Result<OpResult> WaitForHolder(const Op& op, Result<OpResult> first,
                                  std::chrono::steady_clock::time_point deadline);
   void ReclaimLoop();
+  void NoteReclaimPass(const Status& pass);
   // WriteHealth's recovery step: DB::Resume, then a flush, so every write a failed WAL held is
   // in synced table files; then those writes count as synced.
   Status Recover();
@@ -258,6 +260,8 @@ class RocksEngine final : public ServingEngine {
   std::atomic<uint64_t> admin_overrides_{0};
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<uint64_t> user_bytes_{0};
+  std::atomic<uint64_t> reclaim_failures_{0};
+  uint64_t failed_reclaim_passes_in_a_row_ = 0;  // the reclaimer thread's own
   const std::shared_ptr<IoAccounting> io_;
   const std::shared_ptr<WriteHealth> health_;
   // Per key stripe: the deferred_begun_ number of the last ApplyDeferSync write to it, stored
@@ -837,6 +841,7 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.writes = writes_.load(std::memory_order_relaxed);
   stats.admin_overrides = admin_overrides_.load(std::memory_order_relaxed);
   stats.wal_syncs = wal_syncs_.load(std::memory_order_relaxed);
+  stats.reclaim_failures = reclaim_failures_.load(std::memory_order_relaxed);
   stats.user_bytes_written = user_bytes_.load(std::memory_order_relaxed);
   stats.flush_bytes_written = io_->flush_bytes_written.load(std::memory_order_relaxed);
   stats.compaction_bytes_read = io_->compaction_bytes_read.load(std::memory_order_relaxed);
@@ -1194,9 +1199,34 @@ void RocksEngine::ReclaimLoop() {
                          [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
-    (void)ReclaimExpired();  // best effort: a failure is retried at the next interval
+    NoteReclaimPass(ReclaimExpired().status());  // a failed pass is retried at the next interval
     PrepareUpcomingWindows();
     lock.lock();
+  }
+}
+
+// The operator hears of the first failure and of the recovery, not of every retry: a full disk
+// would otherwise log once per interval for as long as it lasts. The counter shows every one.
+void RocksEngine::NoteReclaimPass(const Status& pass) {
+  if (!pass.ok()) {
+    reclaim_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (failed_reclaim_passes_in_a_row_++ == 0) {
+      LogToOperator(options_.log,
+                    LogRecord(LogLevel::kWarn, "reclaim_failed",
+                              "removing expired records failed, retrying every reclaim interval "
+                              "(expired records stay on disk meanwhile): " +
+                                  pass.message())
+                        .With("code", std::string(CodeName(pass.code())))
+                        .With("retry_ms", options_.reclaim_interval_ms));
+    }
+    return;
+  }
+  if (failed_reclaim_passes_in_a_row_ > 0) {
+    LogToOperator(
+        options_.log,
+        LogRecord(LogLevel::kInfo, "reclaim_resumed", "removing expired records works again")
+            .With("failed_passes", static_cast<int64_t>(failed_reclaim_passes_in_a_row_)));
+    failed_reclaim_passes_in_a_row_ = 0;
   }
 }
 

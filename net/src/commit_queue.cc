@@ -73,7 +73,7 @@ void CommitQueue::Run(std::function<void(bool stopped)> task) {
   cv_.notify_one();
 }
 
-Status CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
+Status CommitQueue::RunBlocking(std::function<BlockingAnswer(bool stopped)> task) {
   std::vector<BlockingThread> finished;
   Status refused;
   {
@@ -85,15 +85,21 @@ Status CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
                       std::make_move_iterator(first_running));
       blocking_.erase(blocking_.begin(), first_running);
     }
-    if (!stopping_ && blocking_.size() >= max_blocking_tasks_) {
-      refused = Status::Busy(std::to_string(blocking_.size()) +
+    if (!stopping_ && blocking_running_ >= max_blocking_tasks_) {
+      refused = Status::Busy(std::to_string(blocking_running_) +
                              " admin requests (backup, scan, purge, compact) are running, the "
                              "most at once (max_admin_requests): retry when one has finished");
       task = nullptr;
     } else if (!stopping_) {
       auto done = std::make_shared<std::atomic<bool>>(false);
-      blocking_.push_back(BlockingThread{std::thread([task = std::move(task), done] {
-                                           task(false);
+      ++blocking_running_;
+      blocking_.push_back(BlockingThread{std::thread([this, task = std::move(task), done] {
+                                           BlockingAnswer answer = task(false);
+                                           {
+                                             std::lock_guard<std::mutex> lock(mu_);
+                                             --blocking_running_;
+                                           }
+                                           if (answer) answer();
                                            done->store(true);
                                          }),
                                          done});
@@ -101,7 +107,9 @@ Status CommitQueue::RunBlocking(std::function<void(bool stopped)> task) {
     }
   }
   for (BlockingThread& b : finished) b.thread.join();
-  if (task) task(true);  // stopping
+  if (task) {  // stopping
+    if (BlockingAnswer answer = task(true)) answer();
+  }
   return refused;
 }
 

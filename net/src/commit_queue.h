@@ -94,7 +94,10 @@ class CommitQueue {
   // nor on an engine thread, whose group commits would wait behind it. Stop() waits for it.
   // After Stop(): runs it inline with `stopped`=true. At most max_blocking_tasks run at once:
   // past that, Busy naming the limit, and `task` is not run.
-  [[nodiscard]] Status RunBlocking(std::function<void(bool stopped)> task);
+  // The task returns its answer (or null), which runs once the task no longer counts towards
+  // the limit: a client that waits for each answer before asking again is never refused.
+  using BlockingAnswer = std::function<void()>;
+  [[nodiscard]] Status RunBlocking(std::function<BlockingAnswer(bool stopped)> task);
   // Before the first RunBlocking (ServerOptions::max_admin_requests); >= 1.
   void SetMaxBlockingTasks(size_t n) { max_blocking_tasks_ = n; }
 
@@ -151,13 +154,14 @@ class CommitQueue {
   std::vector<Result<OpResult>> flush_results_;
   std::vector<DeferredSync::Completion> flush_held_;  // with sync_: only the loop commits
   std::vector<std::thread> threads_;
-  // RunBlocking's threads, guarded by mu_; each sets its flag when its task has returned, so
-  // the next RunBlocking joins it.
+  // RunBlocking's threads, guarded by mu_; each sets its flag when it has answered, so the next
+  // RunBlocking joins it. blocking_running_ counts the tasks that have not returned yet.
   struct BlockingThread {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::vector<BlockingThread> blocking_;
+  size_t blocking_running_ = 0;
   size_t max_blocking_tasks_ = 4;
   const bool on_loop_;  // engine_threads == 0
   const Defer defer_;

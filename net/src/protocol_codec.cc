@@ -431,6 +431,8 @@ Result<StoreStats> DecodeStats(const wire::StatsResponse& in) {
   s.background_errors = in.background_errors();
   s.expired_unreclaimed_records = in.expired_unreclaimed_records();
   s.clock_steps = in.clock_steps();
+  s.expiry_windows = in.expiry_windows();
+  s.reclaim_failures = in.reclaim_failures();
   return s;
 }
 
@@ -611,8 +613,8 @@ FrameBytes EncodeStatsResponse(uint64_t id, const StoreStats& s,
       s.records_dropped_by_compaction, s.live_sst_bytes, s.wal_syncs, s.block_cache_bytes,
       s.block_cache_capacity_bytes, s.table_readers_bytes, s.admin_overrides,
       s.pending_compaction_bytes, s.write_stalls, s.write_stalled, s.background_errors,
-      s.expired_unreclaimed_records, s.clock_steps,
-      families.empty() ? 0 : b.CreateVector(families));
+      s.expired_unreclaimed_records, s.clock_steps, families.empty() ? 0 : b.CreateVector(families),
+      s.expiry_windows, s.reclaim_failures);
   return Finish(b, id, wire::Body::StatsResponse, stats.Union());
 }
 

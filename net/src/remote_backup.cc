@@ -25,12 +25,13 @@ void RunRemoteBackup(CommitQueue* queue, Engine* engine, std::string to,
     done(st);
     return;
   }
-  Status started = queue->RunBlocking([engine, to = std::move(to), done](bool stopped) {
-    if (stopped) {
-      done(Status::Shutdown("the server is stopping: no backup taken"));
-      return;
-    }
-    done(engine->Backup(to));
+  Status started = queue->RunBlocking([engine, to = std::move(to),
+                                       done](bool stopped) -> CommitQueue::BlockingAnswer {
+    Result<BackupManifest> taken =
+        stopped
+            ? Result<BackupManifest>(Status::Shutdown("the server is stopping: no backup taken"))
+            : engine->Backup(to);
+    return [done, taken = std::move(taken)] { done(taken); };
   });
   if (!started.ok()) done(started);
 }

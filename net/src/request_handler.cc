@@ -285,18 +285,19 @@ void RequestHandler::HandleCompact(uint64_t id, const wire::CompactRequest& requ
 }
 
 void RequestHandler::RunAdmin(uint64_t id, Reply reply, std::function<Result<FrameBytes>()> work) {
-  Status started = queue_->RunBlocking([this, id, reply, work = std::move(work)](bool stopped) {
-    if (stopped) {
-      AnswerError(id, Status::Shutdown("server is stopping"), reply);
-      return;
-    }
-    Result<FrameBytes> response = work();
-    if (!response.ok()) {
-      AnswerError(id, response.status(), reply);
-      return;
-    }
-    reply(std::move(*response));
-  });
+  Status started = queue_->RunBlocking(
+      [this, id, reply, work = std::move(work)](bool stopped) -> CommitQueue::BlockingAnswer {
+        // Shared: a frame moves only, and an answer is a std::function, which copies.
+        auto response = std::make_shared<Result<FrameBytes>>(
+            stopped ? Result<FrameBytes>(Status::Shutdown("server is stopping")) : work());
+        return [this, id, reply, response] {
+          if (!response->ok()) {
+            AnswerError(id, response->status(), reply);
+          } else {
+            reply(std::move(**response));
+          }
+        };
+      });
   if (!started.ok()) AnswerError(id, started, reply);
 }
 

@@ -344,6 +344,10 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        "Expiry-window column families on disk (--layout windows; each is dropped whole once "
        "it has ended)",
        MetricType::kGauge, double(s.expiry_windows)},
+      {"idem_reclaim_failures_total",
+       "Background reclaim passes that failed (each retried at the next interval; expired "
+       "records and ended windows stay on disk until one succeeds)",
+       MetricType::kCounter, double(s.reclaim_failures)},
       {"idem_clock_steps_total",
        "Wall-clock steps the engine clock detected and did not follow (it slews instead)",
        MetricType::kCounter, double(s.clock_steps)},

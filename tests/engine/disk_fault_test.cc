@@ -44,7 +44,7 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
     options_.reclaim_interval_ms = 0;
     options_.log = [this](const LogRecord& record) {
       std::lock_guard<std::mutex> lock(mu_);
-      log_.emplace_back(record.message);
+      log_.emplace_back(record.event + " " + record.message);
     };
   }
   void SetUp() override { ASSERT_OK(Open()); }
@@ -81,12 +81,18 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
   void ExpectEveryAcknowledgedRecord() {
     for (const std::string& key : acknowledged_) EXPECT_EQ("FOUND", Get(key)) << key;
   }
-  bool Logged(std::string_view text) {
+  bool Logged(std::string_view text) { return LoggedTimes(text) > 0; }
+  // Log records (event, then message) that contain `text`.
+  int LoggedTimes(std::string_view text) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& line : log_) {
-      if (line.find(text) != std::string::npos) return true;
-    }
-    return false;
+    return static_cast<int>(std::count_if(log_.begin(), log_.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    }));
+  }
+  uint64_t ReclaimFailures() {
+    auto stats = engine_->Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? stats->reclaim_failures : 0;
   }
 
   testing::TempDir dir_;
@@ -197,6 +203,30 @@ TEST_P(DiskFaultTest, NoSpaceWhenCreatingANewDatabaseIsAClearError) {
 }
 
 // Faults of the WAL's sync: only Durability::kSync syncs it (async mode syncs at close).
+// The background reclaimer retries a failed pass every interval: the operator hears of the first
+// failure and of the recovery, not of every retry, and the counter shows them all.
+TEST_P(DiskFaultTest, FailingReclaimPassesAreCountedAndLoggedOncePerEpisode) {
+  options_.reclaim_interval_ms = 20;
+  Reopen();
+  EXPECT_EQ(0u, ReclaimFailures());
+  fs_->FailWalSyncs(Fault::kIoError);  // a pass first syncs the clock mark
+  const auto deadline = std::chrono::steady_clock::now() + kRecoveryBound;
+  while (ReclaimFailures() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(ReclaimFailures(), 3u);
+  EXPECT_EQ(1, LoggedTimes("reclaim_failed "));
+
+  fs_->ClearAll();
+  ASSERT_TRUE(WaitUntilWritable());
+  const auto resumed_by = std::chrono::steady_clock::now() + kRecoveryBound;
+  while (!Logged("reclaim_resumed ") && std::chrono::steady_clock::now() < resumed_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(Logged("reclaim_resumed "));
+  EXPECT_EQ(1, LoggedTimes("reclaim_failed "));
+}
+
 class SyncDiskFaultTest : public DiskFaultTest {};
 // Compaction output is synced, so the clock mark that bounds what it removes must be synced
 // before it, in async mode too: else a power cut could restart the engine at an older time, at

@@ -150,7 +150,9 @@ TEST(ProtocolCodecTest, StatsRoundTripEveryField) {
                                     &StoreStats::wal_syncs,
                                     &StoreStats::block_cache_bytes,
                                     &StoreStats::block_cache_capacity_bytes,
-                                    &StoreStats::table_readers_bytes};
+                                    &StoreStats::table_readers_bytes,
+                                    &StoreStats::expiry_windows,
+                                    &StoreStats::reclaim_failures};
   uint64_t value = 1000;
   for (auto field : fields) in.*field = ++value;
   in.durability = Durability::kAsync;  // not the default

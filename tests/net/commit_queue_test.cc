@@ -196,11 +196,11 @@ TEST(CommitQueueTest, BlockingTasksRunOnTheirOwnThreadAndStopWaitsForThem) {
   std::atomic<int> finished{0};
   std::thread::id ran_on;
   for (int i = 0; i < 2; ++i) {
-    ASSERT_OK(queue.RunBlocking([&, i](bool stopped) {
+    ASSERT_OK(queue.RunBlocking([&, i](bool stopped) -> CommitQueue::BlockingAnswer {
       EXPECT_FALSE(stopped);
       if (i == 0) ran_on = std::this_thread::get_id();
       released.wait();
-      finished++;
+      return [&] { finished++; };
     }));
   }
   EXPECT_EQ(0, finished.load());  // RunBlocking returned while both tasks wait
@@ -209,8 +209,13 @@ TEST(CommitQueueTest, BlockingTasksRunOnTheirOwnThreadAndStopWaitsForThem) {
   EXPECT_EQ(2, finished.load());
   EXPECT_NE(std::this_thread::get_id(), ran_on);
   bool saw_stop = false;
-  ASSERT_OK(queue.RunBlocking([&](bool stopped) { saw_stop = stopped; }));
+  bool answered = false;
+  ASSERT_OK(queue.RunBlocking([&](bool stopped) -> CommitQueue::BlockingAnswer {
+    saw_stop = stopped;
+    return [&] { answered = true; };
+  }));
   EXPECT_TRUE(saw_stop);
+  EXPECT_TRUE(answered);
 }
 
 // Every admin request holds a thread until it finishes: a client sending many must not make the
@@ -224,27 +229,54 @@ TEST(CommitQueueTest, BlockingTasksBeyondTheCapAreRefusedBusy) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> ran{0};
-  const auto held = [&](bool) {
+  const auto held = [&](bool) -> CommitQueue::BlockingAnswer {
     ran++;
     released.wait();
+    return nullptr;
   };
   ASSERT_OK(queue.RunBlocking(held));
   ASSERT_OK(queue.RunBlocking(held));
   bool third_ran = false;
-  Status third = queue.RunBlocking([&](bool) { third_ran = true; });
+  Status third = queue.RunBlocking([&](bool) -> CommitQueue::BlockingAnswer {
+    third_ran = true;
+    return nullptr;
+  });
   EXPECT_TRUE(third.IsBusy()) << third.ToString();
   EXPECT_NE(std::string::npos, third.message().find("max_admin_requests")) << third.ToString();
   release.set_value();
   // Once the held tasks have returned, their places are free again.
   Status later = Status::Busy("");
   for (int i = 0; i < 2000 && !later.ok(); ++i) {
-    later = queue.RunBlocking([](bool) {});
+    later = queue.RunBlocking([](bool) -> CommitQueue::BlockingAnswer { return nullptr; });
     if (!later.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_TRUE(later.ok()) << later.ToString();
   queue.Stop();
   EXPECT_FALSE(third_ran);
   EXPECT_EQ(2, ran.load());
+}
+
+// An admin client waits for each answer before it asks again; the thread that answered may not
+// have finished yet, and must not count against the cap by then (seen: BUSY for a client that
+// paged through a scan, under load).
+TEST(CommitQueueTest, AClientThatWaitsForEachAnswerIsNeverRefusedBusy) {
+  GatedStore store;
+  store.Release();
+  CommitQueue queue(&store, 100, 0);
+  queue.SetMaxBlockingTasks(1);
+  for (int i = 0; i < 200; ++i) {
+    std::promise<void> answered;
+    Status s = queue.RunBlocking([&](bool) -> CommitQueue::BlockingAnswer {
+      return [&] {
+        answered.set_value();
+        // Whatever the answering thread still does after the client has its answer.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      };
+    });
+    ASSERT_TRUE(s.ok()) << "request " << i << ": " << s.ToString();
+    answered.get_future().wait();
+  }
+  queue.Stop();
 }
 
 TEST(CommitQueueTest, WithoutEngineThreadsSubmitAppliesInline) {

@@ -197,11 +197,13 @@ TEST(ServerMetricsTest, StoreFiguresAreValidFamilies) {
   s.estimated_live_records = 12;
   s.write_stalled = true;
   s.clock_steps = 2;
+  s.reclaim_failures = 3;
   auto e = ParseExposition(Text(StoreStatsFamilies(s)));
   ASSERT_EQ("", e.error);
   EXPECT_EQ(12, e.ValueOr0("idem_store_records_estimated"));
   EXPECT_EQ(1, e.ValueOr0("idem_store_write_stalled"));
   EXPECT_EQ(2, e.ValueOr0("idem_clock_steps_total"));
+  EXPECT_EQ(3, e.ValueOr0("idem_reclaim_failures_total"));
   for (const auto& f : e.families) EXPECT_TRUE(f.name.starts_with("idem_")) << f.name;
 }
 

@@ -118,7 +118,9 @@ std::vector<std::pair<const char*, uint64_t>> StatsCounters(const StoreStats& s)
           {"write_stalled", s.write_stalled ? 1u : 0u},
           {"background_errors", s.background_errors},
           {"expired_unreclaimed_records", s.expired_unreclaimed_records},
-          {"clock_steps", s.clock_steps}};
+          {"clock_steps", s.clock_steps},
+          {"expiry_windows", s.expiry_windows},
+          {"reclaim_failures", s.reclaim_failures}};
 }
 
 // `name{a="x",b="y"}` (values unescaped: for people, not for a parser).

@@ -81,7 +81,8 @@ _STATS_NUMBERS = [
     "compaction_bytes_written", "compactions", "records_dropped_by_compaction", "live_sst_bytes",
     "wal_syncs", "block_cache_bytes", "block_cache_capacity_bytes", "table_readers_bytes",
     "admin_overrides", "pending_compaction_bytes", "write_stalls", "write_stalled",
-    "background_errors", "expired_unreclaimed_records", "clock_steps"]
+    "background_errors", "expired_unreclaimed_records", "clock_steps", "expiry_windows",
+    "reclaim_failures"]
 _METRIC_TYPES = {0: "counter", 1: "gauge", 2: "histogram"}
 
 

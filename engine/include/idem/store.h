@@ -43,6 +43,10 @@ struct StoreStats {
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
+  // Background reclaim passes (EngineOptions::reclaim_interval_ms) that failed since open; each
+  // is retried at the next interval, and expired records (or ended windows) stay on disk until
+  // one succeeds.
+  uint64_t reclaim_failures = 0;
   // Memory RocksDB holds besides memtable_bytes; a server's resident memory is about these plus
   // the allocator's slack (docs/performance.md#memory).
   uint64_t block_cache_bytes = 0;           // in use; about...

@@ -231,7 +231,21 @@ class StatsResponse(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(56))
         return o == 0
 
-def StatsResponseStart(builder): builder.StartObject(27)
+    # StatsResponse
+    def ExpiryWindows(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(58))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # StatsResponse
+    def ReclaimFailures(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(60))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+def StatsResponseStart(builder): builder.StartObject(29)
 def Start(builder):
     return StatsResponseStart(builder)
 def StatsResponseAddEstimatedLiveRecords(builder, estimatedLiveRecords): builder.PrependUint64Slot(0, estimatedLiveRecords, 0)
@@ -318,6 +332,12 @@ def AddMetrics(builder, metrics):
 def StatsResponseStartMetricsVector(builder, numElems): return builder.StartVector(4, numElems, 4)
 def StartMetricsVector(builder, numElems):
     return StatsResponseStartMetricsVector(builder, numElems)
+def StatsResponseAddExpiryWindows(builder, expiryWindows): builder.PrependUint64Slot(27, expiryWindows, 0)
+def AddExpiryWindows(builder, expiryWindows):
+    return StatsResponseAddExpiryWindows(builder, expiryWindows)
+def StatsResponseAddReclaimFailures(builder, reclaimFailures): builder.PrependUint64Slot(28, reclaimFailures, 0)
+def AddReclaimFailures(builder, reclaimFailures):
+    return StatsResponseAddReclaimFailures(builder, reclaimFailures)
 def StatsResponseEnd(builder): return builder.EndObject()
 def End(builder):
     return StatsResponseEnd(builder)
