@@ -344,6 +344,9 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        "Expiry-window column families on disk (--layout windows; each is dropped whole once "
        "it has ended)",
        MetricType::kGauge, double(s.expiry_windows)},
+      {"idem_store_expiry_window_filter_bytes",
+       "Bytes of the expiry windows' in-memory key filters (--layout windows)", MetricType::kGauge,
+       double(s.expiry_window_filter_bytes)},
       {"idem_clock_steps_total",
        "Wall-clock steps the engine clock detected and did not follow (it slews instead)",
        MetricType::kCounter, double(s.clock_steps)},
