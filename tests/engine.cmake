@@ -25,6 +25,7 @@ idem_add_test(backup_test engine/backup_test.cc LIBS idem_engine_internal)
 idem_add_test(admin_query_test engine/admin_query_test.cc LIBS idem_engine)
 idem_add_test(verify_test engine/verify_test.cc LIBS idem_engine_internal)
 idem_add_test(column_families_test engine/column_families_test.cc LIBS idem_engine_internal)
+idem_add_test(window_key_filter_test engine/window_key_filter_test.cc LIBS idem_engine_internal)
 idem_add_test(expiry_windows_test engine/expiry_windows_test.cc LIBS idem_engine_internal)
 # expiry_windows_test kills this child during a drop (a fresh process: RocksDB's thread pools do
 # not survive a fork of the test).

@@ -1,6 +1,7 @@
 #include "expiry_windows.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include <rocksdb/advanced_options.h>
@@ -28,13 +29,21 @@ std::shared_ptr<rocksdb::ColumnFamilyHandle> ExpiryWindows::Own(
       handle, [db](rocksdb::ColumnFamilyHandle* h) { (void)db->DestroyColumnFamilyHandle(h); });
 }
 
-void ExpiryWindows::Adopt(int64_t end_ms, rocksdb::ColumnFamilyHandle* handle) {
+void ExpiryWindows::Insert(Window window) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Set>(*windows_);
-  next->push_back(Window{end_ms, Own(handle)});
+  next->push_back(std::move(window));
   std::sort(next->begin(), next->end(),
             [](const Window& a, const Window& b) { return a.end_ms < b.end_ms; });
   windows_ = std::move(next);
+}
+
+void ExpiryWindows::Adopt(int64_t end_ms, rocksdb::ColumnFamilyHandle* handle) {
+  uint64_t keys = 0;  // memtable entries and table files' keys: a size for the filter
+  (void)db_->GetIntProperty(handle, "rocksdb.estimate-num-keys", &keys);
+  Insert(Window{end_ms, Own(handle),
+                std::make_shared<WindowKeyFilter>(keys, std::weak_ptr<const WindowKeyFilter>(),
+                                                  /*ready=*/false)});
 }
 
 int64_t ExpiryWindows::EndFor(int64_t death_ms) const {
@@ -50,21 +59,33 @@ std::shared_ptr<const ExpiryWindows::Set> ExpiryWindows::Current() const {
   return windows_;
 }
 
-Result<std::shared_ptr<rocksdb::ColumnFamilyHandle>> ExpiryWindows::Open(int64_t end_ms) {
-  auto find = [&]() -> std::shared_ptr<rocksdb::ColumnFamilyHandle> {
+Result<ExpiryWindows::Window> ExpiryWindows::Open(int64_t end_ms) {
+  auto find = [&]() -> std::optional<Window> {
     std::shared_ptr<const Set> set = Current();
     auto it = std::lower_bound(set->begin(), set->end(), end_ms,
                                [](const Window& w, int64_t end) { return w.end_ms < end; });
-    return it != set->end() && it->end_ms == end_ms ? it->handle : nullptr;
+    if (it != set->end() && it->end_ms == end_ms) return *it;
+    return std::nullopt;
   };
-  if (auto handle = find()) return handle;
+  if (std::optional<Window> window = find()) return std::move(*window);
   std::lock_guard<std::mutex> one_change(change_mu_);
-  if (auto handle = find()) return handle;  // created while this one waited
+  if (std::optional<Window> window = find()) return std::move(*window);  // created meanwhile
+  // Sized like the window before it: windows created ahead start taking keys about when the one
+  // before stops, and under steady traffic take about as many.
+  std::weak_ptr<const WindowKeyFilter> before;
+  {
+    std::shared_ptr<const Set> set = Current();
+    auto it = std::lower_bound(set->begin(), set->end(), end_ms,
+                               [](const Window& w, int64_t end) { return w.end_ms < end; });
+    if (it != set->begin()) before = std::prev(it)->filter;
+  }
   rocksdb::ColumnFamilyHandle* raw = nullptr;
   rocksdb::Status s = db_->CreateColumnFamily(options_, WindowFamilyName(end_ms), &raw);
   if (!s.ok()) return FromRocks(s);
-  Adopt(end_ms, raw);
-  return find();
+  Insert(Window{end_ms, Own(raw),
+                std::make_shared<WindowKeyFilter>(WindowKeyFilter::kMinKeys, std::move(before),
+                                                  /*ready=*/true)});
+  return *find();
 }
 
 Result<size_t> ExpiryWindows::DropEndedBy(int64_t until_ms) {
@@ -88,6 +109,58 @@ Result<size_t> ExpiryWindows::DropEndedBy(int64_t until_ms) {
     windows_ = std::move(next);
   }
   return dropped;
+}
+
+namespace {
+std::mutex before_fill_mu;
+std::shared_ptr<const std::function<void()>> before_fill;  // guarded by before_fill_mu
+}  // namespace
+
+void ExpiryWindows::SetBeforeFillForTesting(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(before_fill_mu);
+  before_fill = hook ? std::make_shared<const std::function<void()>>(std::move(hook)) : nullptr;
+}
+
+Status ExpiryWindows::FillFilters(const std::atomic<bool>& stop) {
+  std::shared_ptr<const Set> set = Current();
+  // Newest first: the windows that lookups probe the longest.
+  for (auto w = set->rbegin(); w != set->rend(); ++w) {
+    if (w->filter->ready()) continue;
+    std::shared_ptr<const std::function<void()>> hook;
+    {
+      std::lock_guard<std::mutex> lock(before_fill_mu);
+      hook = before_fill;
+    }
+    if (hook) (*hook)();
+    // Every key committed before the iterator was created is in its view; every one committed
+    // later was added by its writer before its write. Together: every key of the family.
+    rocksdb::ReadOptions read;
+    read.fill_cache = false;  // a one-off walk must not evict the serving working set
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read, w->handle.get()));
+    size_t since_check = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      w->filter->Add(WindowKeyFilter::Hash(std::string_view(it->key().data(), it->key().size())));
+      if (++since_check == 4096) {
+        if (stop.load(std::memory_order_relaxed)) return Status::Ok();
+        since_check = 0;
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status());
+    w->filter->MarkReady();
+  }
+  return Status::Ok();
+}
+
+bool ExpiryWindows::FiltersReady() const {
+  std::shared_ptr<const Set> set = Current();
+  return std::all_of(set->begin(), set->end(), [](const Window& w) { return w.filter->ready(); });
+}
+
+uint64_t ExpiryWindows::FilterBytes() const {
+  std::shared_ptr<const Set> set = Current();
+  uint64_t bytes = 0;
+  for (const Window& w : *set) bytes += w.filter->bytes();
+  return bytes;
 }
 
 rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOptions& base) {

@@ -6,11 +6,19 @@
 // live is rewritten. A window is named by its end, not its start, because the end is all the
 // probe and drop rules need, and it stays right when the window width changes between runs.
 //
-// Lifetime: a snapshot (Current) keeps every handle in it alive; in_use() keeps drops out while
-// a batch goes from its lookups to its write.
+// Each window carries a filter of the keys written to it (window_key_filter.h), so that a lookup
+// skips the windows that do not hold its key. Whoever puts a key into a window's family adds it
+// to the window's filter first, before the RocksDB write; a window created by this run is empty,
+// so its filter is ready at once; one opened with the database is not ready until FillFilters
+// has added the family's keys.
+//
+// Lifetime: a snapshot (Current) keeps every handle and filter in it alive; in_use() keeps drops
+// out while a batch goes from its lookups to its write.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +31,7 @@
 #include <rocksdb/options.h>
 
 #include "idem/result.h"
+#include "window_key_filter.h"
 
 namespace idem {
 
@@ -31,6 +40,7 @@ class ExpiryWindows {
   struct Window {
     int64_t end_ms = 0;
     std::shared_ptr<rocksdb::ColumnFamilyHandle> handle;
+    std::shared_ptr<WindowKeyFilter> filter;  // never null
   };
   using Set = std::vector<Window>;  // ascending by end
 
@@ -38,7 +48,7 @@ class ExpiryWindows {
   ExpiryWindows(rocksdb::DB* db, int64_t width_ms, rocksdb::ColumnFamilyOptions options);
   ~ExpiryWindows();  // destroys the handles: before the DB closes
 
-  // A family opened with the database.
+  // A family opened with the database. Its filter is not ready until FillFilters.
   void Adopt(int64_t end_ms, rocksdb::ColumnFamilyHandle* handle);
 
   // The end of the window that holds deaths at `death_ms` in this run: the next multiple of the
@@ -48,8 +58,22 @@ class ExpiryWindows {
   // Every window, as of now; the snapshot keeps its handles valid.
   std::shared_ptr<const Set> Current() const;
 
-  // The family of the window that ends at `end_ms`, created if this run has none.
-  Result<std::shared_ptr<rocksdb::ColumnFamilyHandle>> Open(int64_t end_ms);
+  // The window that ends at `end_ms`, its family created if this run has none.
+  Result<Window> Open(int64_t end_ms);
+
+  // Adds the keys of each window whose filter is not ready to its filter, then marks it ready;
+  // a window dropped meanwhile is read all the same (its handle stays valid). Returns early,
+  // leaving the rest not ready, once `stop` is set (checked between batches of keys), or with
+  // RocksDB's error, converted, when a family cannot be read: a filter that is not ready only
+  // costs its window's probes.
+  Status FillFilters(const std::atomic<bool>& stop);
+  // Whether every window's filter is ready.
+  bool FiltersReady() const;
+  // Bytes of every window's filter.
+  uint64_t FilterBytes() const;
+  // Tests only: runs before FillFilters reads each window, so that a test can hold the filling
+  // back and look up keys while filters are not ready. Null: none.
+  static void SetBeforeFillForTesting(std::function<void()> hook);
 
   // Held shared by whoever reads from or writes to window families between choosing them and
   // using them (a batch, from its lookups to its write); a drop holds it exclusively, so no
@@ -62,6 +86,7 @@ class ExpiryWindows {
 
  private:
   std::shared_ptr<rocksdb::ColumnFamilyHandle> Own(rocksdb::ColumnFamilyHandle* handle);
+  void Insert(Window window);
 
   rocksdb::DB* const db_;
   const int64_t width_ms_;

@@ -48,6 +48,7 @@
 #include "rocks_status.h"
 #include "token.h"
 #include "validation.h"
+#include "window_key_filter.h"
 #include "write_health.h"
 
 namespace idem {
@@ -95,10 +96,19 @@ class RocksEngine final : public ServingEngine {
     for (size_t i = 0; i < KeyLocks::kStripes; ++i) stripe_ticket_[i].store(0);
     write_options_.sync = options_.durability == Durability::kSync;
     if (options_.reclaim_interval_ms > 0) reclaimer_ = std::thread([this] { ReclaimLoop(); });
+    // In the background: reading every window's keys takes time in proportion to the records
+    // (about 0.35 s per million on the Debian build), which an open should not wait for; until a
+    // window's filter is ready, lookups probe that window as if it had none.
+    if (!windows_->FiltersReady()) {
+      filling_filters_.store(true);
+      filter_filler_ = std::thread([this] { FillFilters(); });
+    }
     health_->StartRecovery([this] { return Recover(); });
   }
 
   ~RocksEngine() override {
+    stop_filling_filters_.store(true);
+    if (filter_filler_.joinable()) filter_filler_.join();  // its iterators go before the DB
     {
       std::lock_guard<std::mutex> lock(reclaim_mu_);
       stopping_ = true;
@@ -174,8 +184,13 @@ class RocksEngine final : public ServingEngine {
   // between two families' lookups and hide it from both: the lookups then share a snapshot.
   void ReadAll(std::span<const rocksdb::Slice> keys, std::span<const int64_t> remember_ms,
                int64_t now_ms, bool locked, Found* found);
-  // Where a record that dies at `death_ms` (0: never) belongs under this run's layout.
-  Result<rocksdb::ColumnFamilyHandle*> FamilyFor(int64_t death_ms);
+  // Where a record that dies at `death_ms` (0: never) belongs under this run's layout: the
+  // family, and its window's filter (null for the default family).
+  struct Target {
+    rocksdb::ColumnFamilyHandle* family = nullptr;
+    WindowKeyFilter* filter = nullptr;
+  };
+  Result<Target> FamilyFor(int64_t death_ms);
   // The default family and every window's, for what applies to all of them; the snapshot in
   // `keep` (if given) keeps the window handles valid while the caller uses them.
   std::vector<rocksdb::ColumnFamilyHandle*> Families(
@@ -201,6 +216,8 @@ class RocksEngine final : public ServingEngine {
                                  std::chrono::steady_clock::time_point deadline);
   void ReclaimLoop();
   void NoteReclaimPass(const Status& pass);
+  // The filters of the windows opened with the database (ExpiryWindows::FillFilters).
+  void FillFilters();
   // WriteHealth's recovery step: DB::Resume, then a flush, so every write a failed WAL held is
   // in synced table files; then those writes count as synced.
   Status Recover();
@@ -281,6 +298,10 @@ class RocksEngine final : public ServingEngine {
   std::condition_variable reclaim_cv_;
   bool stopping_ = false;  // guarded by reclaim_mu_
   std::thread reclaimer_;
+
+  std::atomic<bool> stop_filling_filters_{false};
+  std::atomic<bool> filling_filters_{false};  // until filter_filler_ has finished
+  std::thread filter_filler_;
 };
 
 // What a read found at `now_ms`: the live record, or the key's marker if its namespace remembers
@@ -323,44 +344,83 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
                           std::span<const int64_t> remember_ms, int64_t now_ms, bool locked,
                           Found* found) {
   if (keys.empty()) return;
-  // Windows that ended at or before now hold only dead versions: not probed.
+  struct Probe {
+    rocksdb::ColumnFamilyHandle* family;
+    const WindowKeyFilter* filter;  // null: every key is looked up
+  };
+  // Windows that ended at or before now hold only dead versions: not probed. The default family
+  // comes last, for every key still open: it holds the records that never die, and every record
+  // of a database written under the leveled layout, which no filter knows.
   std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
-  std::vector<rocksdb::ColumnFamilyHandle*> families;
-  families.reserve(windows->size() + 1);
+  std::vector<Probe> probes;
+  probes.reserve(windows->size() + 1);
   for (auto w = windows->rbegin(); w != windows->rend() && w->end_ms > now_ms; ++w) {
-    families.push_back(w->handle.get());
+    probes.push_back(Probe{w->handle.get(), w->filter.get()});
   }
-  families.push_back(db_->DefaultColumnFamily());
+  probes.push_back(Probe{db_->DefaultColumnFamily(), nullptr});
   rocksdb::ReadOptions read;
   std::optional<rocksdb::ManagedSnapshot> snapshot;
-  if (!locked && families.size() > 1) {
+  if (!locked && probes.size() > 1) {
     snapshot.emplace(db_.get());
     read.snapshot = snapshot->snapshot();
   }
-  std::vector<size_t> open;  // keys not answered yet
+  // The filters are asked only now, once the view is fixed (the stripe locks held, or the
+  // snapshot taken): a writer adds a key to its window's filter before its RocksDB write, so
+  // every version this view can see has its bits set, and visible here (the lock, or the write's
+  // commit that the snapshot includes, orders the add before this read). Asked before the view
+  // was fixed, a filter could miss a record moving between windows: the new window's filter
+  // says no, the move commits (Delete in the old window, Put in the new, one write), the view
+  // is fixed after it, and the old window no longer holds the key either.
+  std::vector<uint64_t> hashes;
+  if (probes.size() > 1) {
+    hashes.reserve(keys.size());
+    for (const rocksdb::Slice& key : keys) {
+      hashes.push_back(WindowKeyFilter::Hash(std::string_view(key.data(), key.size())));
+    }
+  }
+  std::vector<size_t> open;   // keys not answered yet
+  std::vector<size_t> asked;  // of those, the ones looked up in the current family
   open.reserve(keys.size());
+  asked.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) open.push_back(i);
   std::vector<rocksdb::Slice> batch_keys;
   std::vector<rocksdb::PinnableSlice> values;
   std::vector<rocksdb::Status> statuses;
-  for (rocksdb::ColumnFamilyHandle* family : families) {
+  for (const Probe& probe : probes) {
     if (open.empty()) break;
+    // A key the filter rules out stays open for the next family.
+    asked.clear();
+    if (probe.filter != nullptr) {
+      size_t kept = 0;
+      for (size_t i : open) {
+        if (probe.filter->MayContain(hashes[i])) {
+          asked.push_back(i);
+        } else {
+          open[kept++] = i;
+        }
+      }
+      open.resize(kept);
+    } else {
+      asked.swap(open);
+    }
+    if (asked.empty()) continue;
     // Past the last family nothing can answer instead: any version found there is the answer,
     // and the caller decodes it once (the single-family layout pays nothing for the others).
-    const bool last = family == families.back();
+    const bool last = &probe == &probes.back();
     auto answers = [&](const rocksdb::Status& status, const rocksdb::PinnableSlice& value,
                        size_t i) {
       return last ? !status.IsNotFound() : Answers(status, value, now_ms, remember_ms[i]);
     };
-    if (open.size() == 1) {  // MultiGet's sorting and batching would cost a lone key ~0.5 us
-      Found& f = found[open[0]];
-      f.status = db_->Get(read, family, keys[open[0]], &f.value);
-      if (answers(f.status, f.value, open[0])) {
-        f.family = family;
-        open.clear();
+    if (asked.size() == 1) {  // MultiGet's sorting and batching would cost a lone key ~0.5 us
+      const size_t i = asked[0];
+      Found& f = found[i];
+      f.status = db_->Get(read, probe.family, keys[i], &f.value);
+      if (answers(f.status, f.value, i)) {
+        f.family = probe.family;
       } else {  // absent, or only a dead version: as if absent
         f.value.Reset();
         f.status = rocksdb::Status::NotFound();
+        open.push_back(i);
       }
       continue;
     }
@@ -368,24 +428,22 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
     // across the keys, probes a level's filters for all of them together and reads a block once
     // for every key in it (a group commit of 128 random-key inserts: ~15 % less time per item).
     batch_keys.clear();
-    for (size_t i : open) batch_keys.push_back(keys[i]);
+    for (size_t i : asked) batch_keys.push_back(keys[i]);
     values.clear();
     values.resize(batch_keys.size());
     statuses.assign(batch_keys.size(), rocksdb::Status());
-    db_->MultiGet(read, family, batch_keys.size(), batch_keys.data(), values.data(),
+    db_->MultiGet(read, probe.family, batch_keys.size(), batch_keys.data(), values.data(),
                   statuses.data());
-    size_t kept = 0;
-    for (size_t j = 0; j < open.size(); ++j) {
-      const size_t i = open[j];
+    for (size_t j = 0; j < asked.size(); ++j) {
+      const size_t i = asked[j];
       if (answers(statuses[j], values[j], i)) {
-        found[i].family = family;
+        found[i].family = probe.family;
         found[i].status = statuses[j];
         found[i].value = std::move(values[j]);
       } else {
-        open[kept++] = i;
+        open.push_back(i);
       }
     }
-    open.resize(kept);
   }
 }
 
@@ -398,17 +456,16 @@ std::vector<rocksdb::ColumnFamilyHandle*> RocksEngine::Families(
   return families;
 }
 
-Result<rocksdb::ColumnFamilyHandle*> RocksEngine::FamilyFor(int64_t death_ms) {
+Result<RocksEngine::Target> RocksEngine::FamilyFor(int64_t death_ms) {
   if (death_ms == 0 || options_.layout == EngineOptions::Layout::kLeveled) {
-    return db_->DefaultColumnFamily();
+    return Target{db_->DefaultColumnFamily(), nullptr};
   }
   // A window family is only dropped once it has ended the grace ago, and this record dies
-  // after the batch's now: the handle outlives the batch's write (ExpiryWindows: a drop racing
-  // a slow batch leaves the handle valid and fails that write cleanly).
-  Result<std::shared_ptr<rocksdb::ColumnFamilyHandle>> window =
-      windows_->Open(windows_->EndFor(death_ms));
+  // after the batch's now: the handle and filter outlive the batch's write (ExpiryWindows: a
+  // drop racing a slow batch leaves the handle valid and fails that write cleanly).
+  Result<ExpiryWindows::Window> window = windows_->Open(windows_->EndFor(death_ms));
   if (!window.ok()) return window.status();
-  return window->get();
+  return Target{window->handle.get(), window->filter.get()};
 }
 
 // Ok, or why `payload` is over the namespace's response limit.
@@ -674,15 +731,18 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       }
       value.clear();
       EncodeRecord(record, &value);
-      Result<rocksdb::ColumnFamilyHandle*> target = FamilyFor(DeathOf(record, p.remember_ms));
+      Result<Target> target = FamilyFor(DeathOf(record, p.remember_ms));
       if (!target.ok()) {
         results->clear();
         return target.status();
       }
       // A record whose death moved to another window (or whose layout changed) moves with this
       // same write: at no moment is it in neither family, nor live in both.
-      if (family != nullptr && family != *target) batch.Delete(family, p.key);
-      family = *target;
+      if (family != nullptr && family != target->family) batch.Delete(family, p.key);
+      family = target->family;
+      // In the window's filter before the write commits: a lookup that can see the write finds
+      // the bits set (ReadAll). A write that then fails leaves a false positive only.
+      if (target->filter != nullptr) target->filter->Add(WindowKeyFilter::Hash(p.key));
       batch.Put(family, p.key, value);
     } else if (d.write == Decision::Write::kDelete) {
       batch.Delete(family != nullptr ? family : db_->DefaultColumnFamily(), p.key);
@@ -830,6 +890,7 @@ Result<StoreStats> RocksEngine::Stats() {
     stats.memtable_bytes = v;
   }
   stats.expiry_windows = windows_->Current()->size();
+  stats.expiry_window_filter_bytes = windows_->FilterBytes();
   rocksdb::VectorLogPtr wal_files;
   // Not while suspended: listing WALs purges obsolete ones, and closing a WAL whose append
   // failed asserts in Debian's librocksdb (failure_safe_fs.h).
@@ -1010,10 +1071,13 @@ Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
     db_->GetIntProperty("rocksdb.num-running-compactions", &compactions);  // DB-wide
     db_->GetIntProperty("rocksdb.num-running-flushes", &flushes);          // DB-wide
     db_->GetAggregatedIntProperty("rocksdb.mem-table-flush-pending", &flush_pending);
-    if (pending + compactions + flushes + flush_pending == 0) return Status::Ok();
+    const bool filling = filling_filters_.load(std::memory_order_acquire);
+    if (pending + compactions + flushes + flush_pending == 0 && !filling) return Status::Ok();
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Status::TimedOut("background flushes/compactions still running after " +
-                              std::to_string(timeout_ms) + " ms");
+      return Status::TimedOut(
+          "background flushes/compactions (or the filling of window key "
+          "filters) still running after " +
+          std::to_string(timeout_ms) + " ms");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -1190,6 +1254,18 @@ Status RocksEngine::Compact(std::string_view ns) {
     }
   }
   return Status::Ok();
+}
+
+void RocksEngine::FillFilters() {
+  if (Status s = windows_->FillFilters(stop_filling_filters_); !s.ok()) {
+    LogToOperator(options_.log,
+                  LogRecord(LogLevel::kWarn, "window_filters_unfilled",
+                            "lookups keep probing the windows opened with the database whose key "
+                            "filters could not be filled: " +
+                                s.message())
+                      .With("code", std::string(CodeName(s.code()))));
+  }
+  filling_filters_.store(false, std::memory_order_release);
 }
 
 void RocksEngine::ReclaimLoop() {

@@ -348,6 +348,9 @@ std::vector<MetricFamily> StoreStatsFamilies(const StoreStats& s) {
        "Background reclaim passes that failed (each retried at the next interval; expired "
        "records and ended windows stay on disk until one succeeds)",
        MetricType::kCounter, double(s.reclaim_failures)},
+      {"idem_store_expiry_window_filter_bytes",
+       "Bytes of the expiry windows' in-memory key filters (--layout windows)", MetricType::kGauge,
+       double(s.expiry_window_filter_bytes)},
       {"idem_clock_steps_total",
        "Wall-clock steps the engine clock detected and did not follow (it slews instead)",
        MetricType::kCounter, double(s.clock_steps)},

@@ -4,6 +4,8 @@
 // database written under either layout opens under the other. What the engine answers is checked
 // through its API; where a record is stored is checked in RocksDB itself, with the engine closed.
 // Time only moves through the ManualClock.
+#include "expiry_windows.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
@@ -22,6 +25,8 @@
 #include <vector>
 
 #include <rocksdb/db.h>
+#include <rocksdb/perf_context.h>
+#include <rocksdb/perf_level.h>
 
 #include "column_families.h"
 #include "engine/expiry_windows_crash.h"
@@ -570,6 +575,161 @@ TEST_F(ExpiryWindowsTest, AGetRacingMovesBetweenWindowsAlwaysFindsTheRecord) {
   EXPECT_EQ(0, missed) << "of " << gets << " Gets during " << moves.load() << " moves";
 }
 
+// --- Key filters (window_key_filter.h) -----------------------------------------------------
+
+// Memtables queried by the lookups of `run` on this thread: one per family that holds anything
+// and is read. Every window here has records in its memtable, so a window the lookup reads
+// counts.
+template <typename Run>
+uint64_t MemtablesRead(Run run) {
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+  rocksdb::get_perf_context()->Reset();
+  run();
+  const uint64_t read = rocksdb::get_perf_context()->get_from_memtable_count;
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+  return read;
+}
+
+// Holds ExpiryWindows::FillFilters back (the filters of windows opened with the database stay
+// not ready) until Release, or until it goes out of scope, before the engine closes.
+class HeldFilterFill {
+ public:
+  HeldFilterFill() : released_(release_.get_future().share()) {
+    ExpiryWindows::SetBeforeFillForTesting([f = released_] { f.wait(); });
+  }
+  ~HeldFilterFill() {
+    Release();
+    ExpiryWindows::SetBeforeFillForTesting(nullptr);
+  }
+  void Release() {
+    if (!done_) release_.set_value();
+    done_ = true;
+  }
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_;
+  bool done_ = false;
+};
+
+class WindowFiltersTest : public ExpiryWindowsTest {
+ protected:
+  static constexpr int kWindows = 4;
+  static constexpr int kPerWindow = 50;
+
+  // TTLs that end in kWindows different windows.
+  static int64_t TtlOfWindow(int w) { return (2 + 5 * w) * kMinute; }
+  static std::string KeyIn(int w, int i) {
+    return "k" + std::to_string(w) + "-" + std::to_string(i);
+  }
+
+  // kPerWindow records in each of kWindows windows (the first half flushed, the rest in the
+  // memtables) and one that never expires, so the default family's memtable holds something too.
+  void Fill() {
+    for (int half = 0; half < 2; ++half) {
+      for (int w = 0; w < kWindows; ++w) {
+        for (int i = half * kPerWindow / 2; i < (half + 1) * kPerWindow / 2; ++i) {
+          Put("w", KeyIn(w, i), TtlOfWindow(w));
+        }
+      }
+      if (half == 0) ASSERT_OK(engine().Flush());
+    }
+    Put("w", "forever", kForever);
+  }
+  // The records Fill wrote that Found does not find.
+  std::vector<std::string> Missing() {
+    std::vector<std::string> missing;
+    for (int w = 0; w < kWindows; ++w) {
+      for (int i = 0; i < kPerWindow; ++i) {
+        if (Found("w", KeyIn(w, i)) != "FOUND") missing.push_back(KeyIn(w, i));
+      }
+    }
+    if (Found("w", "forever") != "FOUND") missing.push_back("forever");
+    return missing;
+  }
+  // Memtables read by `n` inserts of new keys, round the windows.
+  uint64_t MemtablesReadByNewInserts(int n, std::string_view prefix) {
+    return MemtablesRead([&] {
+      for (int i = 0; i < n; ++i)
+        Put("w", std::string(prefix) + std::to_string(i), TtlOfWindow(i % kWindows));
+    });
+  }
+};
+
+TEST_F(WindowFiltersTest, AnInsertOfANewKeyReadsOnlyTheDefaultFamily) {
+  Fill();
+  constexpr int kInserts = 40;
+  const uint64_t read = MemtablesReadByNewInserts(kInserts, "new");
+  // The default family's memtable once per insert; a window's only on a false positive (~1 %).
+  EXPECT_GE(read, uint64_t{kInserts}) << "the lookups did not read the default family";
+  EXPECT_LE(read, uint64_t{kInserts} + kInserts / 8)
+      << "without the filters: about " << kInserts * (kWindows + 1);
+}
+
+TEST_F(WindowFiltersTest, RecordsInEveryWindowAreFoundAfterAReopenBeforeAndOnceFiltersAreReady) {
+  Fill();
+  HeldFilterFill held;
+  Reopen();
+  EXPECT_EQ(Names{}, Missing()) << "filters not ready";
+  // Written to windows opened with the database while their filters wait to be filled (the
+  // reopen flushed the memtables: these make every family's memtable hold something again).
+  for (int w = 0; w < kWindows; ++w) Put("w", "during-fill" + std::to_string(w), TtlOfWindow(w));
+  Put("w", "forever-too", kForever);
+  // Not ready: a new key is looked up in every window.
+  EXPECT_GE(MemtablesReadByNewInserts(8, "while-held"), 8u * (kWindows + 1));
+  held.Release();
+  ASSERT_OK(engine().WaitForBackgroundWork(30'000));
+  EXPECT_EQ(Names{}, Missing()) << "filters ready";
+  for (int i = 0; i < 8; ++i) EXPECT_EQ("FOUND", Found("w", "while-held" + std::to_string(i)));
+  for (int w = 0; w < kWindows; ++w) {
+    EXPECT_EQ("FOUND", Found("w", "during-fill" + std::to_string(w)));
+  }
+  constexpr int kInserts = 40;
+  EXPECT_LE(MemtablesReadByNewInserts(kInserts, "after"), uint64_t{kInserts} + kInserts / 8)
+      << "the filters of the reopened windows are not in use";
+}
+
+// Moves between windows opened with the database, while their filters go from not ready (the
+// fill held back) to filled, and Gets, alone and batched (MultiGet), look for the record.
+TEST_F(WindowFiltersTest, GetsRacingMovesWhileFiltersAreFilledAlwaysFindTheRecord) {
+  Put("w", "k", 10 * kMinute);
+  Put("w", "other", 30 * kMinute);  // both windows exist before the reopen
+  HeldFilterFill held;
+  Reopen();
+  std::atomic<bool> stop{false};
+  std::atomic<int> moves{0};
+  std::thread mover([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      auto r = engine().CompareAndSet(
+          {.ns = "w",
+           .key = "k",
+           .update = {.status = "T", .ttl = testing::TtlMs((i % 2 ? 10 : 30) * kMinute)}});
+      if (r.ok() && r->outcome == Outcome::kApplied) moves.fetch_add(1);
+    }
+  });
+  const std::vector<Op> batch{Op::Get({.ns = "w", .key = "absent"}),
+                              Op::Get({.ns = "w", .key = "k"})};
+  int missed = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    if (i == 5'000) held.Release();
+    if (i % 2 == 0) {
+      auto r = engine().Get({.ns = "w", .key = "k"});
+      if (!r.ok() || r->outcome != Outcome::kFound) ++missed;
+    } else {
+      std::vector<Result<OpResult>> results;
+      if (!engine().Apply(batch, &results).ok() || !results[1].ok() ||
+          results[1]->outcome != Outcome::kFound) {
+        ++missed;
+      }
+    }
+  }
+  stop.store(true);
+  mover.join();
+  ASSERT_OK(engine().WaitForBackgroundWork(30'000));
+  EXPECT_GT(moves.load(), 100);
+  EXPECT_EQ(0, missed) << "of 20000 lookups during " << moves.load() << " moves";
+}
+
 // The default family takes only a clock mark now and then; a WAL file stays until every family
 // with writes in it has flushed them, so the WAL must be bounded by size, not by the default
 // family's memtable filling up.
@@ -771,6 +931,8 @@ TEST_F(ExpiryWindowsTest, StatsCountTheWindowsAndTheirBytes) {
   ASSERT_OK(stats);
   EXPECT_EQ(3u, stats->expiry_windows);
   EXPECT_GE(stats->memtable_bytes, kBytes);
+  // Three windows' key filters at their smallest size (window_key_filter.h).
+  EXPECT_EQ(3 * WindowKeyFilter::kMinKeys * 10 / 8, stats->expiry_window_filter_bytes);
   ASSERT_OK(engine().Flush());  // every family's memtable
   ASSERT_OK(engine().WaitForBackgroundWork(10'000));
   stats = engine().Stats();
@@ -785,7 +947,8 @@ TEST_F(ExpiryWindowsTest, StatsCountTheWindowsAndTheirBytes) {
   stats = engine().Stats();
   ASSERT_OK(stats);
   EXPECT_EQ(0u, stats->expiry_windows);
-  EXPECT_LT(stats->sst_bytes, kBytes / 10);  // the files left with their windows
+  EXPECT_LT(stats->sst_bytes, kBytes / 10);          // the files left with their windows
+  EXPECT_EQ(0u, stats->expiry_window_filter_bytes);  // and the filters with them
 }
 
 TEST_F(ExpiryWindowsTest, ScanSeesEveryFamilyInKeyOrderOnceAndPurgeEmptiesThemAll) {

@@ -38,9 +38,10 @@ class Engine : public Store {
   virtual Result<ReclaimReport> ReclaimExpired() = 0;
   // Writes the memtable to a table file (makes on-disk statistics current).
   virtual Status Flush() = 0;
-  // Blocks until RocksDB has no flush or compaction pending or running, or `timeout_ms` passes
-  // (TimedOut). Background work runs in real time; simulations on a ManualClock call this so
-  // that disk figures do not depend on how fast the machine happened to be.
+  // Blocks until RocksDB has no flush or compaction pending or running and the key filters of
+  // the expiry windows opened with the database are filled, or `timeout_ms` passes (TimedOut).
+  // Background work runs in real time; simulations on a ManualClock call this so that disk figures
+  // do not depend on how fast the machine happened to be.
   virtual Status WaitForBackgroundWork(int64_t timeout_ms) = 0;
   // Takes an online, consistent backup into `dir` while the engine keeps serving (idem/backup.h:
   // what it holds, and why a store opened on it never repeats a fence). `dir` must not exist;

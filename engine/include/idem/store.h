@@ -40,6 +40,10 @@ struct StoreStats {
   // Expiry-window column families on disk (EngineOptions::Layout::kExpiryWindows; 0 under the
   // leveled layout unless an earlier run wrote some).
   uint64_t expiry_windows = 0;
+  // Memory of the windows' key filters, which let a lookup skip the windows that do not hold
+  // its key: about 1.25 bytes per record written to a window since open (or held by one at
+  // open), up to twice that while a window outgrows its first size.
+  uint64_t expiry_window_filter_bytes = 0;
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;
