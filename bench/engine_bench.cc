@@ -323,6 +323,96 @@ void BM_Get_Hit_Windows(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// One window whose records were flushed in `files` batches, as a window written over many
+// flushes is, never merged: a hit probes the window's table files newest first, so against
+// BM_Get_Hit_WindowFiles/1/* this prices the files a window keeps before they are merged
+// (EngineOptions::expiry_window_merge_files). Keys in random order put every key range in every
+// file; in time order (`ordered`: UUIDv7, ULIDs, sequence numbers) each file holds its own range
+// and RocksDB skips the others by their key range.
+struct WindowFilesFixture {
+  std::string dir;
+  std::unique_ptr<Engine> engine;
+  uint64_t table_files = 0;
+
+  WindowFilesFixture(int files, bool ordered) {
+    dir = (std::filesystem::temp_directory_path() /
+           ("idem_microbench_window_files_" + std::to_string(getpid())))
+              .string();
+    std::filesystem::remove_all(dir);
+    EngineOptions options;
+    options.durability = Durability::kAsync;
+    options.reclaim_interval_ms = 0;
+    options.layout = EngineOptions::Layout::kExpiryWindows;
+    options.expiry_window_merge_files = 0;
+    const int64_t w = options.expiry_window_ms;
+    const int64_t now = SystemClock::Default()->NowMillis();
+    const std::chrono::milliseconds ttl((now / w + 1) * w + w / 2 - now);
+    std::filesystem::create_directories(dir);
+    auto opened = Engine::Open(dir + "/engine", options);
+    if (!opened.ok()) Die("window files engine open: " + opened.status().ToString());
+    engine = std::move(*opened);
+    // File f holds keys i with i % files == f (random order: each file spans the key range),
+    // or the f-th run of consecutive keys (time order).
+    const int per_file = kPreloaded / files;
+    const auto key_index = [&](int f, int j) { return ordered ? f * per_file + j : j * files + f; };
+    for (int f = 0; f < files; ++f) {
+      for (int start = 0; start < per_file; start += 1000) {
+        std::vector<std::string> keys;  // the ops borrow them
+        for (int j = start; j < std::min(start + 1000, per_file); ++j) {
+          keys.push_back(KeyOf(key_index(f, j)));
+        }
+        std::vector<Op> ops;
+        for (const std::string& key : keys) {
+          ops.push_back(Op::Insert(
+              {.ns = kNs, .key = key, .status = "DONE", .payload = kPayload, .ttl = ttl}));
+        }
+        std::vector<Result<OpResult>> results;
+        if (!engine->Apply(ops, &results).ok()) Die("window files preload");
+      }
+      if (!engine->Flush().ok()) Die("window files flush");
+    }
+    if (!engine->WaitForBackgroundWork(600'000).ok()) Die("window files compaction");
+    auto report = engine->ReclaimExpired();
+    if (!report.ok()) Die("window files reclaim");
+    table_files = report->window_files_max;
+  }
+  ~WindowFilesFixture() {
+    engine.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+// One at a time, built once per file count (Google Benchmark calls a case several times).
+WindowFilesFixture& WindowFiles(int files, bool ordered) {
+  static std::unique_ptr<WindowFilesFixture> fixture;
+  static std::pair<int, bool> built;
+  static const bool registered = [] {
+    std::atexit([] { fixture.reset(); });
+    return true;
+  }();
+  (void)registered;
+  if (built != std::pair(files, ordered)) {
+    fixture.reset();
+    fixture = std::make_unique<WindowFilesFixture>(files, ordered);
+    built = {files, ordered};
+  }
+  return *fixture;
+}
+
+void BM_Get_Hit_WindowFiles(benchmark::State& state) {
+  const int files = static_cast<int>(state.range(0));
+  WindowFilesFixture& w = WindowFiles(files, state.range(1) != 0);
+  const int present = kPreloaded / files * files;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    std::string key = KeyOf((i += 104729) % present);
+    auto r = w.engine->Get({.ns = kNs, .key = key});
+    if (!r.ok() || r->outcome != Outcome::kFound) state.SkipWithError("expected FOUND");
+  }
+  state.counters["table_files"] = static_cast<double>(w.table_files);
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_CompareAndSet(benchmark::State& state) {
   // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
   // payload.
@@ -416,6 +506,10 @@ BENCHMARK(BM_Get_Hit)->Apply(Threads);
 BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_InsertRandom)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();
+BENCHMARK(BM_Get_Hit_WindowFiles)
+    ->ArgNames({"files", "ordered"})
+    ->ArgsProduct({{1, 8, 16, 32, 64, 128}, {0, 1}})
+    ->UseRealTime();
 
 // Grouped by window count (one preload per count), single-threaded as the ratios are quoted.
 [[maybe_unused]] const bool kWindowsRegistered = [] {

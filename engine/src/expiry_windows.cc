@@ -163,14 +163,14 @@ uint64_t ExpiryWindows::FilterBytes() const {
   return bytes;
 }
 
-rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOptions& base) {
+rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOptions& base,
+                                                 int merge_files) {
   rocksdb::ColumnFamilyOptions o = base;
   o.compaction_filter = nullptr;
   o.compaction_filter_factory = nullptr;
   o.table_properties_collector_factories.clear();
   o.compaction_style = rocksdb::kCompactionStyleFIFO;
   o.compaction_options_fifo.max_table_files_size = std::numeric_limits<uint64_t>::max();
-  o.compaction_options_fifo.allow_compaction = true;
   o.ttl = 0;
   o.periodic_compaction_seconds = 0;
   // No memtable bloom filter: RocksDB allocates it (a tenth of the write buffer) with every
@@ -178,7 +178,16 @@ rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOpti
   // memtables sit empty or nearly so. With the hash memtable a miss costs one bucket probe
   // without it; with the skiplist, a walk of the window's (usually small) memtable.
   o.memtable_prefix_bloom_size_ratio = 0;
-  o.level0_file_num_compaction_trigger = 8;
+  // FIFO merges the newest run of files, each smaller than the write buffer, and stops at one
+  // that would raise the bytes rewritten per file removed, so a merged file is left alone by
+  // later merges (the bytes are rewritten about once). The budget lets `merge_files` full
+  // flushes be one merge.
+  o.compaction_options_fifo.allow_compaction = merge_files > 0;
+  if (merge_files > 0) {
+    o.level0_file_num_compaction_trigger = merge_files;
+    o.max_compaction_bytes = std::max<uint64_t>(
+        o.max_compaction_bytes, uint64_t(merge_files) * o.write_buffer_size * 11 / 10);
+  }
   // A window's files only ever sit in L0 (FIFO): many of them are not a backlog to stall on.
   o.level0_slowdown_writes_trigger = 1 << 30;
   o.level0_stop_writes_trigger = 1 << 30;

@@ -99,7 +99,9 @@ class ExpiryWindows {
 
 // The options of a window's family: the default family's, without the expiry compaction filter
 // (a window is dropped whole) and under FIFO compaction that never deletes by size or age (only
-// the drop removes data), merging small files so that a lookup has few files to probe.
-rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOptions& base);
+// the drop removes data), merging a window's small files once `merge_files` of them have
+// accumulated (0: never; EngineOptions::expiry_window_merge_files).
+rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOptions& base,
+                                                 int merge_files);
 
 }  // namespace idem

@@ -202,6 +202,7 @@ class RocksEngine final : public ServingEngine {
   // a family writes the MANIFEST (~65 ms here), which would otherwise stall the batch that
   // needs it, stripe locks held. Best effort: a write creates a missing window itself.
   void PrepareUpcomingWindows();
+  uint64_t WindowFilesMax();  // table files of the window that has the most
   template <typename Policy>
   static const Policy& Lookup(const std::map<std::string, Policy, std::less<>>& by_ns,
                               std::string_view ns, const Policy& fallback) {
@@ -1003,6 +1004,17 @@ Result<size_t> RocksEngine::DropEndedWindows() {
       RemovableUntil(clock_->NowMillis(), options_.expiry_grace_ms, clock_mark_.get()));
 }
 
+uint64_t RocksEngine::WindowFilesMax() {
+  uint64_t most = 0;
+  std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
+  for (const auto& w : *windows) {
+    rocksdb::ColumnFamilyMetaData meta;
+    db_->GetColumnFamilyMetaData(w.handle.get(), &meta);
+    most = std::max<uint64_t>(most, meta.file_count);
+  }
+  return most;
+}
+
 Result<ReclaimReport> RocksEngine::ReclaimExpired() {
   ReclaimReport report;
   if (Status s = WriteClockMark(); !s.ok()) return s;
@@ -1011,6 +1023,7 @@ Result<ReclaimReport> RocksEngine::ReclaimExpired() {
   Result<size_t> dropped = DropEndedWindows();
   if (!dropped.ok()) return dropped.status();
   report.windows_dropped = *dropped;
+  report.window_files_max = WindowFilesMax();
   rocksdb::TablePropertiesCollection tables;
   if (rocksdb::Status s = db_->GetPropertiesOfAllTables(&tables); !s.ok()) return FromRocks(s);
   std::vector<rocksdb::LiveFileMetaData> files;
@@ -1370,6 +1383,14 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
                                    std::to_string(EngineOptions::kMinExpiryWindowMs) + ", " +
                                    std::to_string(EngineOptions::kMaxExpiryWindowMs) + "]");
   }
+  if (options.expiry_window_merge_files != 0 &&
+      (options.expiry_window_merge_files < 2 ||
+       options.expiry_window_merge_files > EngineOptions::kMaxExpiryWindowMergeFiles)) {
+    return Status::InvalidArgument("expiry_window_merge_files is " +
+                                   std::to_string(options.expiry_window_merge_files) +
+                                   "; it must be 0 (never merge) or in [2, " +
+                                   std::to_string(EngineOptions::kMaxExpiryWindowMergeFiles) + "]");
+  }
   // Before RocksDB sees the directory: what it would "recover" by dropping data (a damaged WAL)
   // or by starting over (a missing CURRENT) is refused here, with every file left as it is.
   if (Status st = CheckDataDirectory(dir, options); !st.ok()) return st;
@@ -1426,7 +1447,8 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     // its last flush (measured: 1M records took 236 MiB on disk instead of 96).
     rocks_options.max_total_wal_size = 2 * options.write_buffer_bytes;
   }
-  const rocksdb::ColumnFamilyOptions window_options = WindowFamilyOptions(rocks_options);
+  const rocksdb::ColumnFamilyOptions window_options =
+      WindowFamilyOptions(rocks_options, options.expiry_window_merge_files);
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(rocks_options)}};
   for (int64_t end : window_ends) {

@@ -96,7 +96,7 @@ Status CommitQueue::RunBlocking(std::function<BlockingAnswer(bool stopped)> task
       blocking_.push_back(BlockingThread{std::thread([this, task = std::move(task), done] {
                                            BlockingAnswer answer = task(false);
                                            {
-                                             std::lock_guard<std::mutex> lock(mu_);
+                                             std::lock_guard<std::mutex> count_lock(mu_);
                                              --blocking_running_;
                                            }
                                            if (answer) answer();

@@ -951,6 +951,77 @@ TEST_F(ExpiryWindowsTest, StatsCountTheWindowsAndTheirBytes) {
   EXPECT_EQ(0u, stats->expiry_window_filter_bytes);  // and the filters with them
 }
 
+// A wide window is flushed many times while it takes writes. Merging those files rewrites their
+// bytes, the write amplification the layout exists to avoid, so they stay as they are until
+// expiry_window_merge_files of them have accumulated, and are merged once then.
+class WindowMergeTest : public ExpiryWindowsTest {
+ protected:
+  // `count` flushes of 10 records each into the window of a 5-minute TTL.
+  void Flushes(int from, int count) {
+    for (int f = from; f < from + count; ++f) {
+      for (int i = 0; i < 10; ++i) Put("w", Key(f, i), 5 * kMinute);
+      ASSERT_OK(engine().Flush());
+      ASSERT_OK(engine().WaitForBackgroundWork(10'000));
+    }
+  }
+  static std::string Key(int flush, int i) {
+    return "f" + std::to_string(flush) + "-" + std::to_string(i);
+  }
+  uint64_t WindowFiles() {
+    auto report = engine().ReclaimExpired();
+    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    return report.ok() ? report->window_files_max : 0;
+  }
+  uint64_t CompactedBytes() {
+    auto stats = engine().Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? stats->compaction_bytes_written : 0;
+  }
+};
+
+TEST_F(WindowMergeTest, AWindowKeepsItsFlushedFilesUntilTheMergeCountThenMergesThemOnce) {
+  options_.expiry_window_merge_files = 6;
+  Reopen();
+  Flushes(0, 5);
+  EXPECT_EQ(5u, WindowFiles());
+  EXPECT_EQ(0u, CompactedBytes());
+
+  Flushes(5, 1);  // the sixth: merged into one
+  EXPECT_EQ(1u, WindowFiles());
+  const uint64_t merged = CompactedBytes();
+  EXPECT_GT(merged, 0u);
+
+  Flushes(6, 5);  // five more stay as they are, and the merged file is not rewritten
+  EXPECT_EQ(6u, WindowFiles());
+  EXPECT_EQ(merged, CompactedBytes());
+  for (int f = 0; f < 11; ++f) EXPECT_EQ("FOUND", Found("w", Key(f, 9))) << f;
+}
+
+TEST_F(WindowMergeTest, ZeroNeverMergesAWindowsFiles) {
+  options_.expiry_window_merge_files = 0;
+  Reopen();
+  Flushes(0, 40);  // well past RocksDB's own default trigger (4 files)
+  EXPECT_EQ(40u, WindowFiles());
+  EXPECT_EQ(0u, CompactedBytes());
+  for (int f = 0; f < 40; ++f) EXPECT_EQ("FOUND", Found("w", Key(f, 0))) << f;
+}
+
+TEST_F(WindowMergeTest, OpenRefusesAMergeCountOutsideItsRange) {
+  engine_.reset();
+  for (int n : {-1, 1, EngineOptions::kMaxExpiryWindowMergeFiles + 1}) {
+    options_.expiry_window_merge_files = n;
+    auto refused = ServingEngine::Open(dir_.Sub("refused"), options_);
+    ASSERT_FALSE(refused.ok()) << n;
+    EXPECT_EQ(Status::Code::kInvalidArgument, refused.status().code()) << n;
+    EXPECT_NE(std::string::npos, refused.status().message().find("expiry_window_merge_files"))
+        << refused.status().ToString();
+  }
+  for (int n : {0, 2, EngineOptions::kMaxExpiryWindowMergeFiles}) {
+    options_.expiry_window_merge_files = n;
+    ASSERT_OK(ServingEngine::Open(dir_.Sub("accepted-" + std::to_string(n)), options_));
+  }
+}
+
 TEST_F(ExpiryWindowsTest, ScanSeesEveryFamilyInKeyOrderOnceAndPurgeEmptiesThemAll) {
   std::map<std::string, std::string> expected;  // key -> payload
   UseLayout(Layout::kLeveled);

@@ -42,6 +42,7 @@ TEST(ServerFlagsTest, Defaults) {
   EXPECT_EQ(EngineOptions::Memtable::kHash, f->engine.memtable);
   EXPECT_EQ(EngineOptions::Layout::kLeveled, f->engine.layout);
   EXPECT_EQ(3'600'000, f->engine.expiry_window_ms);
+  EXPECT_EQ(32, f->engine.expiry_window_merge_files);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kNormal, f->engine.background_priority);
   EXPECT_EQ(1u << 20, f->engine.wal_prezero_chunk_bytes);
   EXPECT_FALSE(f->server.allow_remote);
@@ -86,6 +87,8 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "windows",
                                  "--expiry-window",
                                  "6h",
+                                 "--expiry-window-merge-files",
+                                 "0",
                                  "--background-priority",
                                  "low",
                                  "--wal-prezero",
@@ -123,6 +126,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(EngineOptions::Memtable::kSkipList, f->engine.memtable);
   EXPECT_EQ(EngineOptions::Layout::kExpiryWindows, f->engine.layout);
   EXPECT_EQ(6 * 3'600'000, f->engine.expiry_window_ms);
+  EXPECT_EQ(0, f->engine.expiry_window_merge_files);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
   EXPECT_EQ(0u, f->engine.wal_prezero_chunk_bytes);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
@@ -641,7 +645,7 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
     EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
         << name << " is not in " << IDEM_EXAMPLE_CONFIG;
   }
-  EXPECT_EQ(58, listed);
+  EXPECT_EQ(59, listed);
 
   // Each "# key = value" line: a default as --print-config shows it (unless the option has
   // none, or it is an example of a repeatable one); uncommented, they all parse.
@@ -731,6 +735,9 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--layout", "tiered"}, "--layout"},
            {{"--expiry-window", "999ms"}, "--expiry-window"},
            {{"--expiry-window", "31d"}, "--expiry-window"},
+           {{"--expiry-window-merge-files", "1"}, "--expiry-window-merge-files"},
+           {{"--expiry-window-merge-files", "1025"}, "--expiry-window-merge-files"},
+           {{"--expiry-window-merge-files", "-2"}, "--expiry-window-merge-files"},
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},
            {{"--rocksdb-options"}, "--rocksdb-options"},

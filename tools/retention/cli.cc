@@ -161,6 +161,12 @@ struct Grammar {
             "policy: its longest TTL plus its remember period, divided by 8\n"
             "and rounded up to a whole minute (1h -> 8m, 1d -> 3h,\n"
             "7d -> 21h, 1d+remember30d -> 3d21h)");
+  CLI::Option* window_merge_files =
+      Value(kPolicies, "--window-merge-files", "N",
+            std::to_string(EngineOptions().expiry_window_merge_files),
+            "windows: merge a window's small table files once N have\n"
+            "accumulated; 0 never merges (EngineOptions::\n"
+            "expiry_window_merge_files)");
 
   CLI::Option* reclaim_every = Value(kSimulation, "--reclaim-every", "D", "10m",
                                      "simulated interval between ReclaimExpired calls");
@@ -328,6 +334,21 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
     }
     c.window_ms = *v;
   }
+  if (g.window_merge_files->count() > 0) {
+    if (!windows) {
+      return Bad("--window-merge-files", "applies to the windows strategy only (see --strategies)");
+    }
+    const std::string text = g.window_merge_files->as<std::string>();
+    int n = -1;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size() || n < 0 || n == 1 ||
+        n > EngineOptions::kMaxExpiryWindowMergeFiles) {
+      return Bad("--window-merge-files",
+                 "'" + text + "' is not 0 or a number of files in 2.." +
+                     std::to_string(EngineOptions::kMaxExpiryWindowMergeFiles));
+    }
+    c.sim.window_merge_files = n;
+  }
 
   // Simulation.
   auto duration_flag = [&](const CLI::Option* opt, const std::string& fallback,
@@ -386,6 +407,7 @@ Result<Config> ParseCommandLine(int argc, const char* const* argv) {
   if (windows) {
     c.settings.emplace_back("window", c.window_ms ? FormatDurationMs(*c.window_ms)
                                                   : "per policy, (longest TTL + remember) / 8");
+    c.settings.emplace_back("window-merge-files", std::to_string(c.sim.window_merge_files));
   }
   c.settings.emplace_back("reclaim-every", FormatDurationMs(c.sim.reclaim_every_ms));
   c.settings.emplace_back("sample-every",

@@ -101,6 +101,8 @@ void WritePolicy(const Study& study, const PolicyResult& r, JsonWriter& j) {
     j.Uint(r.windows_dropped);
     j.Key("expiry_windows_peak");
     j.Uint(r.expiry_windows_peak);
+    j.Key("window_files_peak");
+    j.Uint(r.window_files_peak);
   }
   j.Key("wall_seconds");
   j.Double(r.wall_seconds);

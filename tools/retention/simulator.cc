@@ -98,6 +98,7 @@ class Run {
     if (policy_.strategy == Strategy::kWindows) {
       options.layout = EngineOptions::Layout::kExpiryWindows;
       options.expiry_window_ms = result_.policy.window_ms;
+      options.expiry_window_merge_files = options_.window_merge_files;
     }
     const int64_t max_ttl = std::max(policy_.MaxTtl(), options.default_retention.max_ttl_ms);
     options.default_retention =
@@ -179,6 +180,7 @@ class Run {
       ++result_.reclaim_passes;
       result_.reclaim_files_compacted += report->files_compacted;
       result_.windows_dropped += report->windows_dropped;
+      result_.window_files_peak = std::max(result_.window_files_peak, report->window_files_max);
     }
     if (sample) {
       if (options_.flush_at_samples) {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/options.h"
 #include "idem/result.h"
 #include "policy.h"
 #include "workload.h"
@@ -39,6 +40,8 @@ struct SimOptions {
   size_t payload_bytes = 100;
   double reclaim_min_expired_fraction = 0.5;  // the engine's default
   std::string rocksdb_options;                // EngineOptions::rocksdb_options, every policy
+  // Windows policies: EngineOptions::expiry_window_merge_files.
+  int window_merge_files = EngineOptions().expiry_window_merge_files;
 };
 
 // One point of the disk timeline.
@@ -91,6 +94,7 @@ struct PolicyResult {
   // on disk at any sample (StoreStats::expiry_windows).
   uint64_t windows_dropped = 0;
   uint64_t expiry_windows_peak = 0;
+  uint64_t window_files_peak = 0;
   double wall_seconds = 0;
   std::vector<Sample> samples;
 

@@ -753,6 +753,19 @@ std::vector<FlagSpec> Flags(ParseState& s) {
          s.flags.engine.expiry_window_ms = *ms;
          return Status::Ok();
        }},
+      {"expiry-window-merge-files", "N", std::to_string(engine.expiry_window_merge_files),
+       "with --layout windows: merge a window's small table files once N\n"
+       "have accumulated (0: never). More files cost a lookup of an older\n"
+       "record a Bloom probe each; merging rewrites their bytes once more",
+       false,
+       [&s](std::string_view v) {
+         Result<int> n = ParseInt<int>("--expiry-window-merge-files", v, 0,
+                                       EngineOptions::kMaxExpiryWindowMergeFiles);
+         if (!n.ok()) return n.status();
+         if (*n == 1) return Bad("--expiry-window-merge-files", "must be 0 (never) or at least 2");
+         s.flags.engine.expiry_window_merge_files = *n;
+         return Status::Ok();
+       }},
       {"background-priority", "normal|low", "normal",
        "CPU priority of RocksDB's flush and compaction threads: normal\n"
        "shares the CPU evenly; low (nice 19) keeps them from delaying\n"

@@ -23,7 +23,8 @@ namespace idem {
 struct ReclaimReport {
   uint64_t files_examined = 0;
   uint64_t files_compacted = 0;
-  uint64_t windows_dropped = 0;  // expiry windows removed whole (EngineOptions::layout)
+  uint64_t windows_dropped = 0;   // expiry windows removed whole (EngineOptions::layout)
+  uint64_t window_files_max = 0;  // table files of the expiry window that has the most
 };
 
 class Engine : public Store {
