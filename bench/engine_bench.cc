@@ -49,6 +49,23 @@ std::string KeyOf(uint64_t i) {
   std::abort();
 }
 
+// An empty directory of this process's own under the system's temp dir.
+std::string FreshDir(const std::string& name) {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// The options of a benchmark engine: no fsync, no reclaimer thread.
+EngineOptions BenchOptions(EngineOptions::Layout layout) {
+  EngineOptions options;
+  options.durability = Durability::kAsync;
+  options.reclaim_interval_ms = 0;
+  options.layout = layout;
+  return options;
+}
+
 // Shared databases, opened once per process and preloaded identically.
 struct Fixture {
   std::string dir;
@@ -57,12 +74,8 @@ struct Fixture {
   std::atomic<uint64_t> next_new_key{1'000'000'000};  // never collides with preloaded keys
 
   Fixture() {
-    dir = (std::filesystem::temp_directory_path() / ("idem_microbench_" + std::to_string(getpid())))
-              .string();
-    std::filesystem::remove_all(dir);
-    EngineOptions options;
-    options.durability = Durability::kAsync;
-    options.reclaim_interval_ms = 0;
+    dir = FreshDir("idem_microbench");
+    EngineOptions options = BenchOptions(EngineOptions::Layout::kLeveled);
     // IDEM_MICROBENCH_MEMTABLE=skiplist measures RocksDB's default memtable (both sides).
     const char* memtable = std::getenv("IDEM_MICROBENCH_MEMTABLE");
     if (memtable != nullptr && std::string(memtable) == "skiplist") {
@@ -213,14 +226,8 @@ struct WindowsFixture {
   std::atomic<uint64_t> next_new_key{2'000'000'000};
 
   explicit WindowsFixture(int windows) {
-    dir = (std::filesystem::temp_directory_path() /
-           ("idem_microbench_windows_" + std::to_string(getpid())))
-              .string();
-    std::filesystem::remove_all(dir);
-    EngineOptions options;
-    options.durability = Durability::kAsync;
-    options.reclaim_interval_ms = 0;
-    options.layout = EngineOptions::Layout::kExpiryWindows;
+    dir = FreshDir("idem_microbench_windows");
+    const EngineOptions options = BenchOptions(EngineOptions::Layout::kExpiryWindows);
     const int64_t w = options.expiry_window_ms;
     const int64_t now = SystemClock::Default()->NowMillis();
     for (int j = 0; j < windows; ++j) {
@@ -335,14 +342,8 @@ struct WindowFilesFixture {
   uint64_t table_files = 0;
 
   WindowFilesFixture(int files, bool ordered) {
-    dir = (std::filesystem::temp_directory_path() /
-           ("idem_microbench_window_files_" + std::to_string(getpid())))
-              .string();
-    std::filesystem::remove_all(dir);
-    EngineOptions options;
-    options.durability = Durability::kAsync;
-    options.reclaim_interval_ms = 0;
-    options.layout = EngineOptions::Layout::kExpiryWindows;
+    dir = FreshDir("idem_microbench_window_files");
+    EngineOptions options = BenchOptions(EngineOptions::Layout::kExpiryWindows);
     options.expiry_window_merge_files = 0;
     const int64_t w = options.expiry_window_ms;
     const int64_t now = SystemClock::Default()->NowMillis();
