@@ -294,6 +294,33 @@ TEST_F(ExpiryWindowsTest, OpenRefusesAWindowWidthOutsideItsRange) {
 
 // --- Moves -------------------------------------------------------------------------------------
 
+// Moves ("w", "k") back and forth between the windows of a 10- and a 30-minute TTL with
+// CompareAndSet, on a thread of its own, until Stop() or its destruction.
+class RecordMover {
+ public:
+  explicit RecordMover(Store& store)
+      : thread_([this, &store] {
+          for (int i = 0; !stop_.load(); ++i) {
+            auto r = store.CompareAndSet(
+                {.ns = "w",
+                 .key = "k",
+                 .update = {.status = "T", .ttl = testing::TtlMs((i % 2 ? 10 : 30) * kMinute)}});
+            if (r.ok() && r->outcome == Outcome::kApplied) moves_.fetch_add(1);
+          }
+        }) {}
+  ~RecordMover() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  int moves() const { return moves_.load(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> moves_{0};
+  std::thread thread_;  // declared last: it starts once the counters exist
+};
+
 TEST_F(ExpiryWindowsTest, CompleteWithTheCompletedTtlMovesTheAttemptToItsNewWindow) {
   const uint64_t fence = Begin("w", "req", 2 * kMinute);
   const int64_t in_progress_expiry = Now() + 2 * kMinute;
@@ -549,30 +576,19 @@ TEST_F(ExpiryWindowsTest, AGetRacingMovesBetweenWindowsAlwaysFindsTheRecord) {
   Put("w", "k", 10 * kMinute);
   Touch("w", "k", 30 * kMinute);  // both windows exist before the race: creating one is slow
   Touch("w", "k", 10 * kMinute);
-  std::atomic<bool> stop{false};
-  std::atomic<int> moves{0};
-  std::thread mover([&] {
-    for (int i = 0; !stop.load(); ++i) {
-      auto r = engine().CompareAndSet(
-          {.ns = "w",
-           .key = "k",
-           .update = {.status = "T", .ttl = testing::TtlMs((i % 2 ? 10 : 30) * kMinute)}});
-      if (r.ok() && r->outcome == Outcome::kApplied) moves.fetch_add(1);
-    }
-  });
+  RecordMover mover(engine());
   // Gets until the mover has made its moves (however the two threads are scheduled), bounded.
   int gets = 0;
   int missed = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while ((gets < 20'000 || moves.load() <= 1000) && std::chrono::steady_clock::now() < deadline) {
+  while ((gets < 20'000 || mover.moves() <= 1000) && std::chrono::steady_clock::now() < deadline) {
     auto r = engine().Get({.ns = "w", .key = "k"});
     if (!r.ok() || r->outcome != Outcome::kFound) ++missed;
     ++gets;
   }
-  stop.store(true);
-  mover.join();
-  EXPECT_GT(moves.load(), 1000);
-  EXPECT_EQ(0, missed) << "of " << gets << " Gets during " << moves.load() << " moves";
+  mover.Stop();
+  EXPECT_GT(mover.moves(), 1000);
+  EXPECT_EQ(0, missed) << "of " << gets << " Gets during " << mover.moves() << " moves";
 }
 
 // --- Key filters (window_key_filter.h) -----------------------------------------------------
@@ -696,17 +712,7 @@ TEST_F(WindowFiltersTest, GetsRacingMovesWhileFiltersAreFilledAlwaysFindTheRecor
   Put("w", "other", 30 * kMinute);  // both windows exist before the reopen
   HeldFilterFill held;
   Reopen();
-  std::atomic<bool> stop{false};
-  std::atomic<int> moves{0};
-  std::thread mover([&] {
-    for (int i = 0; !stop.load(); ++i) {
-      auto r = engine().CompareAndSet(
-          {.ns = "w",
-           .key = "k",
-           .update = {.status = "T", .ttl = testing::TtlMs((i % 2 ? 10 : 30) * kMinute)}});
-      if (r.ok() && r->outcome == Outcome::kApplied) moves.fetch_add(1);
-    }
-  });
+  RecordMover mover(engine());
   const std::vector<Op> batch{Op::Get({.ns = "w", .key = "absent"}),
                               Op::Get({.ns = "w", .key = "k"})};
   int missed = 0;
@@ -723,11 +729,10 @@ TEST_F(WindowFiltersTest, GetsRacingMovesWhileFiltersAreFilledAlwaysFindTheRecor
       }
     }
   }
-  stop.store(true);
-  mover.join();
+  mover.Stop();
   ASSERT_OK(engine().WaitForBackgroundWork(30'000));
-  EXPECT_GT(moves.load(), 100);
-  EXPECT_EQ(0, missed) << "of 20000 lookups during " << moves.load() << " moves";
+  EXPECT_GT(mover.moves(), 100);
+  EXPECT_EQ(0, missed) << "of 20000 lookups during " << mover.moves() << " moves";
 }
 
 // The default family takes only a clock mark now and then; a WAL file stays until every family
