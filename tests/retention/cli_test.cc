@@ -161,6 +161,24 @@ TEST(RetentionCommandLineTest, WindowsPoliciesGetTheGivenWindowOrAnEighthOfTheir
   EXPECT_EQ(30 * kDay, Parse({"--strategies", "windows", "--window", "30d"})->window_ms.value());
 }
 
+TEST(RetentionCommandLineTest, WindowMergeFilesIsTheEnginesOptionAndItsRange) {
+  EXPECT_EQ(EngineOptions().expiry_window_merge_files,
+            Parse({"--strategies", "windows"})->sim.window_merge_files);
+  EXPECT_EQ(
+      0, Parse({"--strategies", "windows", "--window-merge-files", "0"})->sim.window_merge_files);
+  EXPECT_EQ(
+      1024,
+      Parse({"--strategies", "windows", "--window-merge-files", "1024"})->sim.window_merge_files);
+  for (const char* bad : {"1", "1025", "-2", "many", "8x"}) {
+    EXPECT_NE(std::string::npos, ErrorOf({"--strategies", "windows", "--window-merge-files", bad})
+                                     .find("--window-merge-files:"))
+        << bad;
+  }
+  EXPECT_NE(
+      std::string::npos,
+      ErrorOf({"--strategies", "reclaim", "--window-merge-files", "8"}).find("windows strategy"));
+}
+
 TEST(RetentionCommandLineTest, WindowOutsideTheEnginesRangeOrWithoutWindowsIsRefused) {
   EXPECT_NE(std::string::npos,
             ErrorOf({"--strategies", "windows", "--window", "999ms"}).find("--window:"));
