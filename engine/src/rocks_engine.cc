@@ -161,8 +161,7 @@ class RocksEngine final : public ServingEngine {
   Status CompactAll() override;
   Result<ReclaimReport> ReclaimExpired() override;
   Status Flush() override {
-    std::shared_ptr<const ExpiryWindows::Set> keep;
-    return FromRocks(db_->Flush(rocksdb::FlushOptions(), Families(&keep)));
+    return FlushAndWait(rocksdb::FlushOptions(), std::chrono::seconds(60));
   }
   Status WaitForBackgroundWork(int64_t timeout_ms) override;
   Result<BackupManifest> Backup(const std::string& dir) override;
@@ -222,6 +221,11 @@ class RocksEngine final : public ServingEngine {
   // WriteHealth's recovery step: DB::Resume, then a flush, so every write a failed WAL held is
   // in synced table files; then those writes count as synced.
   Status Recover();
+  // Flushes every family's memtable and waits, up to `bound`, until no family holds a memtable
+  // that is not in a table file. RocksDB 7.8's DB::Flush stops waiting for good once DB::Resume
+  // has run: Resume clears the background error but leaves the database's "stopped" flag set
+  // (ErrorHandler::ClearBGError), and WaitForFlushMemTables returns OK at once on that flag.
+  Status FlushAndWait(const rocksdb::FlushOptions& flush, std::chrono::milliseconds bound);
   // While suspended: whether an op of the batch may have read a deferred write not known to be
   // durable (its stripe's last deferred write is past durable_floor_).
   template <typename Prepared>
@@ -582,11 +586,35 @@ Status RocksEngine::Recover() {
   }
   rocksdb::FlushOptions flush;
   flush.allow_write_stall = true;
-  std::shared_ptr<const ExpiryWindows::Set> keep;  // the failed WAL may hold any family's writes
-  if (rocksdb::Status s = db_->Flush(flush, Families(&keep)); !s.ok()) return FromRocks(s);
+  // The failed WAL may hold any family's writes. Writes resume only once they are in table
+  // files: were a sync to fail again before the flush ran, RocksDB would drop the flush job and
+  // the next Resume would wait for it for ever (write_health.h). A flush slower than the bound
+  // fails this attempt; the next one waits for it again.
+  if (Status s = FlushAndWait(flush, std::chrono::seconds(1)); !s.ok()) return s;
   // Every write completed before `done` was read is in a synced table file now.
   AdvanceTo(deferred_synced_, done);
   if (done == begun) AdvanceTo(durable_floor_, begun);
+  return Status::Ok();
+}
+
+Status RocksEngine::FlushAndWait(const rocksdb::FlushOptions& flush,
+                                 std::chrono::milliseconds bound) {
+  std::shared_ptr<const ExpiryWindows::Set> keep;
+  const std::vector<rocksdb::ColumnFamilyHandle*> families = Families(&keep);
+  if (rocksdb::Status s = db_->Flush(flush, families); !s.ok()) return FromRocks(s);
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (rocksdb::ColumnFamilyHandle* family : families) {
+    uint64_t unflushed = 0;
+    while (
+        db_->GetIntProperty(family, rocksdb::DB::Properties::kNumImmutableMemTable, &unflushed) &&
+        unflushed > 0) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Status::TimedOut("flush of " + family->GetName() + " not done after " +
+                                std::to_string(bound.count()) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   return Status::Ok();
 }
 

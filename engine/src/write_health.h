@@ -33,7 +33,9 @@
 //   public API has no call that puts the request back). A watchdog times each recovery attempt: one
 //   that has not returned after `stuck_after` is logged, with what to do (restart), and refused
 //   writes say so; reads go on. If it returns after all, recovery goes on as before. Closing the
-//   engine ends the wait (rocks_engine.cc).
+//   engine ends the wait (rocks_engine.cc). `recover` itself must not leave a flush queued when
+//   it returns OK (RocksEngine::FlushAndWait): a sync failing before that flush ran would strand
+//   it in the same way.
 // - Corruption and data loss (RocksDB's kUnrecoverableError, or a corruption a background job
 //   found) are not retried: no Resume repairs them. Writes stop for good, reads go on, and the
 //   refusal and the log say that a restart is needed (the start checks the data directory), and

@@ -37,6 +37,28 @@ using testing::Name;
 
 constexpr auto kRecoveryBound = std::chrono::seconds(10);
 
+// Makes every table file RocksDB creates take 200 ms more to write, and counts them: a flush
+// still running when a call returns is seen as a table begun and not written.
+class SlowTableFiles {
+ public:
+  explicit SlowTableFiles(FaultInjectionFs& fs) : fs_(fs) {
+    fs_.OnCreate([this](const std::string& name) {
+      if (name.size() < 4 || name.compare(name.size() - 4, 4, ".sst") != 0) return;
+      ++begun_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ++written_;
+    });
+  }
+  ~SlowTableFiles() { fs_.OnCreate(nullptr); }
+  int begun() const { return begun_.load(); }
+  int written() const { return written_.load(); }
+
+ private:
+  FaultInjectionFs& fs_;
+  std::atomic<int> begun_{0};
+  std::atomic<int> written_{0};
+};
+
 class DiskFaultTest : public ::testing::TestWithParam<Durability> {
  protected:
   DiskFaultTest() : fs_(std::make_shared<FaultInjectionFs>()) {
@@ -70,13 +92,23 @@ class DiskFaultTest : public ::testing::TestWithParam<Durability> {
   std::string Get(const std::string& key) { return Name(engine_->Get({.ns = "pay", .key = key})); }
 
   // Polls with inserts (the way a client would retry) until one is acknowledged.
-  bool WaitUntilWritable() {
+  ::testing::AssertionResult WaitUntilWritable() {
     const auto deadline = std::chrono::steady_clock::now() + kRecoveryBound;
+    Result<OpResult> last = Status::IOError("no insert tried");
     for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
-      if (Name(Insert("probe-" + std::to_string(i))) == "INSERTED") return true;
+      last = Insert("probe-" + std::to_string(i));
+      if (Name(last) == "INSERTED") return ::testing::AssertionSuccess();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return false;
+    return ::testing::AssertionFailure() << "still refused after " << kRecoveryBound.count()
+                                         << " s: " << last.status().ToString() << "\nlog:\n"
+                                         << LogText();
+  }
+  std::string LogText() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string text;
+    for (const std::string& line : log_) text += "  " + line + "\n";
+    return text;
   }
   void ExpectEveryAcknowledgedRecord() {
     for (const std::string& key : acknowledged_) EXPECT_EQ("FOUND", Get(key)) << key;
@@ -267,6 +299,41 @@ TEST_P(SyncDiskFaultTest, ABurstOfFailedSyncsEndsWithoutARestart) {
   ExpectEveryAcknowledgedRecord();
   Reopen();
   ExpectEveryAcknowledgedRecord();
+}
+
+// Recovery vouches for the writes of a failed WAL by flushing the memtables that hold them to
+// synced table files: writes must not resume before that flush is done. (RocksDB's Flush can
+// return while the flush it scheduled after a DB::Resume has not run: were writes resumed then,
+// and a sync failed again before it ran, the flush would be dropped and the next Resume would
+// wait for it for ever.)
+TEST_P(SyncDiskFaultTest, WritesResumeOnlyOnceTheRecoveryFlushHasWrittenItsTableFiles) {
+  for (int i = 0; i < 10; ++i) ASSERT_EQ("INSERTED", Name(Insert("k" + std::to_string(i))));
+  fs_->FailWalSyncs(Fault::kIoError);
+  ASSERT_EQ("IO_ERROR", Name(Insert("during")));
+  SlowTableFiles tables(*fs_);
+  fs_->ClearAll();
+  ASSERT_TRUE(WaitUntilWritable());
+  const int begun = tables.begun(), written = tables.written();
+  // Resume's flush (the records) and the recovery's own (the switch to a new WAL).
+  EXPECT_EQ(2, begun);
+  EXPECT_EQ(begun, written);
+  ExpectEveryAcknowledgedRecord();
+  Reopen();
+  ExpectEveryAcknowledgedRecord();
+}
+
+// The same RocksDB behaviour, seen by ServingEngine::Flush after a recovery.
+TEST_P(SyncDiskFaultTest, FlushAfterARecoveryReturnsOnceTheTableFileIsWritten) {
+  fs_->FailWalSyncs(Fault::kIoError);
+  ASSERT_EQ("IO_ERROR", Name(Insert("during")));
+  fs_->ClearAll();
+  ASSERT_TRUE(WaitUntilWritable());
+  ASSERT_EQ("INSERTED", Name(Insert("after")));
+  SlowTableFiles tables(*fs_);
+  ASSERT_OK(engine_->Flush());
+  const int begun = tables.begun(), written = tables.written();
+  EXPECT_EQ(1, begun);
+  EXPECT_EQ(begun, written);
 }
 
 // Writes that wait for the lock a failing SyncWal holds must not append to its WAL once it is
