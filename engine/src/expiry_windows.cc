@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <rocksdb/advanced_options.h>
+#include <rocksdb/table.h>
 
 #include "column_families.h"
 #include "rocks_status.h"
@@ -187,6 +188,21 @@ rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOpti
     o.level0_file_num_compaction_trigger = merge_files;
     o.max_compaction_bytes = std::max<uint64_t>(
         o.max_compaction_bytes, uint64_t(merge_files) * o.write_buffer_size * 11 / 10);
+  }
+  // Filters and indexes in ~4 KiB partitions under a small pinned top level, so that a lookup
+  // reads the partition its key falls in. A merged window file can hold millions of records and
+  // a filter of megabytes (~10 bits per record), larger than a shard of the block cache can keep
+  // (256 MiB in 64 shards): unpartitioned, every lookup that reached it read and checksummed the
+  // whole filter again (measured: 3/4 of the server's CPU with 11M records in one window).
+  // Partitions cost a hit about 0.5-1 us more (one more cache lookup for the index and one for
+  // the filter), which the default family does not pay: its files are cut at
+  // target_file_size_base, so their filters fit a shard.
+  if (const auto* table = o.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>()) {
+    rocksdb::BlockBasedTableOptions partitioned = *table;
+    partitioned.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+    partitioned.partition_filters = true;
+    partitioned.pin_top_level_index_and_filter = true;
+    o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(partitioned));
   }
   // A window's files only ever sit in L0 (FIFO): many of them are not a backlog to stall on.
   o.level0_slowdown_writes_trigger = 1 << 30;

@@ -62,15 +62,6 @@ rocksdb::Options MakeRocksOptions(const EngineOptions& opts,
   // record count grows; L0's stay pinned because every lookup touches them.
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
-  // Filters and indexes in ~4 KiB partitions under a small top level that stays pinned, so a
-  // lookup reads the partition its key falls in. A whole filter is ~10 bits per record:
-  // megabytes in a large file (a merged window, a bottom level), more than the block cache
-  // keeps among the data blocks, and unpartitioned, every lookup that reached such a file read
-  // and checksummed all of it again (measured: 3/4 of the server's CPU with 11M records in one
-  // window). Files written without partitions stay readable as they are.
-  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
-  table.partition_filters = true;
-  table.pin_top_level_index_and_filter = true;
   table.format_version = 5;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 

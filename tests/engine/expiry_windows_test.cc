@@ -1015,7 +1015,7 @@ TEST_F(WindowMergeTest, ZeroNeverMergesAWindowsFiles) {
 }
 
 // A table file's Bloom filter is about 10 bits per record: a window merged into one file of
-// millions of records has a filter of megabytes, more than a share of the block cache can keep.
+// millions of records has a filter of megabytes, more than a shard of the block cache can keep.
 // A lookup must read the part of the filter its key hashes to, not all of it (measured before:
 // the whole 10 MB filter read and checksummed by every lookup that reached the file, three
 // quarters of the server's CPU). Here a cache far smaller than one file's filter stands for that.
@@ -1053,14 +1053,7 @@ TEST_F(LargeTableFilesTest, ALookupInAMergedWindowReadsOnlyAPartOfItsFilter) {
   options_.write_buffer_bytes = 256 << 10;
   Reopen();
   Fill(4);
-  EXPECT_LT(BytesReadPerLookup(200), 32u << 10);
-}
-
-TEST_F(LargeTableFilesTest, ALookupInACompactedLeveledFileReadsOnlyAPartOfItsFilter) {
-  options_.block_cache_bytes = 32 << 10;
-  UseLayout(Layout::kLeveled);
-  Fill(1);
-  ASSERT_OK(engine().CompactAll());
+  ASSERT_GT(CompactedBytes(), 0u) << "no window file was merged";
   EXPECT_LT(BytesReadPerLookup(200), 32u << 10);
 }
 
