@@ -160,9 +160,7 @@ class RocksEngine final : public ServingEngine {
   Result<StoreStats> Stats() override;
   Status CompactAll() override;
   Result<ReclaimReport> ReclaimExpired() override;
-  Status Flush() override {
-    return FlushAndWait(rocksdb::FlushOptions(), std::chrono::seconds(60));
-  }
+  Status Flush() override { return FlushAndWait(rocksdb::FlushOptions(), kFlushBound); }
   Status WaitForBackgroundWork(int64_t timeout_ms) override;
   Result<BackupManifest> Backup(const std::string& dir) override;
   Result<ScanPage> Scan(const ScanRequest& request) override;
@@ -226,6 +224,8 @@ class RocksEngine final : public ServingEngine {
   // has run: Resume clears the background error but leaves the database's "stopped" flag set
   // (ErrorHandler::ClearBGError), and WaitForFlushMemTables returns OK at once on that flag.
   Status FlushAndWait(const rocksdb::FlushOptions& flush, std::chrono::milliseconds bound);
+  static constexpr std::chrono::milliseconds kFlushBound{60'000};         // Flush()
+  static constexpr std::chrono::milliseconds kRecoveryFlushBound{1'000};  // one Recover attempt
   // While suspended: whether an op of the batch may have read a deferred write not known to be
   // durable (its stripe's last deferred write is past durable_floor_).
   template <typename Prepared>
@@ -590,7 +590,7 @@ Status RocksEngine::Recover() {
   // files: were a sync to fail again before the flush ran, RocksDB would drop the flush job and
   // the next Resume would wait for it for ever (write_health.h). A flush slower than the bound
   // fails this attempt; the next one waits for it again.
-  if (Status s = FlushAndWait(flush, std::chrono::seconds(1)); !s.ok()) return s;
+  if (Status s = FlushAndWait(flush, kRecoveryFlushBound); !s.ok()) return s;
   // Every write completed before `done` was read is in a synced table file now.
   AdvanceTo(deferred_synced_, done);
   if (done == begun) AdvanceTo(durable_floor_, begun);
@@ -599,21 +599,20 @@ Status RocksEngine::Recover() {
 
 Status RocksEngine::FlushAndWait(const rocksdb::FlushOptions& flush,
                                  std::chrono::milliseconds bound) {
-  std::shared_ptr<const ExpiryWindows::Set> keep;
-  const std::vector<rocksdb::ColumnFamilyHandle*> families = Families(&keep);
-  if (rocksdb::Status s = db_->Flush(flush, families); !s.ok()) return FromRocks(s);
+  {
+    std::shared_ptr<const ExpiryWindows::Set> keep;
+    if (rocksdb::Status s = db_->Flush(flush, Families(&keep)); !s.ok()) return FromRocks(s);
+  }
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  for (rocksdb::ColumnFamilyHandle* family : families) {
-    uint64_t unflushed = 0;
-    while (
-        db_->GetIntProperty(family, rocksdb::DB::Properties::kNumImmutableMemTable, &unflushed) &&
-        unflushed > 0) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return Status::TimedOut("flush of " + family->GetName() + " not done after " +
-                                std::to_string(bound.count()) + " ms");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  uint64_t unflushed = 0;  // immutable memtables, all families together
+  while (
+      db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kNumImmutableMemTable, &unflushed) &&
+      unflushed > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::TimedOut(std::to_string(unflushed) + " memtables not flushed after " +
+                              std::to_string(bound.count()) + " ms");
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return Status::Ok();
 }

@@ -37,7 +37,8 @@ class Engine : public Store {
   // Compacts the table files whose expired fraction reached options.reclaim_min_expired_fraction
   // (what the background reclaimer does every reclaim_interval_ms).
   virtual Result<ReclaimReport> ReclaimExpired() = 0;
-  // Writes the memtable to a table file (makes on-disk statistics current).
+  // Writes the memtables to table files (makes on-disk statistics current) and returns once
+  // they are written; TimedOut if that takes more than 60 s (a flush still runs after it).
   virtual Status Flush() = 0;
   // Blocks until RocksDB has no flush or compaction pending or running and the key filters of
   // the expiry windows opened with the database are filled, or `timeout_ms` passes (TimedOut).
