@@ -189,20 +189,21 @@ rocksdb::ColumnFamilyOptions WindowFamilyOptions(const rocksdb::ColumnFamilyOpti
     o.max_compaction_bytes = std::max<uint64_t>(
         o.max_compaction_bytes, uint64_t(merge_files) * o.write_buffer_size * 11 / 10);
   }
-  // Filters and indexes in ~4 KiB partitions under a small pinned top level, so that a lookup
-  // reads the partition its key falls in. A merged window file can hold millions of records and
-  // a filter of megabytes (~10 bits per record), larger than a shard of the block cache can keep
-  // (256 MiB in 64 shards): unpartitioned, every lookup that reached it read and checksummed the
-  // whole filter again (measured: 3/4 of the server's CPU with 11M records in one window).
-  // Partitions cost a hit about 0.5-1 us more (one more cache lookup for the index and one for
-  // the filter), which the default family does not pay: its files are cut at
-  // target_file_size_base, so their filters fit a shard.
+  // Filters and indexes held by the table readers, outside the block cache. A hit checks the
+  // filter of every newer file in its window, and a window keeps up to `merge_files` flushed
+  // files next to merged ones of millions of records, all spanning the key range. RocksDB pins
+  // only flushed files' filters: a merged file's whole filter (megabytes, more than a cache
+  // shard keeps) was read and checksummed again by every lookup that reached it (3/4 of the
+  // server's CPU with 11M records in one window), and in partitions it cost a cache lookup per
+  // file per hit (a quarter of the CPU). Held, a check is a probe of memory: 53-81 ns per newer
+  // file against 112-116 ns partitioned (BM_Get_Hit_WindowFiles). The price is memory
+  // outside the cache, like each window's key filter: 1.25 bytes per record of filter and an
+  // index entry per data block (1.6 bytes per short record in the tests; reported as
+  // StoreStats::table_readers_bytes). The default family keeps its metadata in the cache.
   if (const auto* table = o.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>()) {
-    rocksdb::BlockBasedTableOptions partitioned = *table;
-    partitioned.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
-    partitioned.partition_filters = true;
-    partitioned.pin_top_level_index_and_filter = true;
-    o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(partitioned));
+    rocksdb::BlockBasedTableOptions held = *table;
+    held.cache_index_and_filter_blocks = false;
+    o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(held));
   }
   // A window's files only ever sit in L0 (FIFO): many of them are not a backlog to stall on.
   o.level0_slowdown_writes_trigger = 1 << 30;

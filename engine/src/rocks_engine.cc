@@ -940,7 +940,9 @@ Result<StoreStats> RocksEngine::Stats() {
   if (db_->GetAggregatedIntProperty("rocksdb.live-sst-files-size", &v)) stats.live_sst_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-usage", &v)) stats.block_cache_bytes = v;
   if (db_->GetIntProperty("rocksdb.block-cache-capacity", &v)) stats.block_cache_capacity_bytes = v;
-  if (db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &v)) stats.table_readers_bytes = v;
+  if (db_->GetAggregatedIntProperty("rocksdb.estimate-table-readers-mem", &v)) {
+    stats.table_readers_bytes = v;
+  }
   if (db_->GetAggregatedIntProperty("rocksdb.estimate-pending-compaction-bytes", &v)) {
     stats.pending_compaction_bytes = v;
   }

@@ -56,8 +56,10 @@ struct StoreStats {
   uint64_t block_cache_bytes = 0;           // in use; about...
   uint64_t block_cache_capacity_bytes = 0;  // ...this at most (EngineOptions::block_cache_bytes;
                                             // the cache is not strict: pinned blocks may exceed it)
-  uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache; grows
-                                            // with the number of table files
+  uint64_t table_readers_bytes = 0;         // table-file metadata outside the block cache: the
+                                            // filters and indexes of the expiry windows' files
+                                            // (~1.6 bytes per record in them), and a little per
+                                            // file
   // Background health, read when the stats are taken.
   uint64_t pending_compaction_bytes = 0;  // RocksDB's estimate of bytes compaction must rewrite
   uint64_t write_stalls = 0;              // times writes were slowed or stopped, since open
