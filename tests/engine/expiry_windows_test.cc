@@ -593,17 +593,23 @@ TEST_F(ExpiryWindowsTest, AGetRacingMovesBetweenWindowsAlwaysFindsTheRecord) {
 
 // --- Key filters (window_key_filter.h) -----------------------------------------------------
 
+// RocksDB's counts of what `run` did on this thread.
+template <typename Run>
+rocksdb::PerfContext PerfCountsOf(Run run) {
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+  rocksdb::get_perf_context()->Reset();
+  run();
+  rocksdb::PerfContext counts = *rocksdb::get_perf_context();
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+  return counts;
+}
+
 // Memtables queried by the lookups of `run` on this thread: one per family that holds anything
 // and is read. Every window here has records in its memtable, so a window the lookup reads
 // counts.
 template <typename Run>
 uint64_t MemtablesRead(Run run) {
-  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
-  rocksdb::get_perf_context()->Reset();
-  run();
-  const uint64_t read = rocksdb::get_perf_context()->get_from_memtable_count;
-  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
-  return read;
+  return PerfCountsOf(run).get_from_memtable_count;
 }
 
 // Holds ExpiryWindows::FillFilters back (the filters of windows opened with the database stay
@@ -1026,19 +1032,18 @@ class LargeTableFilesTest : public WindowMergeTest {
   // Block bytes read from table files by `gets` lookups of records in the file, per lookup.
   uint64_t BytesReadPerLookup(int gets) {
     std::mt19937 random(7);
-    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
-    rocksdb::get_perf_context()->Reset();
-    for (int i = 0; i < gets; ++i) {
-      const std::string key = "r" + std::to_string(random() % kRecords);
-      EXPECT_EQ("FOUND", Found("w", key)) << key;
-    }
-    const uint64_t read = rocksdb::get_perf_context()->block_read_byte;
-    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
-    return read / gets;
+    const rocksdb::PerfContext perf = PerfCountsOf([&] {
+      for (int i = 0; i < gets; ++i) {
+        const std::string key = "r" + std::to_string(random() % kRecords);
+        EXPECT_EQ("FOUND", Found("w", key)) << key;
+      }
+    });
+    return perf.block_read_byte / gets;
   }
-  void Fill(int flushes) {
+  // Writes `records` keys `prefix`0... to window "w" in `flushes` files, then lets it merge them.
+  void Fill(int flushes, const std::string& prefix = "r", int records = kRecords) {
     for (int f = 0; f < flushes; ++f) {
-      for (int i = f; i < kRecords; i += flushes) Put("w", "r" + std::to_string(i), 5 * kMinute);
+      for (int i = f; i < records; i += flushes) Put("w", prefix + std::to_string(i), 5 * kMinute);
       ASSERT_OK(engine().Flush());
     }
     ASSERT_OK(engine().WaitForBackgroundWork(60'000));
@@ -1066,25 +1071,16 @@ TEST_F(LargeTableFilesTest, AHitChecksTheNewerMergedFilesFiltersWithoutTheBlockC
   options_.expiry_window_merge_files = 4;
   options_.write_buffer_bytes = 256 << 10;  // merged files are then > 1.5 write buffers
   Reopen();
-  for (const char* set : {"a", "b"}) {  // merged files, b's newer
-    for (int f = 0; f < 4; ++f) {
-      for (int i = f; i < kRecords / 2; i += 4) Put("w", set + std::to_string(i), 5 * kMinute);
-      ASSERT_OK(engine().Flush());
-    }
-    ASSERT_OK(engine().WaitForBackgroundWork(60'000));
-  }
+  Fill(4, "a", kRecords / 2);  // merged files, then newer ones of "b"
+  Fill(4, "b", kRecords / 2);
   ASSERT_GT(CompactedBytes(), 0u) << "no window file was merged";
-  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
-  rocksdb::get_perf_context()->Reset();
-  for (int i = 0; i < 100; ++i) EXPECT_EQ("FOUND", Found("w", "a" + std::to_string(i * 557)));
-  const rocksdb::PerfContext& perf = *rocksdb::get_perf_context();
-  const uint64_t filter_checks = perf.bloom_sst_hit_count + perf.bloom_sst_miss_count;
-  const uint64_t cached_filters = perf.block_cache_filter_hit_count;
-  const uint64_t filter_blocks_read = perf.filter_block_read_count;
-  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
-  EXPECT_GE(filter_checks, 100u) << "a hit checks its file's filter, after newer files'";
-  EXPECT_EQ(0u, cached_filters);
-  EXPECT_EQ(0u, filter_blocks_read);
+  const rocksdb::PerfContext perf = PerfCountsOf([&] {
+    for (int i = 0; i < 100; ++i) EXPECT_EQ("FOUND", Found("w", "a" + std::to_string(i * 557)));
+  });
+  EXPECT_GE(perf.bloom_sst_hit_count + perf.bloom_sst_miss_count, 100u)
+      << "a hit checks its file's filter, after newer files'";
+  EXPECT_EQ(0u, perf.block_cache_filter_hit_count);
+  EXPECT_EQ(0u, perf.filter_block_read_count);
 }
 
 // The window files' filters and indexes are memory the operator must see.
