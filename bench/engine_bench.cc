@@ -30,6 +30,7 @@
 #include "key_codec.h"
 #include "record_codec.h"
 #include "rocks_options.h"
+#include "window_key_filter.h"
 
 namespace idem {
 namespace {
@@ -414,6 +415,26 @@ void BM_Get_Hit_WindowFiles(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// A window's key filter grown from its smallest first segment to `keys` keys (a window that took
+// far more records than the one before it), asked about keys it holds: the `recent` tenth of
+// them (a completion of a record just written) or any of them.
+void BM_WindowKeyFilter_Hit(benchmark::State& state) {
+  const uint64_t keys = static_cast<uint64_t>(state.range(0));
+  const bool recent = state.range(1) != 0;
+  auto hash = [](uint64_t i) { return WindowKeyFilter::Hash(std::to_string(i)); };
+  WindowKeyFilter filter(0, {}, /*ready=*/true);
+  for (uint64_t i = 0; i < keys; ++i) filter.Add(hash(i));
+  const uint64_t first = recent ? keys - keys / 10 : 0;
+  std::vector<uint64_t> probes;
+  for (uint64_t i = 0; i < 1 << 16; ++i) probes.push_back(hash(first + i * 7919 % (keys - first)));
+  size_t i = 0;
+  for (auto _ : state) {
+    if (!filter.MayContain(probes[i++ & (probes.size() - 1)]))
+      state.SkipWithError("false negative");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_CompareAndSet(benchmark::State& state) {
   // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
   // payload.
@@ -510,6 +531,10 @@ BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Get_Hit_WindowFiles)
     ->ArgNames({"files", "ordered"})
     ->ArgsProduct({{1, 8, 16, 32, 64, 128}, {0, 1}})
+    ->UseRealTime();
+BENCHMARK(BM_WindowKeyFilter_Hit)
+    ->ArgNames({"keys", "recent"})
+    ->ArgsProduct({{1 << 20, 16 << 20}, {0, 1}})
     ->UseRealTime();
 
 // Grouped by window count (one preload per count), single-threaded as the ratios are quoted.

@@ -136,9 +136,10 @@ WindowKeyFilter::Segment* WindowKeyFilter::Grow(Segment* full) {
 
 bool WindowKeyFilter::MayContain(uint64_t hash) const {
   if (!ready()) return true;
-  const size_t count = segment_count_.load(std::memory_order_acquire);
-  for (size_t i = 0; i < count; ++i) {
-    if (segments_[i].load(std::memory_order_acquire)->MayContain(hash)) return true;
+  // Newest first: each segment is twice the one before, so the newest holds about half the
+  // keys, and the records a lookup finds are mostly the ones just written.
+  for (size_t i = segment_count_.load(std::memory_order_acquire); i > 0; --i) {
+    if (segments_[i - 1].load(std::memory_order_acquire)->MayContain(hash)) return true;
   }
   return false;
 }

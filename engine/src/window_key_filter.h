@@ -7,7 +7,8 @@
 // positives. How many keys a window will take is not known when it is created, so the filter
 // grows: when its newest segment has taken as many keys as it was sized for, a segment twice as
 // large (and with more bits per key, so that the false positives of all segments together stay
-// near those of one) takes the next keys; a lookup checks every segment.
+// near those of one) takes the next keys. A lookup checks the segments newest first (the newest
+// holds about half the keys, and usually the ones just written), all of them for a miss.
 //
 // Contract:
 //  - No false negatives: once Add(h) has returned, MayContain(h) is true in every thread that
