@@ -7,12 +7,16 @@
 //   BM_Apply_CompareAndSet/N per item vs BM_CompareAndSet
 //   BM_Clock_Engine      vs BM_Clock_Wall         (read once per batch: engine time vs the
 //                                                   wall clock alone)
+//   BM_JournalIndex_Find/keys/hit: the journal's in-memory index (engine/src/journal_index.h)
+//   holding `keys` keys, asked about keys it holds or not; its counters give the memory per key
+//   and the candidates per lookup that belong to other keys (each would cost a read).
 //   BM_Insert_New_Windows/N, BM_Insert_Duplicate_Windows/N, BM_Get_Hit_Windows/N: the same on
 //   the expiry-window layout with N live windows (docs/design.md, "Expiry windows"): a lookup
 //   probes the default column family and each of the N windows, so against the same raw
 //   baselines they price the extra probes.
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +31,7 @@
 
 #include "anchored_clock.h"
 #include "idem/engine.h"
+#include "journal_index.h"
 #include "key_codec.h"
 #include "record_codec.h"
 #include "rocks_options.h"
@@ -435,6 +440,49 @@ void BM_WindowKeyFilter_Hit(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_JournalIndex_Find(benchmark::State& state) {
+  const uint64_t keys = static_cast<uint64_t>(state.range(0));
+  const bool hit = state.range(1) != 0;
+  auto hash = [](uint64_t i) { return WindowKeyFilter::Hash("key-" + std::to_string(i)); };
+  auto location = [](uint64_t i) {
+    return journal::JournalIndex::Location{static_cast<uint32_t>(i >> 20),
+                                           static_cast<uint32_t>((i & 0xFFFFF) * 8)};
+  };
+  journal::JournalIndex index;
+  for (uint64_t i = 0; i < keys; ++i) {
+    if (!index.Insert(hash(i), location(i))) {
+      state.SkipWithError("index full");
+      return;
+    }
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> probes;  // hash, key number
+  for (uint64_t i = 0; i < 1 << 16; ++i) {
+    const uint64_t key = i * 7919 % keys;
+    probes.emplace_back(hash(hit ? key : keys + key), key);
+  }
+  std::vector<journal::JournalIndex::Location> found;
+  uint64_t lookups = 0;
+  uint64_t others = 0;  // candidates that are not the key's own entry
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto& [h, key] = probes[i++ & (probes.size() - 1)];
+    found.clear();
+    index.Find(h, &found);
+    ++lookups;
+    others += found.size();
+    if (hit) {
+      if (std::find(found.begin(), found.end(), location(key)) == found.end()) {
+        state.SkipWithError("a key's own entry was not found");
+        break;
+      }
+      --others;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["bytes_per_key"] = static_cast<double>(index.MemoryBytes()) / keys;
+  state.counters["other_candidates"] = static_cast<double>(others) / std::max<uint64_t>(lookups, 1);
+}
+
 void BM_CompareAndSet(benchmark::State& state) {
   // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
   // payload.
@@ -535,6 +583,10 @@ BENCHMARK(BM_Get_Hit_WindowFiles)
 BENCHMARK(BM_WindowKeyFilter_Hit)
     ->ArgNames({"keys", "recent"})
     ->ArgsProduct({{1 << 20, 16 << 20}, {0, 1}})
+    ->UseRealTime();
+BENCHMARK(BM_JournalIndex_Find)
+    ->ArgNames({"keys", "hit"})
+    ->ArgsProduct({{1'000'000, 10'000'000, 20'000'000}, {0, 1}})
     ->UseRealTime();
 
 // Grouped by window count (one preload per count), single-threaded as the ratios are quoted.
