@@ -92,11 +92,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
                                                const Replay& replay) {
   if (options.segment_bytes > kMaxSegmentBytes ||
       options.segment_bytes < kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) {
-    return Status::InvalidArgument("journal segment_bytes " +
-                                   std::to_string(options.segment_bytes) + " is outside " +
-                                   std::to_string(kSegmentHeaderBytes + kEntryHeaderBytes +
-                                                  kOpHeaderBytes + 8) +
-                                   ".." + std::to_string(kMaxSegmentBytes));
+    return Status::InvalidArgument(
+        "journal segment_bytes " + std::to_string(options.segment_bytes) + " is outside " +
+        std::to_string(kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) + ".." +
+        std::to_string(kMaxSegmentBytes));
   }
   const rocksdb::IOOptions io;
   if (rocksdb::IOStatus s = fs->CreateDirIfMissing(dir, io, nullptr); !s.ok()) return FromRocks(s);
@@ -125,8 +124,8 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       return Status::Corruption(segment->path + " is " + std::to_string(size) +
                                 " bytes, more than a segment can be");
     }
-    if (rocksdb::IOStatus s = fs->NewRandomRWFile(segment->path, rocksdb::FileOptions(),
-                                                  &segment->file, nullptr);
+    if (rocksdb::IOStatus s =
+            fs->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
         !s.ok()) {
       return FromRocks(s);
     }
@@ -160,9 +159,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     }
     segment->id = journal->FreeId();
     const uint32_t id = segment->id;
-    Result<SegmentScan> scan =
-        ScanSegment(data, journal->last_sequence_, [&](const OpView& op, uint64_t offset, uint64_t seq) {
-          if (replay) replay(op, Location{id, static_cast<uint32_t>(offset)}, seq);
+    journal->by_id_[id] = segment;  // readable by the replay
+    Result<SegmentScan> scan = ScanSegment(
+        data, journal->last_sequence_, [&](const OpView& op, uint64_t offset, uint64_t seq) {
+          if (replay) replay(*journal, op, Location{id, static_cast<uint32_t>(offset)}, seq);
         });
     if (!scan.ok()) return Status::Corruption(segment->path + ": " + scan.status().message());
     const std::string where = segment->path + " at offset " + std::to_string(scan->bad_offset);
@@ -187,7 +187,6 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     segment->zeros_end = size;
     segment->max_keep_until_ms = scan->max_keep_until_ms;
     if (scan->entries > 0) journal->last_sequence_ = scan->last_sequence;
-    journal->by_id_[id] = segment;
     if (last) journal->active_ = segment;
   }
   if (!journal->active_) {
@@ -207,16 +206,15 @@ Status Journal::StartSegment(uint64_t number) {
   // Created through a writable file (which creates it), then reopened for positioned writes.
   {
     std::unique_ptr<rocksdb::FSWritableFile> created;
-    rocksdb::IOStatus s = fs_->NewWritableFile(segment->path, rocksdb::FileOptions(), &created,
-                                               nullptr);
+    rocksdb::IOStatus s =
+        fs_->NewWritableFile(segment->path, rocksdb::FileOptions(), &created, nullptr);
     if (s.ok()) s = created->Close(io, nullptr);
     if (!s.ok()) return FromRocks(s);
   }
   rocksdb::IOStatus s =
       fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
   if (s.ok()) {
-    const std::string header =
-        EncodeSegmentHeader(SegmentHeader{number, clock_->NowMillis()});
+    const std::string header = EncodeSegmentHeader(SegmentHeader{number, clock_->NowMillis()});
     s = segment->file->Write(0, header, io, nullptr);
   }
   segment->zeros_end = kSegmentHeaderBytes;
@@ -342,8 +340,7 @@ Status Journal::DeleteSegment(uint32_t id) {
       return Status::NotFound("no journal segment " + std::to_string(id));
     }
     if (by_id_[id] == active_) {
-      return Status::InvalidArgument("journal segment " + std::to_string(id) +
-                                     " is being written");
+      return Status::InvalidArgument("journal segment " + std::to_string(id) + " is being written");
     }
     segment = std::move(by_id_[id]);
   }

@@ -13,9 +13,10 @@
 // (prezeroed_wal.h has the measurement; PostgreSQL's wal_init_zero does the same).
 //
 // Failures: a write or sync that fails, or a new segment that cannot be created, leaves the
-// journal failed: every later Append and Sync returns the first failure, until it is reopened. After a failed fdatasync the kernel may have dropped the pages it
-// could not write, so no later sync could vouch for them; what was appended since the last good
-// sync is lost to a restart, and the owner must stop acknowledging writes (write_health.h).
+// journal failed: every later Append and Sync returns the first failure, until it is reopened.
+// After a failed fdatasync the kernel may have dropped the pages it could not write, so no later
+// sync could vouch for them; what was appended since the last good sync is lost to a restart, and
+// the owner must stop acknowledging writes (write_health.h).
 #pragma once
 
 #include <cstdint>
@@ -46,8 +47,11 @@ struct JournalOptions {
 class Journal {
  public:
   using Location = JournalIndex::Location;
-  // Called by Open for each operation of each intact entry, oldest first, with where it is.
-  using Replay = std::function<void(const OpView& op, Location at, uint64_t sequence)>;
+  // Called by Open for each operation of each intact entry, oldest first, with where it is. The
+  // journal may be read meanwhile (Read): every segment scanned so far, and the one being
+  // scanned, is there.
+  using Replay =
+      std::function<void(const Journal& journal, const OpView& op, Location at, uint64_t sequence)>;
 
   struct SegmentInfo {
     uint32_t id = 0;  // the segment part of its Locations, reused after a delete

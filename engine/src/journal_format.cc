@@ -107,7 +107,8 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
   if (UnmaskCrc(Fixed32(bytes.data() + 12)) != Crc32c(bytes.substr(16, 16))) {
     return Status::Corruption("journal segment header checksum mismatch");
   }
-  return SegmentHeader{Fixed64(bytes.data() + 16), static_cast<int64_t>(Fixed64(bytes.data() + 24))};
+  return SegmentHeader{Fixed64(bytes.data() + 16),
+                       static_cast<int64_t>(Fixed64(bytes.data() + 24))};
 }
 
 size_t OpBytes(size_t key_bytes, size_t value_bytes) {
@@ -149,8 +150,8 @@ Status EntryBuilder::Add(const OpView& op) {
   const size_t checked = kOpHeaderBytes - 4 + op.key.size() + op.value.size();
   PutFixed32(p, MaskCrc(Crc32c(std::string_view(p + 4, checked))));
   offsets_.push_back(static_cast<uint32_t>(start));
-  max_keep_until_ms_ = offsets_.size() == 1 ? op.keep_until_ms
-                                            : std::max(max_keep_until_ms_, op.keep_until_ms);
+  max_keep_until_ms_ =
+      offsets_.size() == 1 ? op.keep_until_ms : std::max(max_keep_until_ms_, op.keep_until_ms);
   return Status::Ok();
 }
 
@@ -171,7 +172,8 @@ std::string EntryBuilder::Finish(uint64_t sequence, uint64_t synced_offset) {
 std::optional<size_t> PeekOpBytes(std::string_view bytes) {
   if (bytes.size() < kOpHeaderBytes) return std::nullopt;
   const auto type = static_cast<uint8_t>(bytes[4]);
-  if ((type != static_cast<uint8_t>(OpType::kPut) && type != static_cast<uint8_t>(OpType::kDelete)) ||
+  if ((type != static_cast<uint8_t>(OpType::kPut) &&
+       type != static_cast<uint8_t>(OpType::kDelete)) ||
       bytes[5] != 0) {
     return std::nullopt;
   }

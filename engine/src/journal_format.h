@@ -153,12 +153,12 @@ struct SegmentScan {
 
 // Called for each operation of each intact entry, in order, once the whole entry has checked:
 // `offset` is where the operation starts in the segment, `sequence` its entry's number.
-using OpVisitor =
-    std::function<void(const OpView& op, uint64_t offset, uint64_t sequence)>;
+using OpVisitor = std::function<void(const OpView& op, uint64_t offset, uint64_t sequence)>;
 
 // Scans a whole segment file's bytes. Entries must be numbered above `after_sequence` (the last
-// sequence of the segment before; 0 for the first), each above the one before. Corruption if the segment header does not decode; otherwise the scan, whatever
-// its tail. A damaged segment's visitor calls stop at the damage.
+// sequence of the segment before; 0 for the first), each above the one before. Corruption if the
+// segment header does not decode; otherwise the scan, whatever its tail. A damaged segment's
+// visitor calls stop at the damage.
 Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
                                 const OpVisitor& visit);
 

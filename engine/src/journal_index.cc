@@ -18,8 +18,7 @@ size_t ShardOf(uint64_t hash) { return hash >> 56; }
 uint64_t TagOf(uint64_t hash) { return (hash >> 31) & ((uint64_t{1} << 25) - 1); }
 
 uint64_t Pack(uint64_t hash, JournalIndex::Location at) {
-  return (TagOf(hash) << kTagShift) | (uint64_t{at.segment + 1} << kSegmentShift) |
-         (at.offset / 8);
+  return (TagOf(hash) << kTagShift) | (uint64_t{at.segment + 1} << kSegmentShift) | (at.offset / 8);
 }
 uint64_t SlotTag(uint64_t slot) { return slot >> kTagShift; }
 JournalIndex::Location Unpack(uint64_t slot) {
@@ -127,18 +126,21 @@ bool JournalIndex::Erase(uint64_t hash, Location at) {
   return true;
 }
 
-size_t JournalIndex::EraseSegment(uint32_t segment) {
-  const uint64_t wanted = uint64_t{segment + 1};
+size_t JournalIndex::EraseSegments(const std::vector<uint32_t>& segments) {
+  std::vector<bool> doomed(kSegmentMask + 1, false);  // by segment + 1, as slots hold it
+  for (uint32_t segment : segments) {
+    if (segment < kMaxSegments) doomed[segment + 1] = true;
+  }
   size_t erased = 0;
   for (auto& shard_ptr : shards_) {
     Shard& shard = *shard_ptr;
     std::unique_lock<std::shared_mutex> lock(shard.mu);
     // A removal shifts later entries back, possibly into slot i (then looked at again) and, from
     // the start of a run that wraps around, into the last slots (looked at later). An entry that
-    // wraps from the end into slots already passed is never one of this segment's: those were
-    // removed when passed.
+    // wraps from the end into slots already passed is never a doomed one: those were removed
+    // when passed.
     for (size_t i = 0; i < shard.slots.size();) {
-      if (shard.slots[i] != 0 && ((shard.slots[i] >> kSegmentShift) & kSegmentMask) == wanted) {
+      if (shard.slots[i] != 0 && doomed[(shard.slots[i] >> kSegmentShift) & kSegmentMask]) {
         shard.RemoveAt(i);
         ++erased;
       } else {

@@ -16,7 +16,7 @@
 // (128Ki slots per shard) a lookup meets another key's matching tag about once in 300.
 //
 // Segment ids are the journal's small numbers for its live segment files, reused once a segment
-// is deleted and EraseSegment has removed its entries: at most 65,535 live segments (4 TiB of
+// is deleted and EraseSegments has removed its entries: at most 65,535 live segments (4 TiB of
 // 64 MiB segments). A shard holds at most 2^25 slots, so the index at most ~6.8G entries.
 //
 // Thread safety: every method may be called concurrently; each of the 256 shards has its own
@@ -65,8 +65,9 @@ class JournalIndex {
   bool Replace(uint64_t hash, Location from, Location to);
   // Removes the entry `at` under `hash`. False if there is no such entry.
   bool Erase(uint64_t hash, Location at);
-  // Removes every entry in `segment`, shard by shard; returns how many.
-  size_t EraseSegment(uint32_t segment);
+  // Removes every entry in any of `segments`, one pass over the slots, shard by shard; returns
+  // how many. A shard is locked only while it is swept.
+  size_t EraseSegments(const std::vector<uint32_t>& segments);
 
   size_t size() const;
   size_t MemoryBytes() const;  // the slots' memory

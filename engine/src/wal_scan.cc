@@ -285,7 +285,6 @@ class Scanner {
 
 }  // namespace
 
-
 Result<WalScan> ScanWal(const std::string& path) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);

@@ -70,8 +70,8 @@ SegmentScan Scan(std::string_view bytes, std::vector<Seen>* seen = nullptr,
   Result<SegmentScan> scan =
       ScanSegment(bytes, after_sequence, [&](const OpView& op, uint64_t offset, uint64_t seq) {
         if (seen != nullptr) {
-          seen->push_back({op.type, op.keep_until_ms, std::string(op.key), std::string(op.value),
-                           offset, seq});
+          seen->push_back(
+              {op.type, op.keep_until_ms, std::string(op.key), std::string(op.value), offset, seq});
         }
       });
   EXPECT_TRUE(scan.ok()) << scan.status().ToString();
@@ -87,10 +87,8 @@ TEST(JournalSegmentHeaderTest, RoundTripsAndRejectsWhatIsNotOne) {
   EXPECT_EQ(-5, decoded->created_ms);
 
   EXPECT_TRUE(DecodeSegmentHeader(header.substr(0, 31)).status().IsCorruption());
-  EXPECT_NE(std::string::npos, DecodeSegmentHeader(std::string(64, '\0'))
-                                   .status()
-                                   .message()
-                                   .find("never written"));
+  EXPECT_NE(std::string::npos,
+            DecodeSegmentHeader(std::string(64, '\0')).status().message().find("never written"));
   std::string bad = header;
   bad[0] = 'X';
   EXPECT_NE(std::string::npos, DecodeSegmentHeader(bad).status().message().find("magic"));
@@ -273,7 +271,8 @@ TEST(JournalScanTest, RandomDamageNeverYieldsAnOperationThatWasNotWritten) {
       values.push_back(std::string(rng() % 80, static_cast<char>('a' + rng() % 26)));
     }
     std::vector<OpView> views;
-    for (int i = 0; i < ops; ++i) views.push_back(Put(keys[i], values[i], static_cast<int64_t>(seq)));
+    for (int i = 0; i < ops; ++i)
+      views.push_back(Put(keys[i], values[i], static_cast<int64_t>(seq)));
     image.Append(views, seq);
   }
   std::vector<Seen> original;

@@ -84,11 +84,12 @@ TEST(JournalIndexTest, ProbeRunsThatWrapAroundTheTableEnd) {
   std::vector<uint64_t> hashes;
   for (uint64_t k = 0; k < 12; ++k) hashes.push_back(HashOf(200, 63 + 64 * (k + 1)));
   for (uint64_t k = 0; k < hashes.size(); ++k) {
-    ASSERT_TRUE(index.Insert(hashes[k], {static_cast<uint32_t>(k % 3), static_cast<uint32_t>(8 * k)}));
+    ASSERT_TRUE(
+        index.Insert(hashes[k], {static_cast<uint32_t>(k % 3), static_cast<uint32_t>(8 * k)}));
   }
   // Erase from the middle of the run, then a whole segment across the wrap.
   ASSERT_TRUE(index.Erase(hashes[4], {1, 32}));
-  EXPECT_EQ(4u, index.EraseSegment(2));  // k = 2, 5, 8, 11
+  EXPECT_EQ(4u, index.EraseSegments({2}));  // k = 2, 5, 8, 11
   for (uint64_t k = 0; k < hashes.size(); ++k) {
     const Location at{static_cast<uint32_t>(k % 3), static_cast<uint32_t>(8 * k)};
     const bool kept = k != 4 && k % 3 != 2;
@@ -133,17 +134,17 @@ TEST(JournalIndexTest, AgreesWithAModelThroughGrowthAndErasure) {
     }
   }
   check("replaced and erased");
-  for (uint32_t segment : {0u, 7u, 39u}) {
+  for (const std::vector<uint32_t>& segments : {std::vector<uint32_t>{0, 7}, {39}}) {
     size_t expected = 0;
     for (auto it = model.begin(); it != model.end();) {
-      if (it->second.segment == segment) {
+      if (std::find(segments.begin(), segments.end(), it->second.segment) != segments.end()) {
         it = model.erase(it);
         ++expected;
       } else {
         ++it;
       }
     }
-    EXPECT_EQ(expected, index.EraseSegment(segment));
+    EXPECT_EQ(expected, index.EraseSegments(segments));
   }
   check("segments erased");
   // Erased entries are gone, not just shadowed.
@@ -194,7 +195,7 @@ TEST(JournalIndexTest, ConcurrentWritersAndReaders) {
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(kThreads * kPerThread, index.size());
   for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(kPerThread / 2, index.EraseSegment(static_cast<uint32_t>(t + 10)));
+    EXPECT_EQ(kPerThread / 2, index.EraseSegments({static_cast<uint32_t>(t + 10)}));
   }
   EXPECT_EQ(kThreads * kPerThread / 2, index.size());
 }

@@ -71,7 +71,7 @@ class JournalTest : public ::testing::Test {
  protected:
   Result<std::unique_ptr<Journal>> OpenJournal(std::vector<Replayed>* replayed = nullptr) {
     return Journal::Open(&fs_, dir_.Sub("journal"), options_, &clock_,
-                         [&](const OpView& op, Location at, uint64_t sequence) {
+                         [&](const Journal&, const OpView& op, Location at, uint64_t sequence) {
                            if (replayed != nullptr) {
                              replayed->push_back({std::string(op.key), std::string(op.value),
                                                   op.type, at, sequence});
@@ -108,7 +108,8 @@ class JournalTest : public ::testing::Test {
     std::string bytes;
     Status s = journal.Read(at, 256, &bytes);
     if (!s.ok()) return s.ToString();
-    Result<OpView> op = DecodeOp(bytes.substr(0, PeekOpBytes(bytes).value_or(bytes.size())));
+    Result<OpView> op =
+        DecodeOp(std::string_view(bytes).substr(0, PeekOpBytes(bytes).value_or(bytes.size())));
     return op.ok() ? std::string(op->key) : op.status().ToString();
   }
   std::string Path(uint64_t number) const {
@@ -148,7 +149,8 @@ TEST_F(JournalTest, AppendsReadBackAndReplayInOrderAfterReopen) {
   std::vector<Replayed> written;
   {
     std::unique_ptr<Journal> journal = MustOpen();
-    for (const auto& keys : std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}, {"d", "e", "f"}}) {
+    for (const auto& keys :
+         std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}, {"d", "e", "f"}}) {
       for (Replayed& r : Append(journal.get(), keys)) written.push_back(r);
     }
     for (const Replayed& r : written) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
@@ -263,8 +265,8 @@ TEST_F(JournalTest, DamageIsRefusedWithTheFileAndOffset) {
   Result<std::unique_ptr<Journal>> journal = OpenJournal();
   ASSERT_TRUE(journal.status().IsCorruption()) << journal.status().ToString();
   EXPECT_NE(std::string::npos, journal.status().message().find(Path(1)));
-  EXPECT_NE(std::string::npos, journal.status().message().find("at offset " +
-                                                                std::to_string(kSegmentHeaderBytes)))
+  EXPECT_NE(std::string::npos,
+            journal.status().message().find("at offset " + std::to_string(kSegmentHeaderBytes)))
       << journal.status().message();
 }
 
