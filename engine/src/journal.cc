@@ -280,16 +280,18 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   }
   const int64_t max_keep_until_ms = entry->max_keep_until_ms();
   const std::string bytes = entry->Finish(sequence, synced);
-  rocksdb::IOStatus s = segment->file->Write(at, bytes, io, nullptr);
   const uint64_t end = at + bytes.size();
-  if (s.ok() && options_.zeros_ahead_bytes > 0 &&
-      segment->zeros_end < end + options_.zeros_ahead_bytes / 2 &&
+  rocksdb::IOStatus s;
+  // Zeros first (they lie past the entry, so the order does not matter to the file): if they
+  // cannot be written, neither is the entry, and a failed Append left nothing behind.
+  if (options_.zeros_ahead_bytes > 0 && segment->zeros_end < end + options_.zeros_ahead_bytes / 2 &&
       segment->zeros_end < options_.segment_bytes) {
     const uint64_t from = std::max(segment->zeros_end, end);
     const uint64_t to = std::min(options_.segment_bytes, end + options_.zeros_ahead_bytes);
     if (from < to) s = segment->file->Write(from, std::string(to - from, '\0'), io, nullptr);
-    segment->zeros_end = to;
+    if (s.ok()) segment->zeros_end = to;
   }
+  if (s.ok()) s = segment->file->Write(at, bytes, io, nullptr);
   if (!s.ok()) return Fail(FromRocks(s));
   std::lock_guard<std::mutex> lock(mu_);
   segment->end = end;

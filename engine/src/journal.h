@@ -15,8 +15,9 @@
 // Failures: a write or sync that fails, or a new segment that cannot be created, leaves the
 // journal failed: every later Append and Sync returns the first failure, until it is reopened.
 // After a failed fdatasync the kernel may have dropped the pages it could not write, so no later
-// sync could vouch for them; what was appended since the last good sync is lost to a restart, and
-// the owner must stop acknowledging writes (write_health.h).
+// sync could vouch for them: what was appended since the last good sync may be gone after a
+// restart, and the owner must stop acknowledging writes (write_health.h). An Append that failed
+// may equally be found whole at the next open: its outcome is unknown, never half applied.
 #pragma once
 
 #include <cstdint>

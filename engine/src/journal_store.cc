@@ -117,10 +117,9 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     std::optional<Journal::Location> current = p.current;
     if (p.earlier) {
       const size_t j = *p.earlier;
-      current = writes[j].type == OpType::kPut
-                    ? std::optional<Journal::Location>(
-                          Journal::Location{at->segment, at->offset + offsets[j]})
-                    : std::nullopt;
+      current = writes[j].type == OpType::kPut ? std::optional<Journal::Location>(Journal::Location{
+                                                     at->segment, at->offset + offsets[j]})
+                                               : std::nullopt;
     }
     if (writes[i].type == OpType::kPut) {
       // A drop may have removed the current entry since it was read: then it is new again.

@@ -65,8 +65,7 @@ class JournalStore {
   // Opens (or creates) the store in `dir`, replaying it (above); `removal_bound_ms`: operations
   // whose keep-until is at or before it are absent. Errors as Journal::Open. `fs` and `clock`
   // outlive the store.
-  static Result<std::unique_ptr<JournalStore>> Open(rocksdb::FileSystem* fs,
-                                                    const std::string& dir,
+  static Result<std::unique_ptr<JournalStore>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                     const JournalOptions& options,
                                                     const Clock* clock, int64_t removal_bound_ms);
 

@@ -35,6 +35,8 @@ class FailingFs final : public rocksdb::FileSystemWrapper {
   const char* Name() const override { return "FailingFs"; }
   std::atomic<bool> fail_writes{false};
   std::atomic<bool> fail_syncs{false};
+  // >= 0: that many more writes succeed, then every one fails (ENOSPC).
+  std::atomic<int> writes_before_failure{-1};
 
   rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSRandomRWFile>* result,
@@ -54,6 +56,10 @@ class FailingFs final : public rocksdb::FileSystemWrapper {
                             const rocksdb::IOOptions& options,
                             rocksdb::IODebugContext* dbg) override {
       if (fs_->fail_writes) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      if (fs_->writes_before_failure >= 0 && fs_->writes_before_failure-- == 0) {
+        fs_->fail_writes = true;
+        return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      }
       return FSRandomRWFileOwnerWrapper::Write(offset, data, options, dbg);
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
@@ -384,6 +390,24 @@ TEST_F(JournalTest, AFailedWriteOrSyncSticks) {
   EXPECT_NE(std::string::npos, failed.message().find("ENOSPC")) << failed.ToString();
   fs_.fail_writes = false;
   EXPECT_EQ(failed.message(), journal->Sync().message());
+}
+
+TEST_F(JournalTest, AnAppendThatFailsLeavesNothingBehind) {
+  options_.zeros_ahead_bytes = 64;  // every append writes zeros ahead too: two writes
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    Append(journal.get(), {"a"});
+    fs_.writes_before_failure = 1;  // the second write of the next append fails
+    EntryBuilder entry;
+    ASSERT_TRUE(entry.Add(OpView{OpType::kPut, 0, "b", "v"}).ok());
+    EXPECT_TRUE(journal->Append(&entry).status().IsIOError());
+  }
+  fs_.fail_writes = false;
+  fs_.writes_before_failure = -1;
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_EQ(1u, replayed.size());
+  EXPECT_EQ("a", replayed[0].key);
 }
 
 TEST_F(JournalTest, BadOptionsAreRefused) {
