@@ -315,6 +315,14 @@ TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {
   std::ofstream(Path(4), std::ios::binary) << "IDEM";
   std::unique_ptr<Journal> journal = MustOpen();
   EXPECT_FALSE(std::filesystem::exists(Path(4)));
+  Append(journal.get(), {"b"});
+  ASSERT_TRUE(journal->Sync().ok());
+  journal.reset();
+  // A damaged header in front of an entry is damage, not a creation that crashed.
+  WriteAt(Path(5), 0, "X");
+  Result<std::unique_ptr<Journal>> damaged = OpenJournal();
+  EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(Path(5)));
 }
 
 TEST_F(JournalTest, ImpossibleStatesAreRefused) {
