@@ -11,6 +11,7 @@
 //   the journal store (engine/src/journal_store.h, not used by the engine yet) holding the same
 //   records; no flush or compaction will ever follow its writes.
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
+//   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
 //   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
 //   BM_JournalIndex_Find/keys/hit: the journal's in-memory index (engine/src/journal_index.h)
 //   holding `keys` keys, asked about keys it holds or not; its counters give the memory per key
@@ -42,6 +43,7 @@
 #include "journal_index.h"
 #include "journal_store.h"
 #include "key_codec.h"
+#include "key_hash.h"
 #include "record_codec.h"
 #include "rocks_options.h"
 #include "window_key_filter.h"
@@ -627,7 +629,7 @@ void BM_WindowKeyFilter_Hit(benchmark::State& state) {
 void BM_JournalIndex_Find(benchmark::State& state) {
   const uint64_t keys = static_cast<uint64_t>(state.range(0));
   const bool hit = state.range(1) != 0;
-  auto hash = [](uint64_t i) { return WindowKeyFilter::Hash("key-" + std::to_string(i)); };
+  auto hash = [](uint64_t i) { return KeyHash("key-" + std::to_string(i)); };
   auto location = [](uint64_t i) {
     return journal::JournalIndex::Location{static_cast<uint32_t>(i >> 20),
                                            static_cast<uint32_t>((i & 0xFFFFF) * 8)};
@@ -665,6 +667,25 @@ void BM_JournalIndex_Find(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.counters["bytes_per_key"] = static_cast<double>(index.MemoryBytes()) / keys;
   state.counters["other_candidates"] = static_cast<double>(others) / std::max<uint64_t>(lookups, 1);
+}
+
+// What a drop costs the index: one sweep over every slot removing the entries of a segment
+// that holds 1/20 of `keys` keys.
+void BM_JournalIndex_EraseSegment(benchmark::State& state) {
+  const uint64_t keys = static_cast<uint64_t>(state.range(0));
+  journal::JournalIndex index;
+  for (uint64_t i = 0; i < keys; ++i) {
+    const uint32_t segment = static_cast<uint32_t>(i % 20);
+    if (!index.Insert(KeyHash("key-" + std::to_string(i)), {segment, 8})) {
+      state.SkipWithError("index full");
+      return;
+    }
+  }
+  uint32_t segment = 0;
+  for (auto _ : state) {
+    if (index.EraseSegments({segment++}) == 0) state.SkipWithError("nothing erased");
+  }
+  state.counters["slots"] = static_cast<double>(index.MemoryBytes() / 8);
 }
 
 void BM_CompareAndSet(benchmark::State& state) {
@@ -779,6 +800,11 @@ BENCHMARK(BM_Get_Hit_WindowFiles)
 BENCHMARK(BM_WindowKeyFilter_Hit)
     ->ArgNames({"keys", "recent"})
     ->ArgsProduct({{1 << 20, 16 << 20}, {0, 1}})
+    ->UseRealTime();
+BENCHMARK(BM_JournalIndex_EraseSegment)
+    ->Arg(20'000'000)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_JournalIndex_Find)
     ->ArgNames({"keys", "hit"})

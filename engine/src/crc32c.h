@@ -7,8 +7,9 @@
 
 namespace idem {
 
-// The CRC-32C of `bytes`: with SSE4.2's crc32 instruction where the CPU has it (a few GB/s),
-// else, or if `portable`, with a table (~160 MB/s here). Exposed so tests check that both agree.
+// The CRC-32C of `bytes`: with SSE4.2's crc32 instruction where the CPU has it, else, or if
+// `portable`, with a table (an order of magnitude slower). Exposed so tests check that both
+// agree.
 uint32_t Crc32c(std::string_view bytes, bool portable = false);
 
 // A CRC stored next to data that may itself hold CRCs is stored masked, as RocksDB and LevelDB

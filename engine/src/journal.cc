@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <random>
 
 #include <rocksdb/file_system.h>
 
@@ -33,13 +34,15 @@ size_t LastNonZero(std::string_view bytes) {  // one past it; 0 if all zero
   return n;
 }
 
-// Whether any entry in a segment whose header does not decode checks.
-bool HoldsAnEntry(std::string_view data) {
-  if (data.size() <= kSegmentHeaderBytes) return false;
-  std::string copy = EncodeSegmentHeader(SegmentHeader{});
-  copy.append(data.substr(kSegmentHeaderBytes));
-  Result<SegmentScan> scan = ScanSegment(copy, 0, nullptr);
-  return !scan.ok() || scan->entries > 0 || scan->entries_after_bad > 0;
+// Whether a segment whose header does not decode may hold an entry: anything but zeros after
+// the header's place. (Its entries cannot be checked without the header's salt.)
+bool MayHoldAnEntry(std::string_view data) {
+  return data.size() > kSegmentHeaderBytes && LastNonZero(data.substr(kSegmentHeaderBytes)) > 0;
+}
+
+uint64_t RandomSalt() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) ^ device();
 }
 
 }  // namespace
@@ -55,6 +58,7 @@ struct Journal::Segment {
   int64_t max_keep_until_ms = 0;
   // The appender's own: zeros are written up to here.
   uint64_t zeros_end = 0;
+  uint64_t salt = 0;
 
   ~Segment() {
     if (file) (void)file->Close(rocksdb::IOOptions(), nullptr);
@@ -63,7 +67,11 @@ struct Journal::Segment {
 
 Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
                  const Clock* clock)
-    : fs_(fs), dir_(std::move(dir)), options_(options), clock_(clock) {}
+    : fs_(fs),
+      dir_(std::move(dir)),
+      options_(options),
+      clock_(clock),
+      reserved_(std::make_shared<Segment>()) {}
 
 Journal::~Journal() = default;
 
@@ -79,12 +87,16 @@ Status Journal::Fail(Status s) {
   return failed_;
 }
 
-uint32_t Journal::FreeId() {
-  for (uint32_t id = 0; id < by_id_.size(); ++id) {
+std::optional<uint32_t> Journal::FreeId() {
+  // Round robin, not lowest first: a reader holding a location in a deleted segment would need
+  // to stall while all the other ids are used before its id means another segment.
+  for (uint32_t tried = 0; tried < JournalIndex::kMaxSegments; ++tried) {
+    const uint32_t id = next_id_;
+    next_id_ = (next_id_ + 1) % JournalIndex::kMaxSegments;
+    if (id >= by_id_.size()) by_id_.resize(id + 1);
     if (!by_id_[id]) return id;
   }
-  by_id_.emplace_back();
-  return static_cast<uint32_t>(by_id_.size() - 1);
+  return std::nullopt;
 }
 
 Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const std::string& dir,
@@ -144,7 +156,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     if (!header.ok()) {
       // Created, and the crash came before its header was synced: it never held an entry, since
       // entries are written only once the header is durable.
-      if (last && !HoldsAnEntry(data)) {
+      if (last && !MayHoldAnEntry(data)) {
         (void)segment->file->Close(io, nullptr);
         if (rocksdb::IOStatus s = fs->DeleteFile(segment->path, io, nullptr); !s.ok()) {
           return FromRocks(s);
@@ -157,7 +169,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       return Status::Corruption(segment->path + ": its header says segment " +
                                 std::to_string(header->number));
     }
-    segment->id = journal->FreeId();
+    std::optional<uint32_t> free_id = journal->FreeId();
+    if (!free_id) return Status::Busy(dir + " holds more journal segments than an index can");
+    segment->id = *free_id;
+    segment->salt = header->salt;
     const uint32_t id = segment->id;
     journal->by_id_[id] = segment;  // readable by the replay
     Result<SegmentScan> scan = ScanSegment(
@@ -177,6 +192,9 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       }
       // The write a crash interrupted: zeros over it, so the next entry starts clean there.
       const size_t junk_end = LastNonZero(data);
+      journal->repaired_tail_ =
+          TailRepair{segment->number, scan->end_offset, junk_end - scan->end_offset,
+                     scan->entries_after_bad, scan->what};
       const std::string zeros(junk_end - scan->end_offset, '\0');
       rocksdb::IOStatus s = segment->file->Write(scan->end_offset, zeros, io, nullptr);
       if (s.ok()) s = segment->file->Sync(io, nullptr);
@@ -186,7 +204,8 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     segment->synced = scan->end_offset;
     segment->zeros_end = size;
     segment->max_keep_until_ms = scan->max_keep_until_ms;
-    if (scan->entries > 0) journal->last_sequence_ = scan->last_sequence;
+    journal->last_sequence_ =
+        std::max({journal->last_sequence_, header->after_sequence, scan->last_sequence});
     if (last) journal->active_ = segment;
   }
   if (!journal->active_) {
@@ -203,18 +222,30 @@ Status Journal::StartSegment(uint64_t number) {
   auto segment = std::make_shared<Segment>();
   segment->number = number;
   segment->path = SegmentPath(number);
-  // Created through a writable file (which creates it), then reopened for positioned writes.
+  segment->salt = RandomSalt();
+  uint64_t after_sequence = 0;
   {
-    std::unique_ptr<rocksdb::FSWritableFile> created;
-    rocksdb::IOStatus s =
-        fs_->NewWritableFile(segment->path, rocksdb::FileOptions(), &created, nullptr);
-    if (s.ok()) s = created->Close(io, nullptr);
-    if (!s.ok()) return FromRocks(s);
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<uint32_t> id = FreeId();
+    if (!id) {
+      return Status::Busy("the journal has " + std::to_string(JournalIndex::kMaxSegments) +
+                          " segments, all it can index; drop some first");
+    }
+    segment->id = *id;
+    by_id_[segment->id] = reserved_;  // the segment takes its place once it is ready
+    after_sequence = last_sequence_;
   }
+  // Created through a writable file (which creates it), then reopened for positioned writes.
+  std::unique_ptr<rocksdb::FSWritableFile> created;
   rocksdb::IOStatus s =
-      fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
+      fs_->NewWritableFile(segment->path, rocksdb::FileOptions(), &created, nullptr);
+  if (s.ok()) s = created->Close(io, nullptr);
   if (s.ok()) {
-    const std::string header = EncodeSegmentHeader(SegmentHeader{number, clock_->NowMillis()});
+    s = fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
+  }
+  if (s.ok()) {
+    const std::string header = EncodeSegmentHeader(
+        SegmentHeader{number, clock_->NowMillis(), after_sequence, segment->salt});
     s = segment->file->Write(0, header, io, nullptr);
   }
   segment->zeros_end = kSegmentHeaderBytes;
@@ -232,11 +263,13 @@ Status Journal::StartSegment(uint64_t number) {
     s = fs_->NewDirectory(dir_, io, &directory, nullptr);
     if (s.ok()) s = directory->Fsync(io, nullptr);
   }
-  if (!s.ok()) return FromRocks(s);
   segment->end = kSegmentHeaderBytes;
   segment->synced = kSegmentHeaderBytes;
   std::lock_guard<std::mutex> lock(mu_);
-  segment->id = FreeId();
+  if (!s.ok()) {
+    by_id_[segment->id].reset();  // the id is free again; the file, if any, holds no entry
+    return FromRocks(s);
+  }
   by_id_[segment->id] = segment;
   active_ = std::move(segment);
   return Status::Ok();
@@ -268,7 +301,9 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
       std::lock_guard<std::mutex> lock(mu_);
       segment->synced = std::max(segment->synced, at);
     }
-    if (Status s = StartSegment(segment->number + 1); !s.ok()) return Fail(s);
+    if (Status s = StartSegment(segment->number + 1); !s.ok()) {
+      return s.IsBusy() ? s : Fail(s);  // out of ids: nothing was written; a drop frees some
+    }
     std::lock_guard<std::mutex> lock(mu_);
     segment = active_;
     at = segment->end;
@@ -279,7 +314,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
     synced = segment->synced;
   }
   const int64_t max_keep_until_ms = entry->max_keep_until_ms();
-  const std::string bytes = entry->Finish(sequence, synced);
+  const std::string bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt});
   const uint64_t end = at + bytes.size();
   rocksdb::IOStatus s;
   // Zeros first (they lie past the entry, so the order does not matter to the file): if they
@@ -321,7 +356,9 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
   std::shared_ptr<Segment> segment;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (at.segment < by_id_.size()) segment = by_id_[at.segment];
+    if (at.segment < by_id_.size() && by_id_[at.segment] != reserved_) {
+      segment = by_id_[at.segment];
+    }
   }
   if (!segment) return Status::NotFound("no journal segment " + std::to_string(at.segment));
   out->resize(bytes);
@@ -338,7 +375,7 @@ Status Journal::DeleteSegment(uint32_t id) {
   std::shared_ptr<Segment> segment;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (id >= by_id_.size() || !by_id_[id]) {
+    if (id >= by_id_.size() || !by_id_[id] || by_id_[id] == reserved_) {
       return Status::NotFound("no journal segment " + std::to_string(id));
     }
     if (by_id_[id] == active_) {
@@ -348,14 +385,24 @@ Status Journal::DeleteSegment(uint32_t id) {
   }
   // A reader in flight holds the segment, and so its open file, until it is done.
   rocksdb::IOStatus s = fs_->DeleteFile(segment->path, rocksdb::IOOptions(), nullptr);
-  return s.ok() ? Status::Ok() : FromRocks(s);
+  if (s.ok()) {
+    // Gone for good before the caller relies on it (a deleted segment that came back after a
+    // crash would only hold ended operations, but its numbers would have to be explained).
+    std::unique_ptr<rocksdb::FSDirectory> directory;
+    s = fs_->NewDirectory(dir_, rocksdb::IOOptions(), &directory, nullptr);
+    if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
+    return s.ok() ? Status::Ok() : FromRocks(s);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  by_id_[id] = std::move(segment);  // still there: deleted by a later attempt
+  return FromRocks(s);
 }
 
 std::vector<Journal::SegmentInfo> Journal::Segments() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<SegmentInfo> out;
   for (const auto& segment : by_id_) {
-    if (!segment) continue;
+    if (!segment || segment == reserved_) continue;
     out.push_back(SegmentInfo{segment->id, segment->number, segment->end,
                               segment->max_keep_until_ms, segment == active_});
   }

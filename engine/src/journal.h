@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,8 @@ class Journal {
 
   // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
   // for each operation of each intact entry, and readies the last segment for appends. A last
-  // segment whose header does not decode and that holds no entry (a crash while creating it)
-  // is deleted; the last
+  // segment whose header does not decode and that holds nothing but zeros after it (a crash
+  // while creating it) is deleted; the last
   // segment's torn tail is overwritten with zeros and synced, so the next entry goes where it
   // began. Corruption if a segment is damaged (journal_format.h), a sealed segment does not end
   // clean, a header's number is not its file's, or sequence numbers do not grow across
@@ -79,7 +80,9 @@ class Journal {
   // Appends `entry` as the next entry (numbered here; the builder is empty afterwards) and
   // returns where it starts: its operation i is at offset + the builder's offsets()[i], taken
   // before the call. Starts a new segment first if it does not fit in the active one.
-  // InvalidArgument if it would not fit in an empty segment; the failure if the journal failed.
+  // InvalidArgument if it would not fit in an empty segment; Busy if it needs a new segment and
+  // all kMaxSegments ids are taken (nothing written: dropping segments frees ids); the failure
+  // if the journal failed.
   // One caller at a time (the owner serializes appends); concurrent with Sync and Read.
   Result<Location> Append(EntryBuilder* entry);
   // Makes every entry appended before the call durable. Concurrent with Append and Read.
@@ -89,13 +92,26 @@ class Journal {
   // the Location was taken reads the new segment's bytes: the operation's checksum and key
   // tell the caller.
   Status Read(Location at, size_t bytes, std::string* out) const;
-  // Deletes a sealed segment's file. InvalidArgument for the active segment, NotFound for an id
-  // that has none. The id is free for a new segment once this returns; a reader of the segment
-  // in flight meanwhile still reads it.
+  // Deletes a sealed segment's file and syncs the directory. InvalidArgument for the active
+  // segment, NotFound for an id that has none; an IOError leaves the segment in place. The id
+  // is free for a new segment once this returns (reused last: ids go round); a reader of the
+  // segment in flight meanwhile still reads it.
   Status DeleteSegment(uint32_t id);
 
   std::vector<SegmentInfo> Segments() const;
   uint64_t last_sequence() const;
+
+  // What Open zeroed at the end of the last segment, for the owner to log: the bytes a crash
+  // left of a write that was never acknowledged (or, undetectably, damage to the last entries:
+  // journal_format.h).
+  struct TailRepair {
+    uint64_t segment_number = 0;
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+    uint64_t entries_after = 0;  // intact entries found after it that no sync had covered
+    std::string what;
+  };
+  const std::optional<TailRepair>& repaired_tail() const { return repaired_tail_; }
   // Tests: the path of the segment file numbered `number`.
   std::string SegmentPath(uint64_t number) const;
 
@@ -103,20 +119,25 @@ class Journal {
   struct Segment;
   Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
           const Clock* clock);
-  Status StartSegment(uint64_t number);  // creates, syncs and activates a new segment
-  Status Fail(Status s);                 // records the first failure; returns it
-  uint32_t FreeId();
+  // Creates, syncs and activates a new segment. Busy if every id is taken.
+  Status StartSegment(uint64_t number);
+  Status Fail(Status s);  // records the first failure; returns it
+  // An id no segment has, for the caller to take (mu_ held). Nullopt: all are taken.
+  std::optional<uint32_t> FreeId();
 
   rocksdb::FileSystem* const fs_;
   const std::string dir_;
   const JournalOptions options_;
   const Clock* const clock_;
+  const std::shared_ptr<Segment> reserved_;  // holds an id while its segment is being created
 
   mutable std::mutex mu_;  // guards the members below; never held across file I/O
   std::vector<std::shared_ptr<Segment>> by_id_;  // null: a free id
+  uint32_t next_id_ = 0;                         // where FreeId looks first
   std::shared_ptr<Segment> active_;
   uint64_t last_sequence_ = 0;
-  Status failed_;  // the first failure, if any
+  Status failed_;                            // the first failure, if any
+  std::optional<TailRepair> repaired_tail_;  // set by Open only
 };
 
 }  // namespace idem::journal

@@ -31,20 +31,27 @@ bool AllZero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }
 
-// Why the entry at `offset` does not check, or nothing: then `payload`, `sequence`,
-// `synced_offset` and `ops` (views into `bytes`, with their offsets in the segment) describe it.
+// An entry that checked: its operations are views into the segment's bytes, with their offsets.
 struct CheckedEntry {
   uint32_t payload = 0;
   uint64_t sequence = 0;
   uint64_t synced_offset = 0;
   std::vector<std::pair<OpView, uint64_t>> ops;
 };
-std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset,
+uint32_t EntryHeaderCrc(const char* header, uint64_t salt) {
+  char bytes[8 + kEntryHeaderBytes - 4];
+  PutFixed64(bytes, salt);
+  std::memcpy(bytes + 8, header + 4, kEntryHeaderBytes - 4);
+  return Crc32c(std::string_view(bytes, sizeof(bytes)));
+}
+
+// Why the entry at `offset` does not check, or nothing (then `entry` describes it).
+std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, uint64_t salt,
                                       CheckedEntry* entry) {
   const std::string_view rest = bytes.substr(offset);
   if (rest.size() < kEntryHeaderBytes) return "the file ends inside an entry header";
   const char* h = rest.data();
-  if (UnmaskCrc(Fixed32(h)) != Crc32c(rest.substr(4, kEntryHeaderBytes - 4))) {
+  if (UnmaskCrc(Fixed32(h)) != EntryHeaderCrc(h, salt)) {
     return AllZero(rest.substr(0, kEntryHeaderBytes)) ? "zeros where an entry should be"
                                                       : "entry header checksum mismatch";
   }
@@ -86,6 +93,8 @@ std::string EncodeSegmentHeader(const SegmentHeader& header) {
   PutFixed32(out.data() + 8, kFormatVersion);
   PutFixed64(out.data() + 16, header.number);
   PutFixed64(out.data() + 24, static_cast<uint64_t>(header.created_ms));
+  PutFixed64(out.data() + 32, header.after_sequence);
+  PutFixed64(out.data() + 40, header.salt);
   PutFixed32(out.data() + 12, MaskCrc(Crc32c(std::string_view(out).substr(16))));
   return out;
 }
@@ -104,11 +113,11 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
     return Status::Corruption("journal segment format version " + std::to_string(version) +
                               " is not " + std::to_string(kFormatVersion));
   }
-  if (UnmaskCrc(Fixed32(bytes.data() + 12)) != Crc32c(bytes.substr(16, 16))) {
+  if (UnmaskCrc(Fixed32(bytes.data() + 12)) != Crc32c(bytes.substr(16, kSegmentHeaderBytes - 16))) {
     return Status::Corruption("journal segment header checksum mismatch");
   }
-  return SegmentHeader{Fixed64(bytes.data() + 16),
-                       static_cast<int64_t>(Fixed64(bytes.data() + 24))};
+  return SegmentHeader{Fixed64(bytes.data() + 16), static_cast<int64_t>(Fixed64(bytes.data() + 24)),
+                       Fixed64(bytes.data() + 32), Fixed64(bytes.data() + 40)};
 }
 
 size_t OpBytes(size_t key_bytes, size_t value_bytes) {
@@ -155,13 +164,13 @@ Status EntryBuilder::Add(const OpView& op) {
   return Status::Ok();
 }
 
-std::string EntryBuilder::Finish(uint64_t sequence, uint64_t synced_offset) {
+std::string EntryBuilder::Finish(const EntryStamp& stamp) {
   char* h = entry_.data();
   PutFixed32(h + 4, static_cast<uint32_t>(entry_.size() - kEntryHeaderBytes));
-  PutFixed64(h + 8, sequence);
+  PutFixed64(h + 8, stamp.sequence);
   PutFixed32(h + 16, static_cast<uint32_t>(offsets_.size()));
-  PutFixed32(h + 20, static_cast<uint32_t>(synced_offset / kAlignment));
-  PutFixed32(h, MaskCrc(Crc32c(std::string_view(h + 4, kEntryHeaderBytes - 4))));
+  PutFixed32(h + 20, static_cast<uint32_t>(stamp.synced_offset / kAlignment));
+  PutFixed32(h, MaskCrc(EntryHeaderCrc(h, stamp.salt)));
   std::string out = std::move(entry_);
   entry_.assign(kEntryHeaderBytes, '\0');
   offsets_.clear();
@@ -211,12 +220,13 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
   if (!header.ok()) return header.status();
   SegmentScan scan;
   scan.header = *header;
-  uint64_t last = after_sequence;
+  const uint64_t salt = header->salt;
+  uint64_t last = std::max(after_sequence, header->after_sequence);
   uint64_t at = kSegmentHeaderBytes;
   CheckedEntry entry;
   std::optional<std::string> bad;
   while (at < bytes.size()) {
-    bad = CheckEntry(bytes, at, &entry);
+    bad = CheckEntry(bytes, at, salt, &entry);
     if (bad) break;
     if (entry.sequence <= last) {
       // Whole, so not a torn write, yet out of order: not what the writer wrote here.
@@ -245,7 +255,7 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
   scan.what = std::move(*bad);
   bool synced_past_bad = false;
   for (uint64_t next = at + kAlignment; next + kEntryHeaderBytes <= bytes.size();) {
-    if (CheckEntry(bytes, next, &entry) || entry.sequence <= last) {
+    if (CheckEntry(bytes, next, salt, &entry) || entry.sequence <= last) {
       next += kAlignment;
       continue;
     }

@@ -6,14 +6,17 @@
 //
 // A segment is one file of at most kMaxSegmentBytes:
 //
-//   segment header (32 bytes):
-//     magic "IDEMJNL1" (8) | format version (4, = 1) | masked crc32c of the next 16 bytes (4) |
-//     segment number (8) | created, ms since the epoch (8, signed)
+//   segment header (48 bytes):
+//     magic "IDEMJNL1" (8) | format version (4, = 1) | masked crc32c of the next 32 bytes (4) |
+//     segment number (8) | created, ms since the epoch (8, signed) |
+//     after sequence (8): the last sequence number written before this segment began |
+//     salt (8): random, mixed into every entry header's checksum
 //   entries, each starting at a multiple of 8 (kAlignment), back to back
 //   zeros to the end of the file (a segment is written over zeros laid down ahead of it)
 //
 //   entry = one atomic batch of operations:
-//     masked crc32c of the header's next 20 bytes (4) | payload bytes (4, a multiple of 8) |
+//     masked crc32c of the segment's salt and the header's next 20 bytes (4) |
+//     payload bytes (4, a multiple of 8) |
 //     sequence number (8) | operation count (4) | synced to (4) |
 //     payload: `count` operations, each padded with zeros to a multiple of 8
 //   "synced to", in units of 8 bytes: the offset in this segment up to which every byte was
@@ -25,7 +28,9 @@
 //     keep until, ms since the epoch (8, signed) | key | value (empty for a delete)
 //
 // All integers are little-endian. Sequence numbers grow by at least one from each entry to the
-// next, across segments too, so an entry is never taken for a later one. "Keep until" is the
+// next, across segments too (a segment's header carries where they stood), so an entry is never
+// taken for a later one. The salt keeps a client's value that holds an image of an entry from
+// passing for one: without the segment's salt its header does not check. "Keep until" is the
 // time after which the segment no longer needs the operation: a record's death, or, for an
 // operation that replaces or deletes a version that lives longer, that version's keep-until
 // (otherwise deleting this segment first would bring the older version back at the next open).
@@ -45,6 +50,8 @@
 //   spot that none of them says was synced are a torn tail too: a power cut can persist a later
 //   page of unsynced writes without an earlier one. An entry that checks but is numbered out of
 //   order is damage as well: a torn write does not produce a whole entry.
+// The limit: damage to the last entries of a segment, which no later entry vouches for, cannot
+// be told from a torn write, and reads as a torn tail (as in RocksDB's WAL).
 #pragma once
 
 #include <cstddef>
@@ -61,7 +68,7 @@ namespace idem::journal {
 
 inline constexpr std::string_view kSegmentMagic = "IDEMJNL1";
 inline constexpr uint32_t kFormatVersion = 1;
-inline constexpr size_t kSegmentHeaderBytes = 32;
+inline constexpr size_t kSegmentHeaderBytes = 48;
 inline constexpr size_t kEntryHeaderBytes = 24;
 inline constexpr size_t kOpHeaderBytes = 20;
 inline constexpr size_t kAlignment = 8;
@@ -84,6 +91,15 @@ struct OpView {
 struct SegmentHeader {
   uint64_t number = 0;
   int64_t created_ms = 0;
+  uint64_t after_sequence = 0;
+  uint64_t salt = 0;
+};
+
+// What Finish stamps on an entry.
+struct EntryStamp {
+  uint64_t sequence = 0;
+  uint64_t synced_offset = 0;  // a multiple of kAlignment: the segment is durable up to here
+  uint64_t salt = 0;           // the segment's
 };
 
 std::string EncodeSegmentHeader(const SegmentHeader& header);
@@ -107,9 +123,8 @@ class EntryBuilder {
   size_t bytes() const { return entry_.size(); }
   const std::vector<uint32_t>& offsets() const { return offsets_; }
   int64_t max_keep_until_ms() const { return max_keep_until_ms_; }  // over the operations added
-  // The entry, numbered `sequence`, for a segment known durable up to `synced_offset` (a
-  // multiple of kAlignment); the builder is empty again afterwards.
-  std::string Finish(uint64_t sequence, uint64_t synced_offset);
+  // The entry, stamped; the builder is empty again afterwards.
+  std::string Finish(const EntryStamp& stamp);
 
  private:
   std::string entry_;  // the header's place, then the operations
@@ -155,10 +170,10 @@ struct SegmentScan {
 // `offset` is where the operation starts in the segment, `sequence` its entry's number.
 using OpVisitor = std::function<void(const OpView& op, uint64_t offset, uint64_t sequence)>;
 
-// Scans a whole segment file's bytes. Entries must be numbered above `after_sequence` (the last
-// sequence of the segment before; 0 for the first), each above the one before. Corruption if the
-// segment header does not decode; otherwise the scan, whatever its tail. A damaged segment's
-// visitor calls stop at the damage.
+// Scans a whole segment file's bytes. Entries must be numbered above `after_sequence` and the
+// header's own after sequence (the last sequence before the segment), each above the one before.
+// Corruption if the segment header does not decode; otherwise the scan, whatever its tail. A
+// damaged segment's visitor calls stop at the damage.
 Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
                                 const OpVisitor& visit);
 

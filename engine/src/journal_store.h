@@ -19,7 +19,11 @@
 // Open replays every segment, oldest first, into a fresh index: an operation whose keep-until
 // is at or before the owner's removal bound is treated as absent, as is a key whose last
 // operation is a delete. Each operation on a key already indexed reads that key's candidates
-// back to tell which is its own (about 2 us each from the page cache here).
+// back (one pread each) to tell which is its own.
+//
+// The removal bound must never go back: the bound given to Open is at least every bound given
+// to DropEndedBy before (the engine persists it, as its clock mark). Otherwise a restart could
+// replay a version whose replacement was in a segment already dropped.
 //
 // Thread safety: Get, Sync, DropEndedBy and the stats from any thread; Apply from one at a time
 // (the owner serializes writers, and orders a writer's lookups and its Apply under its own
@@ -75,7 +79,9 @@ class JournalStore {
   Result<std::optional<Version>> Get(std::string_view key) const;
   // Appends `writes` as one entry, all or nothing, and points the index at them; a later write
   // of a key in the same batch wins. InvalidArgument for a write the format cannot hold (nothing
-  // written); the journal's failure otherwise (journal.h). One caller at a time.
+  // written); the journal's failure otherwise (journal.h). Busy when the index is full (about
+  // 6.8G records): the batch is in the journal then, and the store takes no more writes. One
+  // caller at a time.
   Status Apply(std::span<const Write> writes);
   // Makes every batch applied before the call durable.
   Status Sync();
@@ -101,6 +107,7 @@ class JournalStore {
   JournalIndex index_;
   std::unique_ptr<Journal> journal_;
   std::mutex apply_mu_;  // one Apply at a time, whatever the owner does
+  Status failed_;        // guarded by apply_mu_: set once the index is full
   std::mutex drop_mu_;   // one DropEndedBy at a time
 };
 

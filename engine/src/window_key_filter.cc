@@ -1,7 +1,6 @@
 #include "window_key_filter.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "key_hash.h"
 

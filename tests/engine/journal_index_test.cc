@@ -98,6 +98,29 @@ TEST(JournalIndexTest, ProbeRunsThatWrapAroundTheTableEnd) {
   EXPECT_EQ(7u, index.size());
 }
 
+TEST(JournalIndexTest, RunsOfMixedHomesAcrossTheTableEnd) {
+  JournalIndex index;
+  // Homes 62, 63, 0 and 1 of a 64-slot shard, interleaved: removals must move an entry back only
+  // when the gap is not before its home, across the wrap too.
+  std::vector<uint64_t> hashes;
+  for (uint64_t round = 1; round <= 3; ++round) {
+    for (uint64_t home : {62u, 63u, 0u, 1u}) hashes.push_back(HashOf(77, home + 64 * round));
+  }
+  for (uint64_t k = 0; k < hashes.size(); ++k) {
+    ASSERT_TRUE(index.Insert(hashes[k], {static_cast<uint32_t>(k), 8}));
+  }
+  for (uint64_t removed : {1u, 4u, 6u, 11u}) {
+    ASSERT_TRUE(index.Erase(hashes[removed], {static_cast<uint32_t>(removed), 8}));
+    for (uint64_t k = 0; k < hashes.size(); ++k) {
+      const bool gone = k == 1 || k == 4 || k == 6 || k == 11 ? k <= removed : false;
+      EXPECT_EQ(!gone, Has(index, hashes[k], {static_cast<uint32_t>(k), 8}))
+          << "after removing " << removed << ", key " << k;
+    }
+  }
+  EXPECT_EQ(2u, index.EraseSegments({0, 2}));
+  EXPECT_EQ(6u, index.size());
+}
+
 // Many keys, random operations, checked against a model after each phase.
 TEST(JournalIndexTest, AgreesWithAModelThroughGrowthAndErasure) {
   JournalIndex index;

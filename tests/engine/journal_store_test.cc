@@ -3,6 +3,8 @@
 // brings back a replaced version, and readers run alongside writers and drops.
 #include "journal_store.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,12 @@ Write Delete(std::string_view key, int64_t keep_until = 0) {
   return Write{OpType::kDelete, key, {}, keep_until};
 }
 
+long MaxResidentKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
 class JournalStoreTest : public ::testing::Test {
  protected:
   JournalStoreTest() { Reopen(); }
@@ -38,13 +46,10 @@ class JournalStoreTest : public ::testing::Test {
     Result<std::unique_ptr<JournalStore>> store =
         JournalStore::Open(rocksdb::FileSystem::Default().get(), dir_.Sub("journal"), options_,
                            &clock_, removal_bound_ms);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_OK(store);
     store_ = std::move(*store);
   }
-  void Apply(std::vector<Write> writes) {
-    Status s = store_->Apply(writes);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
+  void Apply(std::vector<Write> writes) { ASSERT_OK(store_->Apply(writes)); }
   // The key's value, or "(none)".
   std::string Get(std::string_view key) {
     Result<std::optional<JournalStore::Version>> version = store_->Get(key);
@@ -133,7 +138,7 @@ TEST_F(JournalStoreTest, DropsDeleteOnlySegmentsWhoseOperationsAllEnded) {
   ASSERT_GT(files, 4u);
 
   Result<size_t> dropped = store_->DropEndedBy(100);
-  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  ASSERT_OK(dropped);
   EXPECT_GT(*dropped, 0u);
   EXPECT_EQ(files - *dropped, SegmentFiles());
   // Short-lived records gone, but those sharing the segment where the long-lived ones begin:
@@ -163,6 +168,41 @@ TEST_F(JournalStoreTest, DropsDeleteOnlySegmentsWhoseOperationsAllEnded) {
   // Once everything ended, only the active segment is left.
   ASSERT_TRUE(store_->DropEndedBy(9000).ok());
   EXPECT_EQ(1u, SegmentFiles());
+}
+
+TEST_F(JournalStoreTest, DroppingTheNewerSegmentNeverBringsBackTheOlderVersion) {
+  // Writes `key` (keep-until `keep`) until a new segment begins: the last one is its first.
+  auto fill_to_next_segment = [&](const std::string& key, int64_t keep) {
+    const uint64_t segment = store_->journal().Segments().back().number;
+    while (store_->journal().Segments().back().number == segment) Apply({Put(key, "x", keep)});
+  };
+  Apply({Put("k", "old", 9000)});
+  fill_to_next_segment("filler-a", 9000);
+  fill_to_next_segment("filler-b", 10);
+  // The delete, among short-lived records only: without keeping the old version's keep-until,
+  // its segment would end at 10 and go, and a reopen would find "old".
+  Apply({Delete("k", 10)});
+  fill_to_next_segment("filler-c", 10);
+  ASSERT_TRUE(store_->DropEndedBy(100).ok());
+  Reopen(100);
+  EXPECT_EQ("(none)", Get("k"));
+}
+
+TEST_F(JournalStoreTest, ADamagedLengthIsCorruptionWithoutReadingThatMuch) {
+  Apply({Put("k", "v", 100)});
+  const JournalStore::Version version = **store_->Get("k");
+  const std::string path = store_->journal().SegmentPath(store_->journal().Segments()[0].number);
+  Reopen();
+  {
+    // The value-length field (4 bytes at 8) now says ~4 GiB.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(version.at.offset + 8));
+    f.write("\x00\x00\x00\xf0", 4);
+  }
+  const long before = MaxResidentKb();
+  Result<std::optional<JournalStore::Version>> got = store_->Get("k");
+  EXPECT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+  EXPECT_LT(MaxResidentKb() - before, 64 * 1024);  // no 4 GiB buffer
 }
 
 TEST_F(JournalStoreTest, AgreesWithAModelAcrossReopens) {
@@ -214,6 +254,39 @@ TEST_F(JournalStoreTest, ATornLastBatchIsWhollyAbsentAfterReopen) {
   Reopen();
   EXPECT_EQ("1", Get("a"));
   EXPECT_EQ("(none)", Get("b"));
+}
+
+TEST_F(JournalStoreTest, WritersDropsAndReadersOnTheirOwnThreads) {
+  Apply({Put("stable", "kept", 1'000'000)});
+  std::atomic<int> round{1};
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread dropper([&] {
+    while (!stop) {
+      if (!store_->DropEndedBy(round.load() - 2).ok()) ++wrong;
+    }
+  });
+  std::thread reader([&] {
+    while (!stop) {
+      Result<std::optional<JournalStore::Version>> v = store_->Get("stable");
+      if (!v.ok() || !*v || (*v)->value != "kept") ++wrong;
+      for (int i = 0; i < 20; i += 7) {
+        if (!store_->Get("churn-" + std::to_string(i)).ok()) ++wrong;
+      }
+    }
+  });
+  for (; round.load() <= 40; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      Apply({Put("churn-" + std::to_string(i), std::string(100, 'c'), round.load())});
+    }
+  }
+  stop = true;
+  dropper.join();
+  reader.join();
+  EXPECT_EQ(0, wrong.load());
+  EXPECT_EQ("kept", Get("stable"));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(std::string(100, 'c'), Get("churn-" + std::to_string(i)));
+  EXPECT_EQ(21u, store_->records());
 }
 
 TEST_F(JournalStoreTest, ReadersRunAlongsideWritesAndDrops) {

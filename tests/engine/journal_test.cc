@@ -37,6 +37,13 @@ class FailingFs final : public rocksdb::FileSystemWrapper {
   std::atomic<bool> fail_syncs{false};
   // >= 0: that many more writes succeed, then every one fails (ENOSPC).
   std::atomic<int> writes_before_failure{-1};
+  std::atomic<bool> fail_deletes{false};
+
+  rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
+                               rocksdb::IODebugContext* dbg) override {
+    if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
+    return target()->DeleteFile(name, options, dbg);
+  }
 
   rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSRandomRWFile>* result,
@@ -236,8 +243,9 @@ TEST_F(JournalTest, ATornTailIsZeroedAndWrittenOver) {
   }
   // A crash in the middle of the next entry's write: part of it reached the disk.
   EntryBuilder torn;
-  ASSERT_TRUE(torn.Add(OpView{OpType::kPut, 0, "c", "never acknowledged"}).ok());
-  const std::string entry = torn.Finish(2, end);
+  ASSERT_OK(torn.Add(OpView{OpType::kPut, 0, "c", "never acknowledged"}));
+  const uint64_t salt = DecodeSegmentHeader(ReadFile(Path(1)))->salt;
+  const std::string entry = torn.Finish(EntryStamp{2, end, salt});
   WriteAt(Path(1), end, entry.substr(0, entry.size() - 5));
 
   std::vector<Replayed> replayed;
@@ -247,6 +255,10 @@ TEST_F(JournalTest, ATornTailIsZeroedAndWrittenOver) {
   EXPECT_EQ(end, journal->Segments()[0].end_offset);
   const std::string bytes = ReadFile(Path(1));
   EXPECT_EQ(std::string(entry.size(), '\0'), bytes.substr(end, entry.size()));
+  ASSERT_TRUE(journal->repaired_tail().has_value());  // for the owner to log
+  EXPECT_EQ(1u, journal->repaired_tail()->segment_number);
+  EXPECT_EQ(end, journal->repaired_tail()->offset);
+  EXPECT_EQ(entry.size() - 5, journal->repaired_tail()->bytes);
   // The next entry takes the torn one's place and number, and the journal reopens clean.
   const std::vector<Replayed> next = Append(journal.get(), {"d"});
   ASSERT_EQ(1u, next.size());
@@ -337,15 +349,41 @@ TEST_F(JournalTest, ImpossibleStatesAreRefused) {
   std::filesystem::remove(Path(5));
 
   // A later segment whose entries are numbered below the earlier one's.
-  std::string bytes = EncodeSegmentHeader(SegmentHeader{2, 0});
+  std::string bytes = EncodeSegmentHeader(SegmentHeader{2, 0, 0, 99});
   EntryBuilder entry;
-  ASSERT_TRUE(entry.Add(OpView{OpType::kPut, 0, "z", "v"}).ok());
-  bytes += entry.Finish(1, 0);
+  ASSERT_OK(entry.Add(OpView{OpType::kPut, 0, "z", "v"}));
+  bytes += entry.Finish(EntryStamp{1, 0, 99});
   std::ofstream(Path(2), std::ios::binary) << bytes;
   Result<std::unique_ptr<Journal>> journal = OpenJournal();
   EXPECT_TRUE(journal.status().IsCorruption());
   EXPECT_NE(std::string::npos, journal.status().message().find("not above 2"))
       << journal.status().message();
+}
+
+TEST_F(JournalTest, SequenceNumbersContinueWhenEverySealedSegmentWasDeleted) {
+  options_.segment_bytes = 512;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    while (journal->Segments().size() < 3) Append(journal.get(), {"k"});
+    for (const Journal::SegmentInfo& segment : journal->Segments()) {
+      if (!segment.active) ASSERT_OK(journal->DeleteSegment(segment.id));
+    }
+  }
+  // What is left is the newest segment; cut to its header, it is as if it had just begun.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("journal"))) {
+    files.push_back(e.path());
+  }
+  ASSERT_EQ(1u, files.size());
+  const std::string header = ReadFile(files[0].string()).substr(0, kSegmentHeaderBytes);
+  const uint64_t began_after = DecodeSegmentHeader(header)->after_sequence;
+  ASSERT_GT(began_after, 0u);
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << header;
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(began_after, journal->last_sequence());  // not 0: numbers never go back
+  Append(journal.get(), {"next"});
+  EXPECT_EQ(began_after + 1, journal->last_sequence());
 }
 
 TEST_F(JournalTest, DeletingASegmentFreesItsId) {
@@ -361,13 +399,22 @@ TEST_F(JournalTest, DeletingASegmentFreesItsId) {
   ASSERT_TRUE(journal->DeleteSegment(first_id).ok());
   EXPECT_FALSE(std::filesystem::exists(Path(1)));
   EXPECT_TRUE(journal->DeleteSegment(first_id).IsNotFound());
+  // A delete that fails leaves the segment in place, to be deleted by a later attempt.
+  const uint32_t second_id = journal->Segments().front().id;
+  fs_.fail_deletes = true;
+  EXPECT_TRUE(journal->DeleteSegment(second_id).IsIOError());
+  fs_.fail_deletes = false;
+  EXPECT_EQ(second_id, journal->Segments().front().id);
+  EXPECT_TRUE(std::filesystem::exists(Path(2)));
+  ASSERT_OK(journal->DeleteSegment(second_id));
+  EXPECT_FALSE(std::filesystem::exists(Path(2)));
   std::string bytes;
   EXPECT_TRUE(journal->Read(in_first[0].at, 64, &bytes).IsNotFound());
-  // The next segment takes the free id; its number is new.
+  // The next segment gets a new number, and not the freed id: ids go round before reuse.
   const uint64_t segments = journal->Segments().size();
   while (journal->Segments().size() == segments) Append(journal.get(), {"filler"});
   const Journal::SegmentInfo newest = journal->Segments().back();
-  EXPECT_EQ(first_id, newest.id);
+  EXPECT_NE(first_id, newest.id);
   EXPECT_EQ(4u, newest.number);
   journal.reset();
   std::vector<Replayed> replayed;
