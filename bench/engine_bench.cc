@@ -7,12 +7,22 @@
 //   BM_Apply_CompareAndSet/N per item vs BM_CompareAndSet
 //   BM_Clock_Engine      vs BM_Clock_Wall         (read once per batch: engine time vs the
 //                                                   wall clock alone)
+//   BM_JournalStore_GetPut vs BM_RawRocksDB_GetPut, BM_JournalStore_Get vs BM_RawRocksDB_Get:
+//   the journal store (engine/src/journal_store.h, not used by the engine yet) holding the same
+//   records; no flush or compaction will ever follow its writes.
+//   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
+//   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
+//   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
+//   BM_JournalIndex_Find/keys/hit: the journal's in-memory index (engine/src/journal_index.h)
+//   holding `keys` keys, asked about keys it holds or not; its counters give the memory per key
+//   and the candidates per lookup that belong to other keys (each would cost a read).
 //   BM_Insert_New_Windows/N, BM_Insert_Duplicate_Windows/N, BM_Get_Hit_Windows/N: the same on
 //   the expiry-window layout with N live windows (docs/design.md, "Expiry windows"): a lookup
 //   probes the default column family and each of the N windows, so against the same raw
 //   baselines they price the extra probes.
 // Both sides write with sync=false (Durability::kAsync): fsync cost is a property of the disk,
 // measured separately (docs/performance.md); these measure the engine's own overhead.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -20,14 +30,20 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 #include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
+#include <rocksdb/write_batch.h>
 
 #include "anchored_clock.h"
 #include "idem/engine.h"
+#include "journal_index.h"
+#include "journal_store.h"
 #include "key_codec.h"
+#include "key_hash.h"
 #include "record_codec.h"
 #include "rocks_options.h"
 #include "window_key_filter.h"
@@ -181,6 +197,181 @@ void BM_RawRocksDB_Get(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+// The journal store, preloaded with the raw database's records (same keys and values).
+struct JournalFixture {
+  std::string dir = FreshDir("idem_microbench_journal");
+  ManualClock clock;
+  std::unique_ptr<journal::JournalStore> store;
+  std::atomic<uint64_t> next_new_key{2'000'000'000};
+
+  JournalFixture() {
+    auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
+                                              journal::JournalOptions(), &clock, 0);
+    if (!opened.ok()) Die("journal open: " + opened.status().ToString());
+    store = std::move(*opened);
+    Record r;
+    r.status = "DONE";
+    r.payload = kPayload;
+    std::string value;
+    EncodeRecord(r, &value);
+    std::vector<std::string> keys;
+    std::vector<journal::JournalStore::Write> writes;
+    for (int start = 0; start < kPreloaded + 100'000; start += 1000) {
+      keys.clear();
+      writes.clear();
+      for (int i = start; i < start + 1000; ++i) keys.push_back(RecordKey(kNs, KeyOf(i)));
+      for (const auto& k : keys) writes.push_back({journal::OpType::kPut, k, value, 1});
+      if (!store->Apply(writes).ok()) std::abort();
+    }
+  }
+  ~JournalFixture() {
+    store.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+JournalFixture& J() {
+  static JournalFixture* fixture = new JournalFixture();
+  static const bool registered = [] {
+    std::atexit([] { delete &J(); });
+    return true;
+  }();
+  (void)registered;
+  return *fixture;
+}
+
+void BM_JournalStore_GetPut(benchmark::State& state) {
+  journal::JournalStore& store = *J().store;
+  const std::string value = RecordValue();
+  for (auto _ : state) {
+    std::string key = RecordKey(kNs, KeyOf(J().next_new_key.fetch_add(1)));
+    auto got = store.Get(key);
+    if (!got.ok() || *got) state.SkipWithError("expected a miss");
+    const journal::JournalStore::Write put{journal::OpType::kPut, key, value, 1};
+    if (!store.Apply({&put, 1}).ok()) state.SkipWithError("apply failed");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_JournalStore_Get(benchmark::State& state) {
+  journal::JournalStore& store = *J().store;
+  uint64_t i = state.thread_index() * 7919;
+  for (auto _ : state) {
+    std::string key = RecordKey(kNs, KeyOf((i += 104729) % kHotSet));
+    auto got = store.Get(key);
+    if (!got.ok() || !*got) state.SkipWithError("expected a hit");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// Opening a journal store of `records` records written in batches of 128, each about as large
+// as a completed record: what a restart replays (no hint files yet).
+void BM_JournalStore_Open(benchmark::State& state) {
+  const uint64_t records = static_cast<uint64_t>(state.range(0));
+  const std::string dir = FreshDir("idem_microbench_journal_open");
+  ManualClock clock;
+  const std::string value = RecordValue();
+  {
+    auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
+                                              journal::JournalOptions(), &clock, 0);
+    if (!opened.ok()) Die("journal open: " + opened.status().ToString());
+    std::vector<std::string> keys;
+    std::vector<journal::JournalStore::Write> writes;
+    for (uint64_t start = 0; start < records; start += 128) {
+      keys.clear();
+      writes.clear();
+      for (uint64_t i = start; i < std::min(records, start + 128); ++i) {
+        keys.push_back(RecordKey(kNs, KeyOf(i * 2654435761u)));
+      }
+      for (const auto& k : keys) writes.push_back({journal::OpType::kPut, k, value, 1});
+      if (!(*opened)->Apply(writes).ok()) Die("journal apply failed");
+    }
+  }
+  for (auto _ : state) {
+    auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
+                                              journal::JournalOptions(), &clock, 0);
+    if (!opened.ok() || (*opened)->records() != records) state.SkipWithError("open failed");
+  }
+  state.counters["per_record"] =
+      benchmark::Counter(static_cast<double>(records) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  std::filesystem::remove_all(dir);
+}
+
+// Random hits over `records` records (the size of bench/compare's completion phase), from raw
+// RocksDB under the engine's options (side 0: preloaded, flushed, compactions finished) and from
+// the journal store (side 1). Above the block cache, a RocksDB hit reads, checks and
+// decompresses a data block; a journal hit reads the record.
+void BM_Get_AtScale(benchmark::State& state) {
+  const uint64_t records = static_cast<uint64_t>(state.range(0));
+  const bool journal_side = state.range(1) != 0;
+  const std::string dir = FreshDir("idem_microbench_scale");
+  const std::string value = RecordValue();
+  ManualClock clock;
+  // Outlives the database: its compaction filter reads the clock.
+  EngineOptions engine_options = BenchOptions(EngineOptions::Layout::kLeveled);
+  engine_options.clock = std::make_shared<SystemClock>();
+  std::unique_ptr<rocksdb::DB> db;
+  std::unique_ptr<journal::JournalStore> store;
+  if (journal_side) {
+    auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
+                                              journal::JournalOptions(), &clock, 0);
+    if (!opened.ok()) Die("journal open: " + opened.status().ToString());
+    store = std::move(*opened);
+  } else {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options options = MakeRocksOptions(engine_options);
+    options.create_if_missing = true;
+    if (rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw); !s.ok()) Die(s.ToString());
+    db.reset(raw);
+  }
+  std::vector<std::string> keys;
+  for (uint64_t start = 0; start < records; start += 1000) {
+    keys.clear();
+    for (uint64_t i = start; i < std::min(records, start + 1000); ++i) {
+      keys.push_back(RecordKey(kNs, KeyOf(i)));
+    }
+    if (journal_side) {
+      std::vector<journal::JournalStore::Write> writes;
+      for (const auto& k : keys) writes.push_back({journal::OpType::kPut, k, value, 1});
+      if (!store->Apply(writes).ok()) Die("journal apply failed");
+    } else {
+      rocksdb::WriteBatch batch;
+      for (const auto& k : keys) batch.Put(k, value);
+      if (!db->Write(rocksdb::WriteOptions(), &batch).ok()) Die("rocksdb write failed");
+    }
+  }
+  if (!journal_side) {
+    if (!db->Flush(rocksdb::FlushOptions()).ok()) Die("flush failed");
+    uint64_t pending = 1;
+    uint64_t running = 1;
+    while (pending > 0 || running > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      db->GetIntProperty(rocksdb::DB::Properties::kCompactionPending, &pending);
+      db->GetIntProperty(rocksdb::DB::Properties::kNumRunningCompactions, &running);
+    }
+  }
+  uint64_t i = 0;
+  rocksdb::PinnableSlice got;
+  for (auto _ : state) {
+    const std::string key = RecordKey(kNs, KeyOf((i += 2654435761u) % records));
+    if (journal_side) {
+      auto found = store->Get(key);
+      if (!found.ok() || !*found) state.SkipWithError("expected a hit");
+    } else {
+      got.Reset();
+      if (!db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(), key, &got).ok()) {
+        state.SkipWithError("expected a hit");
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  got.Reset();  // it may pin a block of the database
+  store.reset();
+  db.reset();
+  std::filesystem::remove_all(dir);
 }
 
 void BM_Insert_New(benchmark::State& state) {
@@ -435,6 +626,68 @@ void BM_WindowKeyFilter_Hit(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_JournalIndex_Find(benchmark::State& state) {
+  const uint64_t keys = static_cast<uint64_t>(state.range(0));
+  const bool hit = state.range(1) != 0;
+  auto hash = [](uint64_t i) { return KeyHash("key-" + std::to_string(i)); };
+  auto location = [](uint64_t i) {
+    return journal::JournalIndex::Location{static_cast<uint32_t>(i >> 20),
+                                           static_cast<uint32_t>((i & 0xFFFFF) * 8)};
+  };
+  journal::JournalIndex index;
+  for (uint64_t i = 0; i < keys; ++i) {
+    if (!index.Insert(hash(i), location(i))) {
+      state.SkipWithError("index full");
+      return;
+    }
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> probes;  // hash, key number
+  for (uint64_t i = 0; i < 1 << 16; ++i) {
+    const uint64_t key = i * 7919 % keys;
+    probes.emplace_back(hash(hit ? key : keys + key), key);
+  }
+  std::vector<journal::JournalIndex::Location> found;
+  uint64_t lookups = 0;
+  uint64_t others = 0;  // candidates that are not the key's own entry
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto& [h, key] = probes[i++ & (probes.size() - 1)];
+    found.clear();
+    index.Find(h, &found);
+    ++lookups;
+    others += found.size();
+    if (hit) {
+      if (std::find(found.begin(), found.end(), location(key)) == found.end()) {
+        state.SkipWithError("a key's own entry was not found");
+        break;
+      }
+      --others;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["bytes_per_key"] = static_cast<double>(index.MemoryBytes()) / keys;
+  state.counters["other_candidates"] = static_cast<double>(others) / std::max<uint64_t>(lookups, 1);
+}
+
+// What a drop costs the index: one sweep over every slot removing the entries of a segment
+// that holds 1/20 of `keys` keys.
+void BM_JournalIndex_EraseSegment(benchmark::State& state) {
+  const uint64_t keys = static_cast<uint64_t>(state.range(0));
+  journal::JournalIndex index;
+  for (uint64_t i = 0; i < keys; ++i) {
+    const uint32_t segment = static_cast<uint32_t>(i % 20);
+    if (!index.Insert(KeyHash("key-" + std::to_string(i)), {segment, 8})) {
+      state.SkipWithError("index full");
+      return;
+    }
+  }
+  uint32_t segment = 0;
+  for (auto _ : state) {
+    if (index.EraseSegments({segment++}) == 0) state.SkipWithError("nothing erased");
+  }
+  state.counters["slots"] = static_cast<double>(index.MemoryBytes() / 8);
+}
+
 void BM_CompareAndSet(benchmark::State& state) {
   // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
   // payload.
@@ -521,6 +774,18 @@ BENCHMARK(BM_Clock_Engine)->Apply(Threads);
 
 BENCHMARK(BM_RawRocksDB_GetPut)->Apply(Threads);
 BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);
+BENCHMARK(BM_JournalStore_GetPut)->Apply(Threads);
+BENCHMARK(BM_JournalStore_Get)->Apply(Threads);
+BENCHMARK(BM_Get_AtScale)
+    ->ArgNames({"records", "journal"})
+    ->ArgsProduct({{10'000'000}, {0, 1}})
+    ->UseRealTime();
+BENCHMARK(BM_JournalStore_Open)
+    ->Arg(1'000'000)
+    ->Arg(10'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2)
+    ->UseRealTime();
 BENCHMARK(BM_Insert_New)->Apply(Threads);
 BENCHMARK(BM_Insert_Duplicate)->Apply(Threads);
 BENCHMARK(BM_CompareAndSet)->Apply(Threads);
@@ -535,6 +800,15 @@ BENCHMARK(BM_Get_Hit_WindowFiles)
 BENCHMARK(BM_WindowKeyFilter_Hit)
     ->ArgNames({"keys", "recent"})
     ->ArgsProduct({{1 << 20, 16 << 20}, {0, 1}})
+    ->UseRealTime();
+BENCHMARK(BM_JournalIndex_EraseSegment)
+    ->Arg(20'000'000)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_JournalIndex_Find)
+    ->ArgNames({"keys", "hit"})
+    ->ArgsProduct({{1'000'000, 10'000'000, 20'000'000}, {0, 1}})
     ->UseRealTime();
 
 // Grouped by window count (one preload per count), single-threaded as the ratios are quoted.

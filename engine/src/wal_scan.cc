@@ -1,15 +1,14 @@
 #include "wal_scan.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
 #include <utility>
 
 #include "coding.h"
+#include "crc32c.h"
 #include "prezeroed_wal.h"
 
 namespace idem {
@@ -28,50 +27,6 @@ enum RecordType : uint8_t {
   // 5..8: the recyclable variants, with a longer header (WAL recycling, which the engine refuses)
   kSetCompressionType = 9,
 };
-
-// CRC-32C (Castagnoli), as RocksDB's util/crc32c. Every WAL is scanned at each open, before
-// RocksDB replays it: with SSE4.2's crc32 instruction that costs a few GB/s; the table, one byte
-// at a time (~160 MB/s here, 1 s for a 158 MB WAL), is the fallback.
-const std::array<uint32_t, 256>& Crc32cLookup() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
-uint32_t Crc32cTable(uint32_t crc, std::string_view bytes) {
-  const auto& table = Crc32cLookup();
-  for (char c : bytes) crc = table[(crc ^ static_cast<uint8_t>(c)) & 0xFF] ^ (crc >> 8);
-  return crc;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(uint32_t crc, std::string_view bytes) {
-  const char* p = bytes.data();
-  size_t n = bytes.size();
-  uint64_t c = crc;
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    c = __builtin_ia32_crc32di(c, word);
-  }
-  auto c32 = static_cast<uint32_t>(c);
-  for (; n > 0; ++p, --n) c32 = __builtin_ia32_crc32qi(c32, static_cast<unsigned char>(*p));
-  return c32;
-}
-#endif
-
-// RocksDB stores crc32c values masked (util/crc32c.h: a stored CRC of data that holds CRCs).
-uint32_t Unmask(uint32_t masked) {
-  const uint32_t rot = masked - 0xa282ead8u;
-  return (rot >> 17) | (rot << 15);
-}
 
 uint32_t DecodeFixed32(const char* p) {
   uint32_t v = 0;
@@ -210,7 +165,7 @@ class Scanner {
         return;
       }
       const std::string_view payload = rest.substr(kHeaderSize, length);
-      if (Unmask(DecodeFixed32(rest.data())) != Crc32c(rest.substr(6, 1 + length))) {
+      if (UnmaskCrc(DecodeFixed32(rest.data())) != Crc32c(rest.substr(6, 1 + length))) {
         Damaged(RecordStart(at), "checksum mismatch");
         return;
       }
@@ -329,14 +284,6 @@ class Scanner {
 };
 
 }  // namespace
-
-uint32_t Crc32c(std::string_view bytes, bool portable) {
-#if defined(__x86_64__)
-  static const bool sse42 = __builtin_cpu_supports("sse4.2");
-  if (sse42 && !portable) return ~Crc32cSse42(0xFFFFFFFFu, bytes);
-#endif
-  return ~Crc32cTable(0xFFFFFFFFu, bytes);
-}
 
 Result<WalScan> ScanWal(const std::string& path) {
   std::error_code ec;

@@ -66,8 +66,4 @@ Result<WalScan> ScanWal(const std::string& path);
 // RocksDB to have written comes last. IOError if `dir` cannot be listed.
 Result<std::vector<std::string>> ListWals(const std::string& dir);
 
-// The CRC-32C of `bytes`, as RocksDB's crc32c::Value: with SSE4.2 where the CPU has it, else
-// (or if `portable`) with a table. Exposed so tests check that both agree.
-uint32_t Crc32c(std::string_view bytes, bool portable = false);
-
 }  // namespace idem

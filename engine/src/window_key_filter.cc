@@ -1,7 +1,8 @@
 #include "window_key_filter.h"
 
 #include <algorithm>
-#include <functional>
+
+#include "key_hash.h"
 
 namespace idem {
 namespace {
@@ -85,17 +86,7 @@ WindowKeyFilter::~WindowKeyFilter() {
   for (size_t i = 0; i < segment_count_.load(); ++i) delete segments_[i].load();
 }
 
-uint64_t WindowKeyFilter::Hash(std::string_view key) {
-  // libstdc++'s is MurmurHash2-64A, mixed well enough in both halves; a finalizer (from
-  // SplitMix64) makes it so whatever the standard library.
-  uint64_t h = std::hash<std::string_view>{}(key);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9u;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebu;
-  h ^= h >> 31;
-  return h;
-}
+uint64_t WindowKeyFilter::Hash(std::string_view key) { return KeyHash(key); }
 
 void WindowKeyFilter::Add(uint64_t hash) {
   Segment* segment = current_.load(std::memory_order_acquire);

@@ -1,0 +1,419 @@
+#include "journal.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <random>
+
+#include <rocksdb/file_system.h>
+
+#include "rocks_status.h"
+
+namespace idem::journal {
+namespace {
+
+constexpr size_t kNumberDigits = 16;
+constexpr std::string_view kSuffix = ".jnl";
+
+// The number in a segment file's name, or nothing for any other name.
+std::optional<uint64_t> SegmentNumber(const std::string& name) {
+  if (name.size() != kNumberDigits + kSuffix.size() ||
+      std::string_view(name).substr(kNumberDigits) != kSuffix) {
+    return std::nullopt;
+  }
+  uint64_t number = 0;
+  const char* end = name.data() + kNumberDigits;
+  auto [ptr, ec] = std::from_chars(name.data(), end, number);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return number;
+}
+
+size_t LastNonZero(std::string_view bytes) {  // one past it; 0 if all zero
+  size_t n = bytes.size();
+  while (n > 0 && bytes[n - 1] == 0) --n;
+  return n;
+}
+
+// Whether a segment whose header does not decode may hold an entry: anything but zeros after
+// the header's place. (Its entries cannot be checked without the header's salt.)
+bool MayHoldAnEntry(std::string_view data) {
+  return data.size() > kSegmentHeaderBytes && LastNonZero(data.substr(kSegmentHeaderBytes)) > 0;
+}
+
+uint64_t RandomSalt() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) ^ device();
+}
+
+}  // namespace
+
+struct Journal::Segment {
+  uint32_t id = 0;
+  uint64_t number = 0;
+  std::string path;
+  std::unique_ptr<rocksdb::FSRandomRWFile> file;
+  // Guarded by Journal::mu_; changed only by the appender (and Sync, for `synced`).
+  uint64_t end = kSegmentHeaderBytes;  // where the next entry goes
+  uint64_t synced = 0;                 // durable up to here
+  int64_t max_keep_until_ms = 0;
+  // The appender's own: zeros are written up to here.
+  uint64_t zeros_end = 0;
+  uint64_t salt = 0;
+
+  ~Segment() {
+    if (file) (void)file->Close(rocksdb::IOOptions(), nullptr);
+  }
+};
+
+Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
+                 const Clock* clock)
+    : fs_(fs),
+      dir_(std::move(dir)),
+      options_(options),
+      clock_(clock),
+      reserved_(std::make_shared<Segment>()) {}
+
+Journal::~Journal() = default;
+
+std::string Journal::SegmentPath(uint64_t number) const {
+  char name[kNumberDigits + 1];
+  std::snprintf(name, sizeof(name), "%016llu", static_cast<unsigned long long>(number));
+  return dir_ + "/" + name + std::string(kSuffix);
+}
+
+Status Journal::Fail(Status s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_.ok()) failed_ = s;
+  return failed_;
+}
+
+std::optional<uint32_t> Journal::FreeId() {
+  // Round robin, not lowest first: a reader holding a location in a deleted segment would need
+  // to stall while all the other ids are used before its id means another segment.
+  for (uint32_t tried = 0; tried < JournalIndex::kMaxSegments; ++tried) {
+    const uint32_t id = next_id_;
+    next_id_ = (next_id_ + 1) % JournalIndex::kMaxSegments;
+    if (id >= by_id_.size()) by_id_.resize(id + 1);
+    if (!by_id_[id]) return id;
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const std::string& dir,
+                                               const JournalOptions& options, const Clock* clock,
+                                               const Replay& replay) {
+  if (options.segment_bytes > kMaxSegmentBytes ||
+      options.segment_bytes < kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) {
+    return Status::InvalidArgument(
+        "journal segment_bytes " + std::to_string(options.segment_bytes) + " is outside " +
+        std::to_string(kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) + ".." +
+        std::to_string(kMaxSegmentBytes));
+  }
+  const rocksdb::IOOptions io;
+  if (rocksdb::IOStatus s = fs->CreateDirIfMissing(dir, io, nullptr); !s.ok()) return FromRocks(s);
+  std::vector<std::string> children;
+  if (rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr); !s.ok()) {
+    return FromRocks(s);
+  }
+  std::vector<uint64_t> numbers;
+  for (const std::string& name : children) {
+    if (std::optional<uint64_t> n = SegmentNumber(name)) numbers.push_back(*n);
+  }
+  std::sort(numbers.begin(), numbers.end());
+
+  std::unique_ptr<Journal> journal(new Journal(fs, dir, options, clock));
+  std::string bytes;
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    const bool last = i + 1 == numbers.size();
+    auto segment = std::make_shared<Segment>();
+    segment->number = numbers[i];
+    segment->path = journal->SegmentPath(numbers[i]);
+    uint64_t size = 0;
+    if (rocksdb::IOStatus s = fs->GetFileSize(segment->path, io, &size, nullptr); !s.ok()) {
+      return FromRocks(s);
+    }
+    if (size > kMaxSegmentBytes) {
+      return Status::Corruption(segment->path + " is " + std::to_string(size) +
+                                " bytes, more than a segment can be");
+    }
+    if (rocksdb::IOStatus s =
+            fs->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
+        !s.ok()) {
+      return FromRocks(s);
+    }
+    bytes.resize(size);
+    rocksdb::Slice read;
+    if (rocksdb::IOStatus s = segment->file->Read(0, size, io, &read, bytes.data(), nullptr);
+        !s.ok()) {
+      return FromRocks(s);
+    }
+    if (read.size() != size) {
+      return Status::IOError(segment->path + ": read " + std::to_string(read.size()) + " of " +
+                             std::to_string(size) + " bytes");
+    }
+    const std::string_view data(read.data(), read.size());
+    Result<SegmentHeader> header = DecodeSegmentHeader(data);
+    if (!header.ok()) {
+      // Created, and the crash came before its header was synced: it never held an entry, since
+      // entries are written only once the header is durable.
+      if (last && !MayHoldAnEntry(data)) {
+        (void)segment->file->Close(io, nullptr);
+        if (rocksdb::IOStatus s = fs->DeleteFile(segment->path, io, nullptr); !s.ok()) {
+          return FromRocks(s);
+        }
+        break;
+      }
+      return Status::Corruption(segment->path + ": " + header.status().message());
+    }
+    if (header->number != segment->number) {
+      return Status::Corruption(segment->path + ": its header says segment " +
+                                std::to_string(header->number));
+    }
+    std::optional<uint32_t> free_id = journal->FreeId();
+    if (!free_id) return Status::Busy(dir + " holds more journal segments than an index can");
+    segment->id = *free_id;
+    segment->salt = header->salt;
+    const uint32_t id = segment->id;
+    journal->by_id_[id] = segment;  // readable by the replay
+    Result<SegmentScan> scan = ScanSegment(
+        data, journal->last_sequence_, [&](const OpView& op, uint64_t offset, uint64_t seq) {
+          if (replay) replay(*journal, op, Location{id, static_cast<uint32_t>(offset)}, seq);
+        });
+    if (!scan.ok()) return Status::Corruption(segment->path + ": " + scan.status().message());
+    const std::string where = segment->path + " at offset " + std::to_string(scan->bad_offset);
+    if (scan->tail == SegmentScan::Tail::kDamaged) {
+      return Status::Corruption(where + ": " + scan->what + ", with " +
+                                std::to_string(scan->entries_after_bad) +
+                                " intact entries after it that were synced after it");
+    }
+    if (scan->tail == SegmentScan::Tail::kTorn) {
+      if (!last) {
+        return Status::Corruption(where + ": " + scan->what + ", in a sealed segment");
+      }
+      // The write a crash interrupted: zeros over it, so the next entry starts clean there.
+      const size_t junk_end = LastNonZero(data);
+      journal->repaired_tail_ =
+          TailRepair{segment->number, scan->end_offset, junk_end - scan->end_offset,
+                     scan->entries_after_bad, scan->what};
+      const std::string zeros(junk_end - scan->end_offset, '\0');
+      rocksdb::IOStatus s = segment->file->Write(scan->end_offset, zeros, io, nullptr);
+      if (s.ok()) s = segment->file->Sync(io, nullptr);
+      if (!s.ok()) return FromRocks(s);
+    }
+    segment->end = scan->end_offset;
+    segment->synced = scan->end_offset;
+    segment->zeros_end = size;
+    segment->max_keep_until_ms = scan->max_keep_until_ms;
+    journal->last_sequence_ =
+        std::max({journal->last_sequence_, header->after_sequence, scan->last_sequence});
+    if (last) journal->active_ = segment;
+  }
+  if (!journal->active_) {
+    const uint64_t next = numbers.empty() ? 1 : numbers.back() + 1;
+    if (Status s = journal->StartSegment(next); !s.ok()) return s;
+  } else if (rocksdb::IOStatus s = journal->active_->file->Sync(io, nullptr); !s.ok()) {
+    return FromRocks(s);  // what a crash left in the page cache is durable from here on
+  }
+  return journal;
+}
+
+Status Journal::StartSegment(uint64_t number) {
+  const rocksdb::IOOptions io;
+  auto segment = std::make_shared<Segment>();
+  segment->number = number;
+  segment->path = SegmentPath(number);
+  segment->salt = RandomSalt();
+  uint64_t after_sequence = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<uint32_t> id = FreeId();
+    if (!id) {
+      return Status::Busy("the journal has " + std::to_string(JournalIndex::kMaxSegments) +
+                          " segments, all it can index; drop some first");
+    }
+    segment->id = *id;
+    by_id_[segment->id] = reserved_;  // the segment takes its place once it is ready
+    after_sequence = last_sequence_;
+  }
+  // Created through a writable file (which creates it), then reopened for positioned writes.
+  std::unique_ptr<rocksdb::FSWritableFile> created;
+  rocksdb::IOStatus s =
+      fs_->NewWritableFile(segment->path, rocksdb::FileOptions(), &created, nullptr);
+  if (s.ok()) s = created->Close(io, nullptr);
+  if (s.ok()) {
+    s = fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
+  }
+  if (s.ok()) {
+    const std::string header = EncodeSegmentHeader(
+        SegmentHeader{number, clock_->NowMillis(), after_sequence, segment->salt});
+    s = segment->file->Write(0, header, io, nullptr);
+  }
+  segment->zeros_end = kSegmentHeaderBytes;
+  if (s.ok() && options_.zeros_ahead_bytes > 0) {
+    const uint64_t zeros_end =
+        std::min(options_.segment_bytes, kSegmentHeaderBytes + options_.zeros_ahead_bytes);
+    s = segment->file->Write(kSegmentHeaderBytes,
+                             std::string(zeros_end - kSegmentHeaderBytes, '\0'), io, nullptr);
+    segment->zeros_end = zeros_end;
+  }
+  if (s.ok()) s = segment->file->Sync(io, nullptr);
+  if (s.ok()) {
+    // The new file's name is durable before anything it holds is acknowledged.
+    std::unique_ptr<rocksdb::FSDirectory> directory;
+    s = fs_->NewDirectory(dir_, io, &directory, nullptr);
+    if (s.ok()) s = directory->Fsync(io, nullptr);
+  }
+  segment->end = kSegmentHeaderBytes;
+  segment->synced = kSegmentHeaderBytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!s.ok()) {
+    by_id_[segment->id].reset();  // the id is free again; the file, if any, holds no entry
+    return FromRocks(s);
+  }
+  by_id_[segment->id] = segment;
+  active_ = std::move(segment);
+  return Status::Ok();
+}
+
+Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
+  const uint64_t size = entry->bytes();
+  if (size > options_.segment_bytes - kSegmentHeaderBytes) {
+    return Status::InvalidArgument("journal entry of " + std::to_string(size) +
+                                   " bytes does not fit in a segment of " +
+                                   std::to_string(options_.segment_bytes));
+  }
+  if (entry->ops() == 0) return Status::InvalidArgument("journal entry without operations");
+  std::shared_ptr<Segment> segment;
+  uint64_t sequence = 0;
+  uint64_t at = 0;
+  uint64_t synced = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;
+    segment = active_;
+    at = segment->end;
+  }
+  const rocksdb::IOOptions io;
+  if (at + size > options_.segment_bytes) {
+    // Sealed before the next segment gets anything: at most the last segment can be torn.
+    if (rocksdb::IOStatus s = segment->file->Sync(io, nullptr); !s.ok()) return Fail(FromRocks(s));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      segment->synced = std::max(segment->synced, at);
+    }
+    if (Status s = StartSegment(segment->number + 1); !s.ok()) {
+      return s.IsBusy() ? s : Fail(s);  // out of ids: nothing was written; a drop frees some
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    segment = active_;
+    at = segment->end;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sequence = last_sequence_ + 1;
+    synced = segment->synced;
+  }
+  const int64_t max_keep_until_ms = entry->max_keep_until_ms();
+  const std::string bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt});
+  const uint64_t end = at + bytes.size();
+  rocksdb::IOStatus s;
+  // Zeros first (they lie past the entry, so the order does not matter to the file): if they
+  // cannot be written, neither is the entry, and a failed Append left nothing behind.
+  if (options_.zeros_ahead_bytes > 0 && segment->zeros_end < end + options_.zeros_ahead_bytes / 2 &&
+      segment->zeros_end < options_.segment_bytes) {
+    const uint64_t from = std::max(segment->zeros_end, end);
+    const uint64_t to = std::min(options_.segment_bytes, end + options_.zeros_ahead_bytes);
+    if (from < to) s = segment->file->Write(from, std::string(to - from, '\0'), io, nullptr);
+    if (s.ok()) segment->zeros_end = to;
+  }
+  if (s.ok()) s = segment->file->Write(at, bytes, io, nullptr);
+  if (!s.ok()) return Fail(FromRocks(s));
+  std::lock_guard<std::mutex> lock(mu_);
+  segment->end = end;
+  segment->max_keep_until_ms = std::max(segment->max_keep_until_ms, max_keep_until_ms);
+  last_sequence_ = sequence;
+  return Location{segment->id, static_cast<uint32_t>(at)};
+}
+
+Status Journal::Sync() {
+  std::shared_ptr<Segment> segment;
+  uint64_t end = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;
+    segment = active_;
+    end = segment->end;
+  }
+  if (rocksdb::IOStatus s = segment->file->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
+    return Fail(FromRocks(s));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  segment->synced = std::max(segment->synced, end);
+  return Status::Ok();
+}
+
+Status Journal::Read(Location at, size_t bytes, std::string* out) const {
+  std::shared_ptr<Segment> segment;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (at.segment < by_id_.size() && by_id_[at.segment] != reserved_) {
+      segment = by_id_[at.segment];
+    }
+  }
+  if (!segment) return Status::NotFound("no journal segment " + std::to_string(at.segment));
+  out->resize(bytes);
+  rocksdb::Slice read;
+  rocksdb::IOStatus s =
+      segment->file->Read(at.offset, bytes, rocksdb::IOOptions(), &read, out->data(), nullptr);
+  if (!s.ok()) return FromRocks(s);
+  if (read.data() != out->data()) out->assign(read.data(), read.size());
+  out->resize(read.size());
+  return Status::Ok();
+}
+
+Status Journal::DeleteSegment(uint32_t id) {
+  std::shared_ptr<Segment> segment;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (id >= by_id_.size() || !by_id_[id] || by_id_[id] == reserved_) {
+      return Status::NotFound("no journal segment " + std::to_string(id));
+    }
+    if (by_id_[id] == active_) {
+      return Status::InvalidArgument("journal segment " + std::to_string(id) + " is being written");
+    }
+    segment = std::move(by_id_[id]);
+  }
+  // A reader in flight holds the segment, and so its open file, until it is done.
+  rocksdb::IOStatus s = fs_->DeleteFile(segment->path, rocksdb::IOOptions(), nullptr);
+  if (s.ok()) {
+    // Gone for good before the caller relies on it (a deleted segment that came back after a
+    // crash would only hold ended operations, but its numbers would have to be explained).
+    std::unique_ptr<rocksdb::FSDirectory> directory;
+    s = fs_->NewDirectory(dir_, rocksdb::IOOptions(), &directory, nullptr);
+    if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
+    return s.ok() ? Status::Ok() : FromRocks(s);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  by_id_[id] = std::move(segment);  // still there: deleted by a later attempt
+  return FromRocks(s);
+}
+
+std::vector<Journal::SegmentInfo> Journal::Segments() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SegmentInfo> out;
+  for (const auto& segment : by_id_) {
+    if (!segment || segment == reserved_) continue;
+    out.push_back(SegmentInfo{segment->id, segment->number, segment->end,
+                              segment->max_keep_until_ms, segment == active_});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SegmentInfo& a, const SegmentInfo& b) { return a.number < b.number; });
+  return out;
+}
+
+uint64_t Journal::last_sequence() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_sequence_;
+}
+
+}  // namespace idem::journal

@@ -1,0 +1,143 @@
+// The journal's files: numbered segments in one directory (format: journal_format.h), appended to
+// by one writer, synced by another thread, read by any.
+//
+// Files are `<number>.jnl`, the number 16 decimal digits, growing by one per segment and never
+// reused. A segment is written until the next entry would not fit, then synced and left for good
+// (sealed); the next one is created, its header synced and the directory synced, before anything
+// is written into it. So at most the last segment can end in a torn tail, and every sealed
+// segment must scan clean.
+//
+// Durability: Append writes into the page cache; Sync makes everything appended before it durable
+// (fdatasync). With `zeros_ahead_bytes`, Append keeps that many zeros written ahead of the data,
+// so that most syncs overwrite blocks the file already has and fdatasync commits no metadata
+// (prezeroed_wal.h has the measurement; PostgreSQL's wal_init_zero does the same).
+//
+// Failures: a write or sync that fails, or a new segment that cannot be created, leaves the
+// journal failed: every later Append and Sync returns the first failure, until it is reopened.
+// After a failed fdatasync the kernel may have dropped the pages it could not write, so no later
+// sync could vouch for them: what was appended since the last good sync may be gone after a
+// restart, and the owner must stop acknowledging writes (write_health.h). An Append that failed
+// may equally be found whole at the next open: its outcome is unknown, never half applied.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "idem/clock.h"
+#include "idem/result.h"
+#include "journal_format.h"
+#include "journal_index.h"
+
+namespace rocksdb {
+class FileSystem;
+}
+
+namespace idem::journal {
+
+struct JournalOptions {
+  // A segment's size limit; at most kMaxSegmentBytes. An entry must fit in one segment.
+  uint64_t segment_bytes = kMaxSegmentBytes;
+  // Zeros kept written ahead of the data; 0: none (the file grows with each append).
+  uint64_t zeros_ahead_bytes = uint64_t{1} << 20;
+};
+
+class Journal {
+ public:
+  using Location = JournalIndex::Location;
+  // Called by Open for each operation of each intact entry, oldest first, with where it is. The
+  // journal may be read meanwhile (Read): every segment scanned so far, and the one being
+  // scanned, is there.
+  using Replay =
+      std::function<void(const Journal& journal, const OpView& op, Location at, uint64_t sequence)>;
+
+  struct SegmentInfo {
+    uint32_t id = 0;  // the segment part of its Locations, reused after a delete
+    uint64_t number = 0;
+    uint64_t end_offset = 0;        // where its entries end
+    int64_t max_keep_until_ms = 0;  // over its operations
+    bool active = false;            // being written: cannot be deleted
+  };
+
+  // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
+  // for each operation of each intact entry, and readies the last segment for appends. A last
+  // segment whose header does not decode and that holds nothing but zeros after it (a crash
+  // while creating it) is deleted; the last
+  // segment's torn tail is overwritten with zeros and synced, so the next entry goes where it
+  // began. Corruption if a segment is damaged (journal_format.h), a sealed segment does not end
+  // clean, a header's number is not its file's, or sequence numbers do not grow across
+  // segments; then the replay calls made so far are void. IOError if a file cannot be read.
+  // `fs` and `clock` outlive the journal.
+  static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
+                                               const JournalOptions& options, const Clock* clock,
+                                               const Replay& replay);
+  ~Journal();  // closes the files without syncing them
+
+  // Appends `entry` as the next entry (numbered here; the builder is empty afterwards) and
+  // returns where it starts: its operation i is at offset + the builder's offsets()[i], taken
+  // before the call. Starts a new segment first if it does not fit in the active one.
+  // InvalidArgument if it would not fit in an empty segment; Busy if it needs a new segment and
+  // all kMaxSegments ids are taken (nothing written: dropping segments frees ids); the failure
+  // if the journal failed.
+  // One caller at a time (the owner serializes appends); concurrent with Sync and Read.
+  Result<Location> Append(EntryBuilder* entry);
+  // Makes every entry appended before the call durable. Concurrent with Append and Read.
+  Status Sync();
+  // Reads up to `bytes` bytes at `at` into `out` (fewer at the end of the segment's file).
+  // NotFound if the segment is gone (deleted), IOError if the read fails. An id reused since
+  // the Location was taken reads the new segment's bytes: the operation's checksum and key
+  // tell the caller.
+  Status Read(Location at, size_t bytes, std::string* out) const;
+  // Deletes a sealed segment's file and syncs the directory. InvalidArgument for the active
+  // segment, NotFound for an id that has none; an IOError leaves the segment in place. The id
+  // is free for a new segment once this returns (reused last: ids go round); a reader of the
+  // segment in flight meanwhile still reads it.
+  Status DeleteSegment(uint32_t id);
+
+  std::vector<SegmentInfo> Segments() const;
+  uint64_t last_sequence() const;
+
+  // What Open zeroed at the end of the last segment, for the owner to log: the bytes a crash
+  // left of a write that was never acknowledged (or, undetectably, damage to the last entries:
+  // journal_format.h).
+  struct TailRepair {
+    uint64_t segment_number = 0;
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+    uint64_t entries_after = 0;  // intact entries found after it that no sync had covered
+    std::string what;
+  };
+  const std::optional<TailRepair>& repaired_tail() const { return repaired_tail_; }
+  // Tests: the path of the segment file numbered `number`.
+  std::string SegmentPath(uint64_t number) const;
+
+ private:
+  struct Segment;
+  Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
+          const Clock* clock);
+  // Creates, syncs and activates a new segment. Busy if every id is taken.
+  Status StartSegment(uint64_t number);
+  Status Fail(Status s);  // records the first failure; returns it
+  // An id no segment has, for the caller to take (mu_ held). Nullopt: all are taken.
+  std::optional<uint32_t> FreeId();
+
+  rocksdb::FileSystem* const fs_;
+  const std::string dir_;
+  const JournalOptions options_;
+  const Clock* const clock_;
+  const std::shared_ptr<Segment> reserved_;  // holds an id while its segment is being created
+
+  mutable std::mutex mu_;  // guards the members below; never held across file I/O
+  std::vector<std::shared_ptr<Segment>> by_id_;  // null: a free id
+  uint32_t next_id_ = 0;                         // where FreeId looks first
+  std::shared_ptr<Segment> active_;
+  uint64_t last_sequence_ = 0;
+  Status failed_;                            // the first failure, if any
+  std::optional<TailRepair> repaired_tail_;  // set by Open only
+};
+
+}  // namespace idem::journal

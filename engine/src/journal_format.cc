@@ -1,0 +1,272 @@
+#include "journal_format.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "crc32c.h"
+
+namespace idem::journal {
+namespace {
+
+void PutFixed32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint16_t Fixed16(const char* p) {
+  return static_cast<uint16_t>(static_cast<uint8_t>(p[0]) | (static_cast<uint8_t>(p[1]) << 8));
+}
+uint32_t Fixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+uint64_t Fixed64(const char* p) { return Fixed32(p) | (uint64_t{Fixed32(p + 4)} << 32); }
+
+size_t Padded(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+bool AllZero(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+}
+
+// An entry that checked: its operations are views into the segment's bytes, with their offsets.
+struct CheckedEntry {
+  uint32_t payload = 0;
+  uint64_t sequence = 0;
+  uint64_t synced_offset = 0;
+  std::vector<std::pair<OpView, uint64_t>> ops;
+};
+uint32_t EntryHeaderCrc(const char* header, uint64_t salt) {
+  char bytes[8 + kEntryHeaderBytes - 4];
+  PutFixed64(bytes, salt);
+  std::memcpy(bytes + 8, header + 4, kEntryHeaderBytes - 4);
+  return Crc32c(std::string_view(bytes, sizeof(bytes)));
+}
+
+// Why the entry at `offset` does not check, or nothing (then `entry` describes it).
+std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, uint64_t salt,
+                                      CheckedEntry* entry) {
+  const std::string_view rest = bytes.substr(offset);
+  if (rest.size() < kEntryHeaderBytes) return "the file ends inside an entry header";
+  const char* h = rest.data();
+  if (UnmaskCrc(Fixed32(h)) != EntryHeaderCrc(h, salt)) {
+    return AllZero(rest.substr(0, kEntryHeaderBytes)) ? "zeros where an entry should be"
+                                                      : "entry header checksum mismatch";
+  }
+  entry->payload = Fixed32(h + 4);
+  entry->sequence = Fixed64(h + 8);
+  const uint32_t count = Fixed32(h + 16);
+  entry->synced_offset = uint64_t{Fixed32(h + 20)} * kAlignment;
+  if (entry->payload % kAlignment != 0) return "entry payload length is not a multiple of 8";
+  if (count == 0) return "entry has no operations";
+  if (entry->payload > rest.size() - kEntryHeaderBytes) return "the file ends inside an entry";
+  const std::string_view payload = rest.substr(kEntryHeaderBytes, entry->payload);
+  entry->ops.clear();
+  size_t at = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string_view op_bytes = payload.substr(at);
+    std::optional<size_t> size = PeekOpBytes(op_bytes);
+    if (!size || *size > op_bytes.size()) {
+      return "operation " + std::to_string(i) + " does not fit in its entry";
+    }
+    Result<OpView> op = DecodeOp(op_bytes.substr(0, *size));
+    if (!op.ok()) return "operation " + std::to_string(i) + ": " + op.status().message();
+    // The padding is outside the checksum: zeros, or the entry was not written whole.
+    if (!AllZero(op_bytes.substr(kOpHeaderBytes + op->key.size() + op->value.size(),
+                                 *size - kOpHeaderBytes - op->key.size() - op->value.size()))) {
+      return "operation " + std::to_string(i) + " has bytes other than zeros in its padding";
+    }
+    entry->ops.emplace_back(*op, offset + kEntryHeaderBytes + at);
+    at += *size;
+  }
+  if (at != payload.size()) return "entry's operations do not fill its payload";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string EncodeSegmentHeader(const SegmentHeader& header) {
+  std::string out(kSegmentHeaderBytes, '\0');
+  std::memcpy(out.data(), kSegmentMagic.data(), kSegmentMagic.size());
+  PutFixed32(out.data() + 8, kFormatVersion);
+  PutFixed64(out.data() + 16, header.number);
+  PutFixed64(out.data() + 24, static_cast<uint64_t>(header.created_ms));
+  PutFixed64(out.data() + 32, header.after_sequence);
+  PutFixed64(out.data() + 40, header.salt);
+  PutFixed32(out.data() + 12, MaskCrc(Crc32c(std::string_view(out).substr(16))));
+  return out;
+}
+
+Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
+  if (bytes.size() < kSegmentHeaderBytes) {
+    return Status::Corruption("journal segment is " + std::to_string(bytes.size()) +
+                              " bytes, shorter than its header");
+  }
+  if (bytes.substr(0, kSegmentMagic.size()) != kSegmentMagic) {
+    return Status::Corruption(AllZero(bytes.substr(0, kSegmentHeaderBytes))
+                                  ? "journal segment header is zeros (never written)"
+                                  : "not a journal segment (bad magic)");
+  }
+  if (const uint32_t version = Fixed32(bytes.data() + 8); version != kFormatVersion) {
+    return Status::Corruption("journal segment format version " + std::to_string(version) +
+                              " is not " + std::to_string(kFormatVersion));
+  }
+  if (UnmaskCrc(Fixed32(bytes.data() + 12)) != Crc32c(bytes.substr(16, kSegmentHeaderBytes - 16))) {
+    return Status::Corruption("journal segment header checksum mismatch");
+  }
+  return SegmentHeader{Fixed64(bytes.data() + 16), static_cast<int64_t>(Fixed64(bytes.data() + 24)),
+                       Fixed64(bytes.data() + 32), Fixed64(bytes.data() + 40)};
+}
+
+size_t OpBytes(size_t key_bytes, size_t value_bytes) {
+  return Padded(kOpHeaderBytes + key_bytes + value_bytes);
+}
+
+EntryBuilder::EntryBuilder() : entry_(kEntryHeaderBytes, '\0') {}
+
+Status EntryBuilder::Add(const OpView& op) {
+  if (op.key.empty() || op.key.size() > kMaxKeyBytes) {
+    return Status::InvalidArgument("journal key of " + std::to_string(op.key.size()) +
+                                   " bytes; 1.." + std::to_string(kMaxKeyBytes) + " allowed");
+  }
+  if (op.value.size() > std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidArgument("journal value over 4 GiB");
+  }
+  if (op.type == OpType::kDelete && !op.value.empty()) {
+    return Status::InvalidArgument("a journal delete carries no value");
+  }
+  if (op.type != OpType::kPut && op.type != OpType::kDelete) {
+    return Status::InvalidArgument("unknown journal operation type");
+  }
+  const size_t start = entry_.size();
+  const size_t size = OpBytes(op.key.size(), op.value.size());
+  if (start - kEntryHeaderBytes + size > std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidArgument("journal entry over 4 GiB");
+  }
+  entry_.resize(start + size, '\0');
+  char* p = entry_.data() + start;
+  p[4] = static_cast<char>(op.type);
+  p[6] = static_cast<char>(op.key.size());
+  p[7] = static_cast<char>(op.key.size() >> 8);
+  PutFixed32(p + 8, static_cast<uint32_t>(op.value.size()));
+  PutFixed64(p + 12, static_cast<uint64_t>(op.keep_until_ms));
+  std::memcpy(p + kOpHeaderBytes, op.key.data(), op.key.size());
+  if (!op.value.empty()) {
+    std::memcpy(p + kOpHeaderBytes + op.key.size(), op.value.data(), op.value.size());
+  }
+  const size_t checked = kOpHeaderBytes - 4 + op.key.size() + op.value.size();
+  PutFixed32(p, MaskCrc(Crc32c(std::string_view(p + 4, checked))));
+  offsets_.push_back(static_cast<uint32_t>(start));
+  max_keep_until_ms_ =
+      offsets_.size() == 1 ? op.keep_until_ms : std::max(max_keep_until_ms_, op.keep_until_ms);
+  return Status::Ok();
+}
+
+std::string EntryBuilder::Finish(const EntryStamp& stamp) {
+  char* h = entry_.data();
+  PutFixed32(h + 4, static_cast<uint32_t>(entry_.size() - kEntryHeaderBytes));
+  PutFixed64(h + 8, stamp.sequence);
+  PutFixed32(h + 16, static_cast<uint32_t>(offsets_.size()));
+  PutFixed32(h + 20, static_cast<uint32_t>(stamp.synced_offset / kAlignment));
+  PutFixed32(h, MaskCrc(EntryHeaderCrc(h, stamp.salt)));
+  std::string out = std::move(entry_);
+  entry_.assign(kEntryHeaderBytes, '\0');
+  offsets_.clear();
+  max_keep_until_ms_ = 0;
+  return out;
+}
+
+std::optional<size_t> PeekOpBytes(std::string_view bytes) {
+  if (bytes.size() < kOpHeaderBytes) return std::nullopt;
+  const auto type = static_cast<uint8_t>(bytes[4]);
+  if ((type != static_cast<uint8_t>(OpType::kPut) &&
+       type != static_cast<uint8_t>(OpType::kDelete)) ||
+      bytes[5] != 0) {
+    return std::nullopt;
+  }
+  return OpBytes(Fixed16(bytes.data() + 6), Fixed32(bytes.data() + 8));
+}
+
+Result<OpView> DecodeOp(std::string_view bytes) {
+  std::optional<size_t> size = PeekOpBytes(bytes);
+  if (!size) return Status::Corruption("not a journal operation header");
+  if (*size > bytes.size()) {
+    return Status::Corruption("journal operation of " + std::to_string(*size) +
+                              " bytes cut off at " + std::to_string(bytes.size()));
+  }
+  const size_t key_bytes = Fixed16(bytes.data() + 6);
+  const size_t value_bytes = Fixed32(bytes.data() + 8);
+  if (UnmaskCrc(Fixed32(bytes.data())) !=
+      Crc32c(bytes.substr(4, kOpHeaderBytes - 4 + key_bytes + value_bytes))) {
+    return Status::Corruption("journal operation checksum mismatch");
+  }
+  OpView op;
+  op.type = static_cast<OpType>(bytes[4]);
+  op.keep_until_ms = static_cast<int64_t>(Fixed64(bytes.data() + 12));
+  op.key = bytes.substr(kOpHeaderBytes, key_bytes);
+  op.value = bytes.substr(kOpHeaderBytes + key_bytes, value_bytes);
+  if (op.key.empty()) return Status::Corruption("journal operation with an empty key");
+  if (op.type == OpType::kDelete && !op.value.empty()) {
+    return Status::Corruption("journal delete with a value");
+  }
+  return op;
+}
+
+Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
+                                const OpVisitor& visit) {
+  Result<SegmentHeader> header = DecodeSegmentHeader(bytes);
+  if (!header.ok()) return header.status();
+  SegmentScan scan;
+  scan.header = *header;
+  const uint64_t salt = header->salt;
+  uint64_t last = std::max(after_sequence, header->after_sequence);
+  uint64_t at = kSegmentHeaderBytes;
+  CheckedEntry entry;
+  std::optional<std::string> bad;
+  while (at < bytes.size()) {
+    bad = CheckEntry(bytes, at, salt, &entry);
+    if (bad) break;
+    if (entry.sequence <= last) {
+      // Whole, so not a torn write, yet out of order: not what the writer wrote here.
+      scan.end_offset = scan.bad_offset = at;
+      scan.what = "entry sequence " + std::to_string(entry.sequence) + " is not above " +
+                  std::to_string(last);
+      scan.tail = SegmentScan::Tail::kDamaged;
+      return scan;
+    }
+    for (const auto& [op, offset] : entry.ops) {
+      scan.max_keep_until_ms = std::max(scan.max_keep_until_ms, op.keep_until_ms);
+      if (visit) visit(op, offset, entry.sequence);
+    }
+    if (scan.entries == 0) scan.first_sequence = entry.sequence;
+    scan.last_sequence = last = entry.sequence;
+    ++scan.entries;
+    scan.ops += entry.ops.size();
+    at += kEntryHeaderBytes + entry.payload;
+  }
+  scan.end_offset = at;
+  if (!bad || AllZero(bytes.substr(at))) return scan;  // the clean end
+
+  // Something other than zeros follows the intact entries: look for intact entries after it, at
+  // every aligned offset (a bad header's length cannot be trusted to skip it).
+  scan.bad_offset = at;
+  scan.what = std::move(*bad);
+  bool synced_past_bad = false;
+  for (uint64_t next = at + kAlignment; next + kEntryHeaderBytes <= bytes.size();) {
+    if (CheckEntry(bytes, next, salt, &entry) || entry.sequence <= last) {
+      next += kAlignment;
+      continue;
+    }
+    if (scan.entries_after_bad == 0) scan.resume_sequence = entry.sequence;
+    ++scan.entries_after_bad;
+    synced_past_bad |= entry.synced_offset > at;
+    last = entry.sequence;
+    next += kEntryHeaderBytes + entry.payload;
+  }
+  scan.tail = synced_past_bad ? SegmentScan::Tail::kDamaged : SegmentScan::Tail::kTorn;
+  return scan;
+}
+
+}  // namespace idem::journal

@@ -1,0 +1,476 @@
+// The journal's files (engine/src/journal.h): appends read back and replay at the next open in
+// order, segments roll and seal, a torn tail is repaired, damage and impossible states are
+// refused with the file and offset, deletes free ids, and a failed write or sync sticks.
+#include "journal.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rocksdb/file_system.h>
+
+#include "support/temp_dir.h"
+
+namespace idem::journal {
+namespace {
+
+using Location = Journal::Location;
+
+struct Replayed {
+  std::string key;
+  std::string value;
+  OpType type;
+  Location at;
+  uint64_t sequence;
+  bool operator==(const Replayed&) const = default;
+};
+
+// Fails positioned writes or syncs of the journal's files while a switch is on.
+class FailingFs final : public rocksdb::FileSystemWrapper {
+ public:
+  FailingFs() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "FailingFs"; }
+  std::atomic<bool> fail_writes{false};
+  std::atomic<bool> fail_syncs{false};
+  // >= 0: that many more writes succeed, then every one fails (ENOSPC).
+  std::atomic<int> writes_before_failure{-1};
+  std::atomic<bool> fail_deletes{false};
+
+  rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
+                               rocksdb::IODebugContext* dbg) override {
+    if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
+    return target()->DeleteFile(name, options, dbg);
+  }
+
+  rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSRandomRWFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSRandomRWFile> file;
+    rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
+    if (s.ok()) *result = std::make_unique<File>(std::move(file), this);
+    return s;
+  }
+
+ private:
+  class File final : public rocksdb::FSRandomRWFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSRandomRWFile> file, FailingFs* fs)
+        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs) {}
+    rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& data,
+                            const rocksdb::IOOptions& options,
+                            rocksdb::IODebugContext* dbg) override {
+      if (fs_->fail_writes) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      if (fs_->writes_before_failure >= 0 && fs_->writes_before_failure-- == 0) {
+        fs_->fail_writes = true;
+        return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+      }
+      return FSRandomRWFileOwnerWrapper::Write(offset, data, options, dbg);
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+      if (fs_->fail_syncs) return rocksdb::IOStatus::IOError("injected EIO");
+      return FSRandomRWFileOwnerWrapper::Sync(options, dbg);
+    }
+
+   private:
+    FailingFs* fs_;
+  };
+};
+
+class JournalTest : public ::testing::Test {
+ protected:
+  Result<std::unique_ptr<Journal>> OpenJournal(std::vector<Replayed>* replayed = nullptr) {
+    return Journal::Open(&fs_, dir_.Sub("journal"), options_, &clock_,
+                         [&](const Journal&, const OpView& op, Location at, uint64_t sequence) {
+                           if (replayed != nullptr) {
+                             replayed->push_back({std::string(op.key), std::string(op.value),
+                                                  op.type, at, sequence});
+                           }
+                         });
+  }
+  std::unique_ptr<Journal> MustOpen(std::vector<Replayed>* replayed = nullptr) {
+    Result<std::unique_ptr<Journal>> journal = OpenJournal(replayed);
+    EXPECT_TRUE(journal.ok()) << journal.status().ToString();
+    return journal.ok() ? std::move(*journal) : nullptr;
+  }
+  // Appends one entry of puts `keys` (value: key + "-v"); returns the operations' locations.
+  std::vector<Replayed> Append(Journal* journal, const std::vector<std::string>& keys,
+                               int64_t keep_until = 1000) {
+    EntryBuilder entry;
+    std::vector<std::string> values;
+    for (const std::string& key : keys) values.push_back(key + "-v");
+    for (size_t i = 0; i < keys.size(); ++i) {
+      EXPECT_TRUE(entry.Add(OpView{OpType::kPut, keep_until, keys[i], values[i]}).ok());
+    }
+    const std::vector<uint32_t> offsets = entry.offsets();
+    Result<Location> at = journal->Append(&entry);
+    EXPECT_TRUE(at.ok()) << at.status().ToString();
+    std::vector<Replayed> out;
+    if (!at.ok()) return out;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      out.push_back({keys[i], values[i], OpType::kPut,
+                     Location{at->segment, at->offset + offsets[i]}, journal->last_sequence()});
+    }
+    return out;
+  }
+  // What the operation at `at` reads back as.
+  std::string ReadKey(const Journal& journal, Location at) {
+    std::string bytes;
+    Status s = journal.Read(at, 256, &bytes);
+    if (!s.ok()) return s.ToString();
+    Result<OpView> op =
+        DecodeOp(std::string_view(bytes).substr(0, PeekOpBytes(bytes).value_or(bytes.size())));
+    return op.ok() ? std::string(op->key) : op.status().ToString();
+  }
+  std::string Path(uint64_t number) const {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%016llu.jnl", static_cast<unsigned long long>(number));
+    return dir_.Sub("journal/") + name;
+  }
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  static void WriteAt(const std::string& path, uint64_t offset, const std::string& bytes) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  testing::TempDir dir_;
+  FailingFs fs_;
+  ManualClock clock_;
+  JournalOptions options_;
+};
+
+TEST_F(JournalTest, AFreshJournalHasOneEmptyActiveSegment) {
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_TRUE(journal);
+  const std::vector<Journal::SegmentInfo> segments = journal->Segments();
+  ASSERT_EQ(1u, segments.size());
+  EXPECT_EQ(1u, segments[0].number);
+  EXPECT_TRUE(segments[0].active);
+  EXPECT_EQ(kSegmentHeaderBytes, segments[0].end_offset);
+  EXPECT_EQ(0u, journal->last_sequence());
+  EXPECT_TRUE(std::filesystem::exists(Path(1)));
+}
+
+TEST_F(JournalTest, AppendsReadBackAndReplayInOrderAfterReopen) {
+  std::vector<Replayed> written;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (const auto& keys :
+         std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}, {"d", "e", "f"}}) {
+      for (Replayed& r : Append(journal.get(), keys)) written.push_back(r);
+    }
+    for (const Replayed& r : written) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
+    EXPECT_EQ(3u, journal->last_sequence());
+    ASSERT_TRUE(journal->Sync().ok());
+  }
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(written, replayed);
+  EXPECT_EQ(3u, journal->last_sequence());
+  // Appends go on after the last entry, numbered after it.
+  const std::vector<Replayed> more = Append(journal.get(), {"g"});
+  ASSERT_EQ(1u, more.size());
+  EXPECT_EQ(4u, more[0].sequence);
+  EXPECT_EQ(written.back().at.segment, more[0].at.segment);
+  EXPECT_GT(more[0].at.offset, written.back().at.offset);
+  EXPECT_EQ("g", ReadKey(*journal, more[0].at));
+}
+
+TEST_F(JournalTest, SegmentsRollAndTheOldOnesAreSealed) {
+  options_.segment_bytes = 1024;
+  options_.zeros_ahead_bytes = 256;
+  std::vector<Replayed> written;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int i = 0; i < 40; ++i) {
+      for (Replayed& r : Append(journal.get(), {"key-" + std::to_string(i), "x"})) {
+        written.push_back(r);
+      }
+    }
+    for (const Replayed& r : written) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
+    const std::vector<Journal::SegmentInfo> segments = journal->Segments();
+    ASSERT_GT(segments.size(), 3u);
+    for (size_t i = 0; i < segments.size(); ++i) {
+      EXPECT_EQ(i + 1, segments[i].number);
+      EXPECT_EQ(i + 1 == segments.size(), segments[i].active);
+      EXPECT_LE(segments[i].end_offset, 1024u);
+    }
+    // An entry that cannot fit in any segment is refused, not split.
+    EntryBuilder huge;
+    ASSERT_TRUE(huge.Add(OpView{OpType::kPut, 0, "k", std::string(2000, 'v')}).ok());
+    EXPECT_TRUE(journal->Append(&huge).status().IsInvalidArgument());
+  }
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  EXPECT_EQ(written, replayed);
+  // No file is larger than a segment, zeros included.
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.Sub("journal"))) {
+    EXPECT_LE(std::filesystem::file_size(entry.path()), 1024u) << entry.path();
+  }
+}
+
+TEST_F(JournalTest, ZerosAreKeptAheadOfTheData) {
+  options_.zeros_ahead_bytes = 64 * 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  Append(journal.get(), {"a"});
+  const uint64_t end = journal->Segments()[0].end_offset;
+  EXPECT_GE(std::filesystem::file_size(Path(1)), end + 32 * 1024);
+  journal.reset();
+  std::filesystem::remove_all(dir_.Sub("journal"));
+
+  options_.zeros_ahead_bytes = 0;
+  journal = MustOpen();
+  Append(journal.get(), {"a"});
+  EXPECT_EQ(journal->Segments()[0].end_offset, std::filesystem::file_size(Path(1)));
+}
+
+TEST_F(JournalTest, ATornTailIsZeroedAndWrittenOver) {
+  std::vector<Replayed> written;
+  uint64_t end = 0;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    written = Append(journal.get(), {"a", "b"});
+    ASSERT_TRUE(journal->Sync().ok());
+    end = journal->Segments()[0].end_offset;
+  }
+  // A crash in the middle of the next entry's write: part of it reached the disk.
+  EntryBuilder torn;
+  ASSERT_OK(torn.Add(OpView{OpType::kPut, 0, "c", "never acknowledged"}));
+  const uint64_t salt = DecodeSegmentHeader(ReadFile(Path(1)))->salt;
+  const std::string entry = torn.Finish(EntryStamp{2, end, salt});
+  WriteAt(Path(1), end, entry.substr(0, entry.size() - 5));
+
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(written, replayed);
+  EXPECT_EQ(end, journal->Segments()[0].end_offset);
+  const std::string bytes = ReadFile(Path(1));
+  EXPECT_EQ(std::string(entry.size(), '\0'), bytes.substr(end, entry.size()));
+  ASSERT_TRUE(journal->repaired_tail().has_value());  // for the owner to log
+  EXPECT_EQ(1u, journal->repaired_tail()->segment_number);
+  EXPECT_EQ(end, journal->repaired_tail()->offset);
+  EXPECT_EQ(entry.size() - 5, journal->repaired_tail()->bytes);
+  // The next entry takes the torn one's place and number, and the journal reopens clean.
+  const std::vector<Replayed> next = Append(journal.get(), {"d"});
+  ASSERT_EQ(1u, next.size());
+  EXPECT_EQ(2u, next[0].sequence);
+  journal.reset();
+  replayed.clear();
+  journal = MustOpen(&replayed);
+  ASSERT_EQ(3u, replayed.size());
+  EXPECT_EQ("d", replayed[2].key);
+}
+
+TEST_F(JournalTest, DamageIsRefusedWithTheFileAndOffset) {
+  std::vector<Replayed> first;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    first = Append(journal.get(), {"a"});
+    ASSERT_TRUE(journal->Sync().ok());
+    Append(journal.get(), {"b"});  // written after "a" was synced: it vouches for it
+    ASSERT_TRUE(journal->Sync().ok());
+  }
+  WriteAt(Path(1), first[0].at.offset + kOpHeaderBytes, "X");  // a's key
+  Result<std::unique_ptr<Journal>> journal = OpenJournal();
+  ASSERT_TRUE(journal.status().IsCorruption()) << journal.status().ToString();
+  EXPECT_NE(std::string::npos, journal.status().message().find(Path(1)));
+  EXPECT_NE(std::string::npos,
+            journal.status().message().find("at offset " + std::to_string(kSegmentHeaderBytes)))
+      << journal.status().message();
+}
+
+TEST_F(JournalTest, JunkAfterASealedSegmentIsDamage) {
+  options_.segment_bytes = 512;
+  options_.zeros_ahead_bytes = 0;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int i = 0; i < 24; ++i) Append(journal.get(), {"key-" + std::to_string(i)});
+    ASSERT_GT(journal->Segments().size(), 2u);
+  }
+  const uint64_t size = std::filesystem::file_size(Path(1));
+  WriteAt(Path(1), size, "junk junk junk junk junk junk");
+  Result<std::unique_ptr<Journal>> journal = OpenJournal();
+  ASSERT_TRUE(journal.status().IsCorruption()) << journal.status().ToString();
+  EXPECT_NE(std::string::npos, journal.status().message().find("sealed"));
+}
+
+TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    Append(journal.get(), {"a"});
+  }
+  // The next segment's file exists, its header never reached the disk (zeros, or part of it).
+  std::ofstream(Path(2), std::ios::binary) << std::string(4096, '\0');
+  std::vector<Replayed> replayed;
+  {
+    std::unique_ptr<Journal> journal = MustOpen(&replayed);
+    ASSERT_TRUE(journal);
+    EXPECT_EQ(1u, replayed.size());
+    EXPECT_FALSE(std::filesystem::exists(Path(2)));
+    // Segment 1 was sealed before 2 was created; writes go on in a new one, as numbers are
+    // never reused.
+    const std::vector<Journal::SegmentInfo> segments = journal->Segments();
+    ASSERT_EQ(2u, segments.size());
+    EXPECT_FALSE(segments[0].active);
+    EXPECT_EQ(3u, segments[1].number);
+    EXPECT_TRUE(segments[1].active);
+  }
+  std::ofstream(Path(4), std::ios::binary) << "IDEM";
+  std::unique_ptr<Journal> journal = MustOpen();
+  EXPECT_FALSE(std::filesystem::exists(Path(4)));
+  Append(journal.get(), {"b"});
+  ASSERT_TRUE(journal->Sync().ok());
+  journal.reset();
+  // A damaged header in front of an entry is damage, not a creation that crashed.
+  WriteAt(Path(5), 0, "X");
+  Result<std::unique_ptr<Journal>> damaged = OpenJournal();
+  EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(Path(5)));
+}
+
+TEST_F(JournalTest, ImpossibleStatesAreRefused) {
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    Append(journal.get(), {"a"});
+    Append(journal.get(), {"b"});
+  }
+  // A segment file whose header names another segment.
+  std::filesystem::copy_file(Path(1), Path(5));
+  EXPECT_NE(std::string::npos, OpenJournal().status().message().find("says segment 1"));
+  std::filesystem::remove(Path(5));
+
+  // A later segment whose entries are numbered below the earlier one's.
+  std::string bytes = EncodeSegmentHeader(SegmentHeader{2, 0, 0, 99});
+  EntryBuilder entry;
+  ASSERT_OK(entry.Add(OpView{OpType::kPut, 0, "z", "v"}));
+  bytes += entry.Finish(EntryStamp{1, 0, 99});
+  std::ofstream(Path(2), std::ios::binary) << bytes;
+  Result<std::unique_ptr<Journal>> journal = OpenJournal();
+  EXPECT_TRUE(journal.status().IsCorruption());
+  EXPECT_NE(std::string::npos, journal.status().message().find("not above 2"))
+      << journal.status().message();
+}
+
+TEST_F(JournalTest, SequenceNumbersContinueWhenEverySealedSegmentWasDeleted) {
+  options_.segment_bytes = 512;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    while (journal->Segments().size() < 3) Append(journal.get(), {"k"});
+    for (const Journal::SegmentInfo& segment : journal->Segments()) {
+      if (!segment.active) ASSERT_OK(journal->DeleteSegment(segment.id));
+    }
+  }
+  // What is left is the newest segment; cut to its header, it is as if it had just begun.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("journal"))) {
+    files.push_back(e.path());
+  }
+  ASSERT_EQ(1u, files.size());
+  const std::string header = ReadFile(files[0].string()).substr(0, kSegmentHeaderBytes);
+  const uint64_t began_after = DecodeSegmentHeader(header)->after_sequence;
+  ASSERT_GT(began_after, 0u);
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << header;
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(began_after, journal->last_sequence());  // not 0: numbers never go back
+  Append(journal.get(), {"next"});
+  EXPECT_EQ(began_after + 1, journal->last_sequence());
+}
+
+TEST_F(JournalTest, DeletingASegmentFreesItsId) {
+  options_.segment_bytes = 512;
+  std::vector<Replayed> in_first;
+  std::unique_ptr<Journal> journal = MustOpen();
+  in_first = Append(journal.get(), {"first"});
+  while (journal->Segments().size() < 3) Append(journal.get(), {"filler"});
+  const uint32_t first_id = in_first[0].at.segment;
+  const uint32_t active_id = journal->Segments().back().id;
+  EXPECT_TRUE(journal->DeleteSegment(active_id).IsInvalidArgument());
+  EXPECT_TRUE(journal->DeleteSegment(999).IsNotFound());
+  ASSERT_TRUE(journal->DeleteSegment(first_id).ok());
+  EXPECT_FALSE(std::filesystem::exists(Path(1)));
+  EXPECT_TRUE(journal->DeleteSegment(first_id).IsNotFound());
+  // A delete that fails leaves the segment in place, to be deleted by a later attempt.
+  const uint32_t second_id = journal->Segments().front().id;
+  fs_.fail_deletes = true;
+  EXPECT_TRUE(journal->DeleteSegment(second_id).IsIOError());
+  fs_.fail_deletes = false;
+  EXPECT_EQ(second_id, journal->Segments().front().id);
+  EXPECT_TRUE(std::filesystem::exists(Path(2)));
+  ASSERT_OK(journal->DeleteSegment(second_id));
+  EXPECT_FALSE(std::filesystem::exists(Path(2)));
+  std::string bytes;
+  EXPECT_TRUE(journal->Read(in_first[0].at, 64, &bytes).IsNotFound());
+  // The next segment gets a new number, and not the freed id: ids go round before reuse.
+  const uint64_t segments = journal->Segments().size();
+  while (journal->Segments().size() == segments) Append(journal.get(), {"filler"});
+  const Journal::SegmentInfo newest = journal->Segments().back();
+  EXPECT_NE(first_id, newest.id);
+  EXPECT_EQ(4u, newest.number);
+  journal.reset();
+  std::vector<Replayed> replayed;
+  journal = MustOpen(&replayed);
+  for (const Replayed& r : replayed) EXPECT_NE("first", r.key);
+}
+
+TEST_F(JournalTest, AFailedWriteOrSyncSticks) {
+  std::unique_ptr<Journal> journal = MustOpen();
+  Append(journal.get(), {"a"});
+  fs_.fail_syncs = true;
+  EXPECT_TRUE(journal->Sync().IsIOError());
+  fs_.fail_syncs = false;
+  // The pages the sync could not write may be gone: nothing after it may be acknowledged.
+  EXPECT_TRUE(journal->Sync().IsIOError());
+  EntryBuilder entry;
+  ASSERT_TRUE(entry.Add(OpView{OpType::kPut, 0, "b", "v"}).ok());
+  EXPECT_TRUE(journal->Append(&entry).status().IsIOError());
+  journal.reset();
+
+  // Reopened, it works again; a failed write sticks the same way.
+  journal = MustOpen();
+  ASSERT_TRUE(journal);
+  fs_.fail_writes = true;
+  EntryBuilder other;
+  ASSERT_TRUE(other.Add(OpView{OpType::kPut, 0, "c", "v"}).ok());
+  Status failed = journal->Append(&other).status();
+  EXPECT_NE(std::string::npos, failed.message().find("ENOSPC")) << failed.ToString();
+  fs_.fail_writes = false;
+  EXPECT_EQ(failed.message(), journal->Sync().message());
+}
+
+TEST_F(JournalTest, AnAppendThatFailsLeavesNothingBehind) {
+  options_.zeros_ahead_bytes = 64;  // every append writes zeros ahead too: two writes
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    Append(journal.get(), {"a"});
+    fs_.writes_before_failure = 1;  // the second write of the next append fails
+    EntryBuilder entry;
+    ASSERT_TRUE(entry.Add(OpView{OpType::kPut, 0, "b", "v"}).ok());
+    EXPECT_TRUE(journal->Append(&entry).status().IsIOError());
+  }
+  fs_.fail_writes = false;
+  fs_.writes_before_failure = -1;
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_EQ(1u, replayed.size());
+  EXPECT_EQ("a", replayed[0].key);
+}
+
+TEST_F(JournalTest, BadOptionsAreRefused) {
+  options_.segment_bytes = kMaxSegmentBytes + 1;
+  EXPECT_TRUE(OpenJournal().status().IsInvalidArgument());
+  options_.segment_bytes = 16;
+  EXPECT_TRUE(OpenJournal().status().IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace idem::journal
