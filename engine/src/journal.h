@@ -56,7 +56,7 @@ class Journal {
       std::function<void(const Journal& journal, const OpView& op, Location at, uint64_t sequence)>;
 
   struct SegmentInfo {
-    uint32_t id = 0;  // the segment part of its Locations, reused after a delete
+    uint32_t id = 0;  // the segment part of its Locations; after a delete, reused last
     uint64_t number = 0;
     uint64_t end_offset = 0;        // where its entries end
     int64_t max_keep_until_ms = 0;  // over its operations
