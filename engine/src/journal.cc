@@ -123,6 +123,11 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
 
   std::unique_ptr<Journal> journal(new Journal(fs, dir, options, clock));
   std::string bytes;
+  // Past a sealed segment that ends torn, nothing was ever synced (Sync syncs segments in
+  // order), so nothing there was acknowledged as durable: those segments are checked for that
+  // and deleted, keeping the journal a prefix of what was written.
+  std::optional<std::string> cut;  // where the torn sealed segment ends, for messages
+  std::vector<std::string> past_cut;
   for (size_t i = 0; i < numbers.size(); ++i) {
     const bool last = i + 1 == numbers.size();
     auto segment = std::make_shared<Segment>();
@@ -156,18 +161,25 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     if (!header.ok()) {
       // Created, and the crash came before its header was synced: it never held an entry, since
       // entries are written only once the header is durable.
-      if (last && !MayHoldAnEntry(data)) {
-        (void)segment->file->Close(io, nullptr);
-        if (rocksdb::IOStatus s = fs->DeleteFile(segment->path, io, nullptr); !s.ok()) {
-          return FromRocks(s);
-        }
-        break;
+      if ((last || cut) && !MayHoldAnEntry(data)) {
+        past_cut.push_back(segment->path);
+        continue;
       }
       return Status::Corruption(segment->path + ": " + header.status().message());
     }
     if (header->number != segment->number) {
       return Status::Corruption(segment->path + ": its header says segment " +
                                 std::to_string(header->number));
+    }
+    if (cut) {
+      Result<SegmentScan> scan = ScanSegment(data, 0, nullptr);
+      if (!scan.ok()) return Status::Corruption(segment->path + ": " + scan.status().message());
+      if (scan->max_synced_offset > kSegmentHeaderBytes) {
+        return Status::Corruption(*cut + ", yet " + segment->path +
+                                  " holds entries written after a sync that covered it");
+      }
+      past_cut.push_back(segment->path);
+      continue;
     }
     std::optional<uint32_t> free_id = journal->FreeId();
     if (!free_id) return Status::Busy(dir + " holds more journal segments than an index can");
@@ -187,9 +199,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
                                 " intact entries after it that were synced after it");
     }
     if (scan->tail == SegmentScan::Tail::kTorn) {
-      if (!last) {
-        return Status::Corruption(where + ": " + scan->what + ", in a sealed segment");
-      }
+      if (!last) cut = where + ": " + scan->what + ", in a sealed segment";
       // The write a crash interrupted: zeros over it, so the next entry starts clean there.
       const size_t junk_end = LastNonZero(data);
       journal->repaired_tail_ =
@@ -207,6 +217,15 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     journal->last_sequence_ =
         std::max({journal->last_sequence_, header->after_sequence, scan->last_sequence});
     if (last) journal->active_ = segment;
+  }
+  if (!past_cut.empty()) {
+    for (const std::string& path : past_cut) {
+      if (rocksdb::IOStatus s = fs->DeleteFile(path, io, nullptr); !s.ok()) return FromRocks(s);
+    }
+    std::unique_ptr<rocksdb::FSDirectory> directory;
+    rocksdb::IOStatus s = fs->NewDirectory(dir, io, &directory, nullptr);
+    if (s.ok()) s = directory->Fsync(io, nullptr);
+    if (!s.ok()) return FromRocks(s);
   }
   if (!journal->active_) {
     const uint64_t next = numbers.empty() ? 1 : numbers.back() + 1;
@@ -295,12 +314,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   }
   const rocksdb::IOOptions io;
   if (at + size > options_.segment_bytes) {
-    // Sealed before the next segment gets anything: at most the last segment can be torn.
-    if (rocksdb::IOStatus s = segment->file->Sync(io, nullptr); !s.ok()) return Fail(FromRocks(s));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      segment->synced = std::max(segment->synced, at);
-    }
+    // The full segment is left to the next Sync, which syncs it before the new one.
     if (Status s = StartSegment(segment->number + 1); !s.ok()) {
       return s.IsBusy() ? s : Fail(s);  // out of ids: nothing was written; a drop frees some
     }
@@ -336,19 +350,28 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
 }
 
 Status Journal::Sync() {
-  std::shared_ptr<Segment> segment;
-  uint64_t end = 0;
+  // Oldest first: a segment holds entries durable only once every segment before it is, so
+  // that a torn sealed segment proves nothing after it was acknowledged (Open).
+  std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> unsynced;  // and its end
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) return failed_;
-    segment = active_;
-    end = segment->end;
+    for (const auto& segment : by_id_) {
+      if (segment && segment != reserved_ &&
+          (segment->synced < segment->end || segment == active_)) {
+        unsynced.emplace_back(segment, segment->end);
+      }
+    }
   }
-  if (rocksdb::IOStatus s = segment->file->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
-    return Fail(FromRocks(s));
+  std::sort(unsynced.begin(), unsynced.end(),
+            [](const auto& a, const auto& b) { return a.first->number < b.first->number; });
+  for (const auto& [segment, end] : unsynced) {
+    if (rocksdb::IOStatus s = segment->file->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
+      return Fail(FromRocks(s));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    segment->synced = std::max(segment->synced, end);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  segment->synced = std::max(segment->synced, end);
   return Status::Ok();
 }
 

@@ -2,10 +2,12 @@
 // by one writer, synced by another thread, read by any.
 //
 // Files are `<number>.jnl`, the number 16 decimal digits, growing by one per segment and never
-// reused. A segment is written until the next entry would not fit, then synced and left for good
-// (sealed); the next one is created, its header synced and the directory synced, before anything
-// is written into it. So at most the last segment can end in a torn tail, and every sealed
-// segment must scan clean.
+// reused. A segment is written until the next entry would not fit, then left for good (sealed);
+// the next one is created, its header synced and the directory synced, before anything is
+// written into it. The sealed segment is synced by the next Sync, which syncs segments oldest
+// first, not on the writer's path. So a sealed segment that ends torn proves that nothing after
+// it was synced: Open then keeps the journal up to the torn entry and deletes the segments after
+// it, after checking that no entry in them says it was written after a sync that covered it.
 //
 // Durability: Append writes into the page cache; Sync makes everything appended before it durable
 // (fdatasync). With `zeros_ahead_bytes`, Append keeps that many zeros written ahead of the data,
@@ -66,11 +68,12 @@ class Journal {
   // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
   // for each operation of each intact entry, and readies the last segment for appends. A last
   // segment whose header does not decode and that holds nothing but zeros after it (a crash
-  // while creating it) is deleted; the last
-  // segment's torn tail is overwritten with zeros and synced, so the next entry goes where it
-  // began. Corruption if a segment is damaged (journal_format.h), a sealed segment does not end
-  // clean, a header's number is not its file's, or sequence numbers do not grow across
-  // segments; then the replay calls made so far are void. IOError if a file cannot be read.
+  // while creating it) is deleted. A torn tail is overwritten with zeros and synced, so the next
+  // entry goes where it began; after a sealed segment's, the segments after it are deleted
+  // (above) and a new one is started. Corruption if a segment is damaged (journal_format.h), a
+  // sealed segment ends torn before an entry written after a sync, a header's number is not its
+  // file's, or sequence numbers do not grow across segments; then the replay calls made so far
+  // are void. IOError if a file cannot be read.
   // `fs` and `clock` outlive the journal.
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
@@ -85,7 +88,8 @@ class Journal {
   // if the journal failed.
   // One caller at a time (the owner serializes appends); concurrent with Sync and Read.
   Result<Location> Append(EntryBuilder* entry);
-  // Makes every entry appended before the call durable. Concurrent with Append and Read.
+  // Makes every entry appended before the call durable, syncing the sealed segments not synced
+  // yet, oldest first, then the active one. Concurrent with Append and Read.
   Status Sync();
   // Reads up to `bytes` bytes at `at` into `out` (fewer at the end of the segment's file).
   // NotFound if the segment is gone (deleted), IOError if the read fails. An id reused since

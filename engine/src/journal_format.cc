@@ -240,6 +240,7 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
       scan.max_keep_until_ms = std::max(scan.max_keep_until_ms, op.keep_until_ms);
       if (visit) visit(op, offset, entry.sequence);
     }
+    scan.max_synced_offset = std::max(scan.max_synced_offset, entry.synced_offset);
     if (scan.entries == 0) scan.first_sequence = entry.sequence;
     scan.last_sequence = last = entry.sequence;
     ++scan.entries;
@@ -262,6 +263,7 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
     if (scan.entries_after_bad == 0) scan.resume_sequence = entry.sequence;
     ++scan.entries_after_bad;
     synced_past_bad |= entry.synced_offset > at;
+    scan.max_synced_offset = std::max(scan.max_synced_offset, entry.synced_offset);
     last = entry.sequence;
     next += kEntryHeaderBytes + entry.payload;
   }

@@ -150,6 +150,8 @@ struct SegmentScan {
   uint64_t first_sequence = 0;  // 0: no entry
   uint64_t last_sequence = 0;
   int64_t max_keep_until_ms = 0;  // over every operation read; 0 if none
+  // The highest "synced to" of any intact entry, before or after a bad spot.
+  uint64_t max_synced_offset = 0;
 
   enum class Tail {
     kClean,    // zeros or the end of the file after the last intact entry

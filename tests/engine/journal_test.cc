@@ -50,15 +50,20 @@ class FailingFs final : public rocksdb::FileSystemWrapper {
                                     rocksdb::IODebugContext* dbg) override {
     std::unique_ptr<rocksdb::FSRandomRWFile> file;
     rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
-    if (s.ok()) *result = std::make_unique<File>(std::move(file), this);
+    if (s.ok()) *result = std::make_unique<File>(std::move(file), this, name);
     return s;
   }
+  // Syncs of this file fail (EIO). Set while no journal is syncing.
+  std::string fail_syncs_of;
+  // The files synced, by name, in order (while `record_syncs` is on).
+  std::atomic<bool> record_syncs{false};
+  std::vector<std::string> synced;  // written by the syncing thread only
 
  private:
   class File final : public rocksdb::FSRandomRWFileOwnerWrapper {
    public:
-    File(std::unique_ptr<rocksdb::FSRandomRWFile> file, FailingFs* fs)
-        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs) {}
+    File(std::unique_ptr<rocksdb::FSRandomRWFile> file, FailingFs* fs, std::string name)
+        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {}
     rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& data,
                             const rocksdb::IOOptions& options,
                             rocksdb::IODebugContext* dbg) override {
@@ -71,12 +76,16 @@ class FailingFs final : public rocksdb::FileSystemWrapper {
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
-      if (fs_->fail_syncs) return rocksdb::IOStatus::IOError("injected EIO");
+      if (fs_->fail_syncs || name_ == fs_->fail_syncs_of) {
+        return rocksdb::IOStatus::IOError("injected EIO");
+      }
+      if (fs_->record_syncs) fs_->synced.push_back(name_);
       return FSRandomRWFileOwnerWrapper::Sync(options, dbg);
     }
 
    private:
     FailingFs* fs_;
+    std::string name_;
   };
 };
 
@@ -288,12 +297,15 @@ TEST_F(JournalTest, DamageIsRefusedWithTheFileAndOffset) {
       << journal.status().message();
 }
 
-TEST_F(JournalTest, JunkAfterASealedSegmentIsDamage) {
+TEST_F(JournalTest, ASealedSegmentEndingTornBeforeSyncedEntriesIsDamage) {
   options_.segment_bytes = 512;
   options_.zeros_ahead_bytes = 0;
   {
     std::unique_ptr<Journal> journal = MustOpen();
-    for (int i = 0; i < 24; ++i) Append(journal.get(), {"key-" + std::to_string(i)});
+    for (int i = 0; i < 24; ++i) {
+      Append(journal.get(), {"key-" + std::to_string(i)});
+      ASSERT_OK(journal->Sync());  // every later entry says its segment was synced
+    }
     ASSERT_GT(journal->Segments().size(), 2u);
   }
   const uint64_t size = std::filesystem::file_size(Path(1));
@@ -301,6 +313,57 @@ TEST_F(JournalTest, JunkAfterASealedSegmentIsDamage) {
   Result<std::unique_ptr<Journal>> journal = OpenJournal();
   ASSERT_TRUE(journal.status().IsCorruption()) << journal.status().ToString();
   EXPECT_NE(std::string::npos, journal.status().message().find("sealed"));
+  EXPECT_NE(std::string::npos, journal.status().message().find("after a sync"));
+}
+
+TEST_F(JournalTest, ASealedSegmentEndingTornWithNothingSyncedAfterItEndsTheJournal) {
+  // A power cut before any sync of the later segments: the end of segment 1 never reached the
+  // disk, segments 2 and 3 did.
+  options_.segment_bytes = 512;
+  std::vector<Replayed> written;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard) {
+      for (Replayed& r : Append(journal.get(), {"key-" + std::to_string(written.size())})) {
+        written.push_back(r);
+      }
+    }
+  }
+  std::vector<Replayed> in_first;
+  for (const Replayed& r : written) {
+    if (r.at.segment == written.front().at.segment) in_first.push_back(r);
+  }
+  ASSERT_GT(in_first.size(), 2u);
+  WriteAt(Path(1), in_first.back().at.offset, std::string(8, '\xAB'));  // the last entry torn
+  in_first.pop_back();
+
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_TRUE(journal);
+  EXPECT_EQ(in_first, replayed);  // the prefix up to the torn entry, nothing after it
+  EXPECT_FALSE(std::filesystem::exists(Path(2)));
+  EXPECT_FALSE(std::filesystem::exists(Path(3)));
+  ASSERT_TRUE(journal->repaired_tail().has_value());
+  EXPECT_EQ(1u, journal->repaired_tail()->segment_number);
+  // Writing goes on in a new segment, numbered after the deleted ones and the entries kept.
+  const std::vector<Replayed> next = Append(journal.get(), {"next"});
+  ASSERT_EQ(1u, next.size());
+  EXPECT_EQ(in_first.back().sequence + 1, next[0].sequence);
+  EXPECT_EQ(4u, journal->Segments().back().number);
+}
+
+TEST_F(JournalTest, ARollLeavesTheFullSegmentToSyncWhichSyncsOldestFirst) {
+  options_.segment_bytes = 512;
+  std::unique_ptr<Journal> journal = MustOpen();
+  // The full segment is not synced on the writer's path (a new segment's header still is).
+  fs_.fail_syncs_of = Path(1);
+  for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard)
+    Append(journal.get(), {"k"});
+  fs_.fail_syncs_of.clear();
+  fs_.record_syncs = true;
+  ASSERT_OK(journal->Sync());
+  fs_.record_syncs = false;
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced);
 }
 
 TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {
@@ -364,7 +427,8 @@ TEST_F(JournalTest, SequenceNumbersContinueWhenEverySealedSegmentWasDeleted) {
   options_.segment_bytes = 512;
   {
     std::unique_ptr<Journal> journal = MustOpen();
-    while (journal->Segments().size() < 3) Append(journal.get(), {"k"});
+    for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard)
+      Append(journal.get(), {"k"});
     for (const Journal::SegmentInfo& segment : journal->Segments()) {
       if (!segment.active) ASSERT_OK(journal->DeleteSegment(segment.id));
     }
@@ -391,7 +455,8 @@ TEST_F(JournalTest, DeletingASegmentFreesItsId) {
   std::vector<Replayed> in_first;
   std::unique_ptr<Journal> journal = MustOpen();
   in_first = Append(journal.get(), {"first"});
-  while (journal->Segments().size() < 3) Append(journal.get(), {"filler"});
+  for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard)
+    Append(journal.get(), {"filler"});
   const uint32_t first_id = in_first[0].at.segment;
   const uint32_t active_id = journal->Segments().back().id;
   EXPECT_TRUE(journal->DeleteSegment(active_id).IsInvalidArgument());
@@ -412,7 +477,8 @@ TEST_F(JournalTest, DeletingASegmentFreesItsId) {
   EXPECT_TRUE(journal->Read(in_first[0].at, 64, &bytes).IsNotFound());
   // The next segment gets a new number, and not the freed id: ids go round before reuse.
   const uint64_t segments = journal->Segments().size();
-  while (journal->Segments().size() == segments) Append(journal.get(), {"filler"});
+  for (int guard = 0; guard < 10'000 && journal->Segments().size() == segments; ++guard)
+    Append(journal.get(), {"filler"});
   const Journal::SegmentInfo newest = journal->Segments().back();
   EXPECT_NE(first_id, newest.id);
   EXPECT_EQ(4u, newest.number);
