@@ -290,6 +290,7 @@ Status Journal::StartSegment(uint64_t number) {
     return FromRocks(s);
   }
   by_id_[segment->id] = segment;
+  if (active_) sealed_unsynced_.push_back(active_);  // oldest first: Sync's order
   active_ = std::move(segment);
   return Status::Ok();
 }
@@ -356,21 +357,18 @@ Status Journal::Sync() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) return failed_;
-    for (const auto& segment : by_id_) {
-      if (segment && segment != reserved_ &&
-          (segment->synced < segment->end || segment == active_)) {
-        unsynced.emplace_back(segment, segment->end);
-      }
-    }
+    for (const auto& segment : sealed_unsynced_) unsynced.emplace_back(segment, segment->end);
+    unsynced.emplace_back(active_, active_->end);
   }
-  std::sort(unsynced.begin(), unsynced.end(),
-            [](const auto& a, const auto& b) { return a.first->number < b.first->number; });
   for (const auto& [segment, end] : unsynced) {
     if (rocksdb::IOStatus s = segment->file->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
       return Fail(FromRocks(s));
     }
     std::lock_guard<std::mutex> lock(mu_);
     segment->synced = std::max(segment->synced, end);
+    if (segment != active_ && !sealed_unsynced_.empty() && sealed_unsynced_.front() == segment) {
+      sealed_unsynced_.erase(sealed_unsynced_.begin());
+    }
   }
   return Status::Ok();
 }

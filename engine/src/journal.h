@@ -139,6 +139,8 @@ class Journal {
   std::vector<std::shared_ptr<Segment>> by_id_;  // null: a free id
   uint32_t next_id_ = 0;                         // where FreeId looks first
   std::shared_ptr<Segment> active_;
+  // Sealed since the last Sync that covered them, oldest first (Sync's work list).
+  std::vector<std::shared_ptr<Segment>> sealed_unsynced_;
   uint64_t last_sequence_ = 0;
   Status failed_;                            // the first failure, if any
   std::optional<TailRepair> repaired_tail_;  // set by Open only
