@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
+#include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
 
 namespace idem::journal {
@@ -26,67 +27,6 @@ struct Replayed {
   Location at;
   uint64_t sequence;
   bool operator==(const Replayed&) const = default;
-};
-
-// Fails positioned writes or syncs of the journal's files while a switch is on.
-class FailingFs final : public rocksdb::FileSystemWrapper {
- public:
-  FailingFs() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
-  const char* Name() const override { return "FailingFs"; }
-  std::atomic<bool> fail_writes{false};
-  std::atomic<bool> fail_syncs{false};
-  // >= 0: that many more writes succeed, then every one fails (ENOSPC).
-  std::atomic<int> writes_before_failure{-1};
-  std::atomic<bool> fail_deletes{false};
-
-  rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
-                               rocksdb::IODebugContext* dbg) override {
-    if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
-    return target()->DeleteFile(name, options, dbg);
-  }
-
-  rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
-                                    std::unique_ptr<rocksdb::FSRandomRWFile>* result,
-                                    rocksdb::IODebugContext* dbg) override {
-    std::unique_ptr<rocksdb::FSRandomRWFile> file;
-    rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
-    if (s.ok()) *result = std::make_unique<File>(std::move(file), this, name);
-    return s;
-  }
-  // Syncs of this file fail (EIO). Set while no journal is syncing.
-  std::string fail_syncs_of;
-  // The files synced, by name, in order (while `record_syncs` is on).
-  std::atomic<bool> record_syncs{false};
-  std::vector<std::string> synced;  // written by the syncing thread only
-
- private:
-  class File final : public rocksdb::FSRandomRWFileOwnerWrapper {
-   public:
-    File(std::unique_ptr<rocksdb::FSRandomRWFile> file, FailingFs* fs, std::string name)
-        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {}
-    rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& data,
-                            const rocksdb::IOOptions& options,
-                            rocksdb::IODebugContext* dbg) override {
-      if (fs_->fail_writes) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
-      if (fs_->writes_before_failure >= 0 && fs_->writes_before_failure-- == 0) {
-        fs_->fail_writes = true;
-        return rocksdb::IOStatus::NoSpace("injected ENOSPC");
-      }
-      return FSRandomRWFileOwnerWrapper::Write(offset, data, options, dbg);
-    }
-    rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
-                           rocksdb::IODebugContext* dbg) override {
-      if (fs_->fail_syncs || name_ == fs_->fail_syncs_of) {
-        return rocksdb::IOStatus::IOError("injected EIO");
-      }
-      if (fs_->record_syncs) fs_->synced.push_back(name_);
-      return FSRandomRWFileOwnerWrapper::Sync(options, dbg);
-    }
-
-   private:
-    FailingFs* fs_;
-    std::string name_;
-  };
 };
 
 class JournalTest : public ::testing::Test {
@@ -150,7 +90,7 @@ class JournalTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  FailingFs fs_;
+  testing::JournalFaultFs fs_;
   ManualClock clock_;
   JournalOptions options_;
 };
@@ -360,10 +300,10 @@ TEST_F(JournalTest, ARollLeavesTheFullSegmentToSyncWhichSyncsOldestFirst) {
   for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard)
     Append(journal.get(), {"k"});
   fs_.fail_syncs_of.clear();
-  fs_.record_syncs = true;
+  fs_.record = true;
   ASSERT_OK(journal->Sync());
-  fs_.record_syncs = false;
-  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced);
+  fs_.record = false;
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
 }
 
 TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {
