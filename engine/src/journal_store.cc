@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 #include <vector>
 
 #include "key_hash.h"
@@ -200,14 +201,33 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
                                                     std::max<int64_t>(policy.min_stay_ms, 0)
                                  ? std::numeric_limits<int64_t>::max()
                                  : removal_bound_ms + std::max<int64_t>(policy.min_stay_ms, 0);
-  for (const Journal::SegmentInfo& segment : journal_->Segments()) {
+  std::vector<Journal::SegmentInfo> segments = journal_->Segments();
+  // Segments moved out of before whose file could not be deleted: only the delete is left.
+  for (auto it = undeleted_.begin(); it != undeleted_.end();) {
+    auto same = std::find_if(segments.begin(), segments.end(), [&](const auto& s) {
+      return s.id == it->id && s.number == it->number;
+    });
+    if (same != segments.end()) {
+      if (Status s = journal_->DeleteSegment(same->id); !s.ok()) return s;
+      ++report.segments;
+      report.bytes_freed += same->end_offset;
+      segments.erase(same);
+    }
+    it = undeleted_.erase(it);  // deleted now, or dropped since
+  }
+  for (const Journal::SegmentInfo& segment : segments) {
     if (segment.active || segment.max_keep_until_ms <= stays_past) continue;
     const uint64_t bytes = segment.end_offset - kSegmentHeaderBytes;
     const uint64_t needed = NeededAfter(segment.id, removal_bound_ms);
     if (static_cast<double>(needed) > policy.max_needed_fraction * static_cast<double>(bytes)) {
       continue;
     }
-    if (Status s = MoveSegment(segment, removal_bound_ms, &report); !s.ok()) return s;
+    Status s = MoveSegment(segment, removal_bound_ms, &report);
+    if (s.IsCorruption()) {  // that segment's: the others may still be moved
+      if (report.skipped++ == 0) report.first_skipped = s;
+      continue;
+    }
+    if (!s.ok()) return s;
   }
   return report;
 }
@@ -248,6 +268,13 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
   };
   std::vector<Moved> moved;
   EntryBuilder entry;
+  // The locations of versions already taken on: a put of this segment is queued once, whether
+  // as itself or in the place of a delete before it (whose entry the index follows only once
+  // the append is done).
+  std::unordered_set<uint64_t> taken;
+  auto take = [&](Journal::Location at) {
+    return taken.insert(uint64_t{at.segment} << 32 | at.offset).second;
+  };
   for (size_t i = 0; i < survivors.size();) {
     std::lock_guard<std::mutex> lock(apply_mu_);  // the index stands still while this appends
     if (!failed_.ok()) return failed_;
@@ -255,25 +282,43 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
       const OpView& op = survivors[i].op;
       const uint64_t hash = KeyHash(op.key);
       const Journal::Location at{segment.id, survivors[i].offset};
-      OpView again = op;
-      std::optional<Version> from;
-      Result<std::optional<Version>> later = std::optional<Version>();  // a delete's key since
+      // What goes again: the operation itself, and for a delete the version written since,
+      // when it ends first (it follows the delete, so the delete cannot hide it).
+      std::optional<Version> later;
       if (op.type == OpType::kPut) {
-        if (!index_.Holds(hash, at)) continue;  // replaced since
-        from = Version{{}, op.keep_until_ms, at, OpBytes(op.key.size(), op.value.size())};
-      } else if (later = Find(*journal_, hash, op.key); !later.ok()) {
-        return later.status();
-      } else if (*later && (*later)->keep_until_ms > removal_bound_ms) {
-        // A version written since. If it outlasts what this delete guards, it guards it;
-        // otherwise it goes again in the delete's place, with the delete's keep-until.
-        if ((*later)->keep_until_ms >= op.keep_until_ms) continue;
-        again = OpView{OpType::kPut, op.keep_until_ms, op.key, (*later)->value};
-        from = Version{{}, (*later)->keep_until_ms, (*later)->at, (*later)->op_bytes};
+        if (!index_.Holds(hash, at) || !take(at)) continue;  // replaced since, or queued
+      } else {
+        Result<std::optional<Version>> found = Find(*journal_, hash, op.key);
+        if (!found.ok()) return found.status();
+        if (*found && (*found)->keep_until_ms > removal_bound_ms) {
+          // Outlasting what this delete guards, it guards that itself; already queued, it
+          // follows a copy of this delete or of an earlier one of the same key.
+          if ((*found)->keep_until_ms >= op.keep_until_ms || !take((*found)->at)) continue;
+          later = std::move(*found);
+        }
       }
-      const uint64_t op_bytes = OpBytes(again.key.size(), again.value.size());
-      if (entry.ops() > 0 && entry.bytes() + op_bytes > entry_limit) break;
-      if (Status s = entry.Add(again); !s.ok()) return s;
-      moved.push_back({hash, from, again.keep_until_ms, op_bytes});
+      const uint64_t op_bytes = OpBytes(op.key.size(), op.value.size());
+      const uint64_t later_bytes = later ? OpBytes(op.key.size(), later->value.size()) : 0;
+      if (entry.ops() > 0 && entry.bytes() + op_bytes + later_bytes > entry_limit) {
+        if (later) taken.erase(uint64_t{later->at.segment} << 32 | later->at.offset);
+        if (op.type == OpType::kPut) taken.erase(uint64_t{at.segment} << 32 | at.offset);
+        break;
+      }
+      if (Status s = entry.Add(op); !s.ok()) return s;
+      moved.push_back({hash,
+                       op.type == OpType::kPut
+                           ? std::optional<Version>(Version{{}, op.keep_until_ms, at, op_bytes})
+                           : std::nullopt,
+                       op.keep_until_ms, op_bytes});
+      if (later) {
+        if (Status s = entry.Add(OpView{OpType::kPut, later->keep_until_ms, op.key, later->value});
+            !s.ok()) {
+          return s;
+        }
+        const int64_t keep_until_ms = later->keep_until_ms;
+        later->value.clear();
+        moved.push_back({hash, std::move(later), keep_until_ms, later_bytes});
+      }
     }
     if (entry.ops() == 0) break;
     const std::vector<uint32_t> offsets = entry.offsets();
@@ -295,8 +340,11 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
   // The copies must be durable before the segment that holds the other copy goes.
   if (Status s = journal_->Sync(); !s.ok()) return s;
   index_.EraseSegments({segment.id});  // versions ended by the bound
-  ForgetNeeds(segment.id);
-  if (Status s = journal_->DeleteSegment(segment.id); !s.ok()) return s;
+  ForgetNeeds(segment.id);             // while the id is still this segment's
+  if (Status s = journal_->DeleteSegment(segment.id); !s.ok()) {
+    undeleted_.push_back({segment.id, segment.number});  // the next call deletes it
+    return s;
+  }
   ++report->segments;
   report->bytes_freed += segment.end_offset;
   return Status::Ok();

@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "idem/clock.h"
 #include "idem/result.h"
@@ -113,17 +114,22 @@ class JournalStore {
     uint64_t ops_moved = 0;    // appended again
     uint64_t bytes_moved = 0;  // the entries that took them
     uint64_t bytes_freed = 0;  // the deleted segments' files, up to their entries' end
+    // Picked segments that no longer scan whole (Corruption), kept; the first one's error.
+    size_t skipped = 0;
+    Status first_skipped;
   };
   // For each sealed segment the policy picks, oldest first: appends again, with their
   // keep-until, the operations in it still needed, syncs them, then deletes the segment. Needed
   // is a put the index still points at, and a delete whose key has no version since, or one
-  // that ends before it: then that version is appended again with the delete's keep-until, so
-  // that an older version in an earlier segment cannot come back. Operations whose keep-until
+  // that ends before the delete's keep-until: then that version is appended again right after
+  // the delete, in the same entry, so that an older version in an earlier segment cannot come
+  // back and the newer one is not hidden. Operations whose keep-until
   // is at or before `removal_bound_ms` are not needed (the bound's rule as for DropEndedBy).
   // Writers wait for it only while it appends (in entries of up to kMoveEntryBytes).
-  // Corruption if a picked segment does not scan whole (it is kept); the journal's failure if an
-  // append or the sync fails, the delete's if the file cannot be deleted (its survivors are
-  // then in the journal twice, which a reopen resolves: the later copy wins).
+  // A picked segment that does not scan whole is kept and counted in the report; the journal's
+  // failure if an append or the sync fails, the delete's if the file cannot be deleted (its
+  // survivors are then in the journal twice, which a reopen resolves: the later copy wins; the
+  // next call tries the delete again, first).
   static constexpr size_t kMoveEntryBytes = size_t{1} << 20;
   Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);
 
@@ -160,6 +166,11 @@ class JournalStore {
   std::mutex apply_mu_;  // one Apply at a time, whatever the owner does
   Status failed_;        // guarded by apply_mu_: set once the index is full
   std::mutex drop_mu_;   // one DropEndedBy or MoveSurvivors at a time
+  struct SegmentName {
+    uint32_t id = 0;
+    uint64_t number = 0;
+  };
+  std::vector<SegmentName> undeleted_;  // guarded by drop_mu_: moved out of, delete failed
   mutable std::mutex need_mu_;
   std::unordered_map<uint32_t, std::map<int64_t, uint64_t>> needs_;  // guarded by need_mu_
 };

@@ -4,9 +4,12 @@
 #include "journal.h"
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -92,7 +95,8 @@ class JournalTest : public ::testing::Test {
   testing::TempDir dir_;
   testing::JournalFaultFs fs_;
   ManualClock clock_;
-  JournalOptions options_;
+  // Segments are created by the roll unless a test prepares them: files and syncs as written.
+  JournalOptions options_{.prepare_in_background = false};
 };
 
 TEST_F(JournalTest, AFreshJournalHasOneEmptyActiveSegment) {
@@ -304,6 +308,125 @@ TEST_F(JournalTest, ARollLeavesTheFullSegmentToSyncWhichSyncsOldestFirst) {
   ASSERT_OK(journal->Sync());
   fs_.record = false;
   EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, AfterARestartTheFirstSyncCoversTheSegmentsItReplayed) {
+  options_.segment_bytes = 1024;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+      Append(journal.get(), {"k"});
+    }
+    ASSERT_EQ(2u, journal->Segments().size());
+  }  // the process ends without a sync: segment 1 is only in the page cache
+  std::unique_ptr<Journal> journal = MustOpen();
+  fs_.record = true;
+  Append(journal.get(), {"after"});
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  // Segment 1 first: were it lost to a power cut after segment 2's new entry said it was
+  // synced, the next open would find a torn sealed segment before synced entries: damage.
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2)}), fs_.synced());
+}
+
+// Appends until the active segment is past half full, short of a roll.
+void FillPastHalf(Journal* journal, const JournalOptions& options,
+                  const std::function<void(Journal*)>& append) {
+  for (int guard = 0;
+       guard < 10'000 && journal->Segments().back().end_offset <= options.segment_bytes / 2;
+       ++guard) {
+    append(journal);
+  }
+}
+
+TEST_F(JournalTest, ARollTakesThePreparedSegmentWithoutCreatingOne) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  Append(journal.get(), {"a"});
+  ASSERT_OK(journal->PrepareNextSegment());
+  EXPECT_TRUE(std::filesystem::exists(Path(2)));
+  EXPECT_EQ(1u, journal->Segments().size());  // not listed until a roll takes it
+  ASSERT_OK(journal->PrepareNextSegment());   // one is enough
+  EXPECT_FALSE(std::filesystem::exists(Path(3)));
+
+  fs_.fail_creates = true;  // the roll into segment 2 creates nothing
+  std::vector<Replayed> written = Append(journal.get(), {"a"});
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    std::vector<Replayed> more = Append(journal.get(), {"b"});
+    written.insert(written.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(2u, journal->Segments().size());
+  EXPECT_EQ(2u, journal->Segments().back().number);
+  // The roll into segment 3 has none prepared, and cannot create it.
+  Status failed;
+  size_t appended = written.size() + 1;  // and the first "a"
+  for (int guard = 0; guard < 1000 && failed.ok(); ++guard) {
+    EntryBuilder entry;
+    ASSERT_OK(entry.Add(OpView{OpType::kPut, 1000, "c", "c-v"}));
+    failed = journal->Append(&entry).status();
+    if (failed.ok()) ++appended;
+  }
+  EXPECT_TRUE(failed.IsIOError()) << failed.ToString();
+  EXPECT_EQ(2u, journal->Segments().back().number);
+  fs_.fail_creates = false;
+  journal.reset();
+  std::vector<Replayed> replayed;
+  journal = MustOpen(&replayed);
+  EXPECT_EQ(appended, replayed.size());
+}
+
+TEST_F(JournalTest, APreparedSegmentNeverTakenIsWhereAppendsGoAfterARestart) {
+  std::vector<Replayed> written;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    written = Append(journal.get(), {"a", "b"});
+    ASSERT_OK(journal->PrepareNextSegment());
+    ASSERT_OK(journal->Sync());
+  }
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  EXPECT_EQ(written, replayed);
+  ASSERT_EQ(2u, journal->Segments().size());
+  EXPECT_EQ(2u, journal->Segments().back().number);
+  std::vector<Replayed> more = Append(journal.get(), {"c"});
+  written.insert(written.end(), more.begin(), more.end());
+  EXPECT_EQ(2u, written.back().sequence);
+  ASSERT_OK(journal->Sync());
+  journal.reset();
+  replayed.clear();
+  journal = MustOpen(&replayed);
+  EXPECT_EQ(written, replayed);
+}
+
+TEST_F(JournalTest, AFailedPreparationLeavesTheRollToCreateTheSegment) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  fs_.fail_creates = true;
+  EXPECT_TRUE(journal->PrepareNextSegment().IsIOError());
+  fs_.fail_creates = false;
+  Append(journal.get(), {"a"});  // the journal did not fail
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    Append(journal.get(), {"b"});
+  }
+  EXPECT_EQ(2u, journal->Segments().size());
+}
+
+TEST_F(JournalTest, TheNextSegmentIsPreparedInTheBackground) {
+  options_.segment_bytes = 4096;
+  options_.prepare_in_background = true;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillPastHalf(journal.get(), options_, [&](Journal* j) { Append(j, {"k"}); });
+  for (int waited_ms = 0; waited_ms < 10'000 && !std::filesystem::exists(Path(2));
+       waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(Path(2)));
+  fs_.fail_creates = true;
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    Append(journal.get(), {"k"});
+  }
+  EXPECT_EQ(2u, journal->Segments().size());
+  fs_.fail_creates = false;
 }
 
 TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {

@@ -1,6 +1,6 @@
 // A RocksDB FileSystem wrapper for the journal's tests (engine/src/journal.h opens its segments as
-// random-access read-write files): makes writes, syncs or deletes fail on demand, records the
-// syncs and deletes in order, and lets a test hold a reader after its read.
+// random-access read-write files): makes creations, writes, syncs or deletes fail on demand,
+// records the syncs and deletes in order, and lets a test hold a reader after its read.
 #pragma once
 
 #include <atomic>
@@ -24,6 +24,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   // >= 0: that many more writes succeed, then every one fails (ENOSPC).
   std::atomic<int> writes_before_failure{-1};
   std::atomic<bool> fail_deletes{false};  // EIO
+  std::atomic<bool> fail_creates{false};  // ENOSPC on creating a file
   // Syncs of this file fail (EIO). Set while no journal is syncing.
   std::string fail_syncs_of;
   // While on, "sync <path>" and "delete <path>" are recorded, in order.
@@ -50,6 +51,12 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
     Record("delete " + name);
     return target()->DeleteFile(name, options, dbg);
+  }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    if (fail_creates) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
+    return target()->NewWritableFile(name, options, result, dbg);
   }
   rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSRandomRWFile>* result,
