@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 
 #include <rocksdb/file_system.h>
@@ -523,6 +524,58 @@ std::vector<Journal::SegmentInfo> Journal::Segments() const {
   std::sort(out.begin(), out.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) { return a.number < b.number; });
   return out;
+}
+
+Status Journal::CopyTo(const std::string& dir) const {
+  const rocksdb::IOOptions io;
+  // The cut: every segment with entries, and where its entries end, at one instant.
+  std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> cut;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& segment : by_id_) {
+      if (segment && segment != reserved_) cut.emplace_back(segment, segment->end);
+    }
+  }
+  std::sort(cut.begin(), cut.end(),
+            [](const auto& a, const auto& b) { return a.first->number < b.first->number; });
+  if (rocksdb::IOStatus s = fs_->CreateDirIfMissing(dir, io, nullptr); !s.ok()) {
+    return FromRocks(s);
+  }
+  std::vector<std::string> children;
+  if (rocksdb::IOStatus s = fs_->GetChildren(dir, io, &children, nullptr); !s.ok()) {
+    return FromRocks(s);
+  }
+  for (const std::string& name : children) {
+    if (SegmentNumber(name)) {
+      return Status::InvalidArgument(dir + " already holds journal segment " + name);
+    }
+  }
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::string buffer(kChunk, '\0');
+  for (const auto& [segment, end] : cut) {
+    const std::string path = dir + "/" + std::filesystem::path(segment->path).filename().string();
+    std::unique_ptr<rocksdb::FSWritableFile> out;
+    rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &out, nullptr);
+    for (uint64_t offset = 0; s.ok() && offset < end;) {
+      rocksdb::Slice read;
+      s = segment->file->Read(offset, std::min(kChunk, end - offset), io, &read, buffer.data(),
+                              nullptr);
+      if (s.ok() && read.empty()) {
+        s = rocksdb::IOStatus::IOError(segment->path + " ends at " + std::to_string(offset) +
+                                       ", before its entries' end " + std::to_string(end));
+      }
+      if (s.ok()) s = out->Append(read, io, nullptr);
+      offset += read.size();
+    }
+    if (s.ok()) s = out->Sync(io, nullptr);
+    if (s.ok()) s = out->Close(io, nullptr);
+    if (!s.ok())
+      return Status::IOError("copying " + segment->path + " to " + path + ": " + s.ToString());
+  }
+  std::unique_ptr<rocksdb::FSDirectory> directory;
+  rocksdb::IOStatus s = fs_->NewDirectory(dir, io, &directory, nullptr);
+  if (s.ok()) s = directory->Fsync(io, nullptr);
+  return s.ok() ? Status::Ok() : FromRocks(s);
 }
 
 uint64_t Journal::last_sequence() const {

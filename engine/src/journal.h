@@ -121,6 +121,15 @@ class Journal {
   std::vector<SegmentInfo> Segments() const;
   uint64_t last_sequence() const;
 
+  // Copies the journal as it stands at the call into `dir` (created if missing; InvalidArgument
+  // if it already holds a segment file): each segment's entries up to the last one appended
+  // before the call, each file synced, then the directory. The copy opens as a journal whose
+  // last segment ends clean. A segment deleted meanwhile (dropped, moved out of) is still
+  // copied: its file stays open until the copy is done, so the copy is one consistent cut.
+  // Appends go on meanwhile. The copy is not synced from the journal's own durability: an
+  // entry appended before the call is in it, synced or not. IOError naming the file.
+  Status CopyTo(const std::string& dir) const;
+
   // What Open zeroed at the end of the last segment, for the owner to log: the bytes a crash
   // left of a write that was never acknowledged (or, undetectably, damage to the last entries:
   // journal_format.h).

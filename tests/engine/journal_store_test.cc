@@ -615,6 +615,118 @@ TEST_F(JournalStoreTest, AReaderFindsARecordWhileItIsMovedOnAndOn) {
   EXPECT_EQ("kept", Get("stable"));
 }
 
+// The store opened on a copy of this one's journal (CopyTo), under `removal_bound_ms`.
+std::unique_ptr<JournalStore> OpenCopy(const std::string& dir, const JournalOptions& options,
+                                       const Clock* clock, int64_t removal_bound_ms = 0) {
+  Result<std::unique_ptr<JournalStore>> copy = JournalStore::Open(
+      rocksdb::FileSystem::Default().get(), dir, options, clock, removal_bound_ms);
+  EXPECT_TRUE(copy.ok()) << copy.status().ToString();
+  return copy.ok() ? std::move(*copy) : nullptr;
+}
+
+std::string ValueIn(const JournalStore& store, std::string_view key) {
+  Result<std::optional<JournalStore::Version>> version = store.Get(key);
+  if (!version.ok()) return version.status().ToString();
+  return *version ? (*version)->value : "(none)";
+}
+
+TEST_F(JournalStoreTest, ACopyOpensAsTheStoreItWasCopiedFrom) {
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = "key-" + std::to_string(i % 70);
+    if (i % 7 == 3) {
+      Apply({Delete(key)});
+      model.erase(key);
+    } else {
+      Apply({Put(key, std::string(30, static_cast<char>('a' + i % 26)), 1000)});
+      model[key] = std::string(30, static_cast<char>('a' + i % 26));
+    }
+  }
+  ASSERT_GT(SegmentFiles(), 3u);
+  const std::string copy_dir = dir_.Sub("copy");
+  ASSERT_OK(store_->journal().CopyTo(copy_dir));
+  std::unique_ptr<JournalStore> copy = OpenCopy(copy_dir, options_, &clock_);
+  ASSERT_NE(nullptr, copy);
+  EXPECT_EQ(model.size(), copy->records());
+  for (int k = 0; k < 70; ++k) {
+    const std::string key = "key-" + std::to_string(k);
+    auto it = model.find(key);
+    EXPECT_EQ(it == model.end() ? "(none)" : it->second, ValueIn(*copy, key)) << key;
+  }
+  EXPECT_EQ(store_->journal().last_sequence(), copy->journal().last_sequence());
+  // A directory that already holds a journal is not written over.
+  EXPECT_TRUE(store_->journal().CopyTo(copy_dir).IsInvalidArgument());
+}
+
+TEST_F(JournalStoreTest, ACopyTakenWhileWritersRunHoldsWholeBatchesAndAllBeforeIt) {
+  options_.prepare_in_background = true;
+  Reopen();
+  std::atomic<bool> stop{false};
+  std::atomic<int> acknowledged{0};
+  std::thread writer([&] {
+    for (int i = 1; !stop; ++i) {
+      const std::string v = std::to_string(i) + std::string(60, '.');
+      if (!store_->Apply({{Put("a", v, 1000), Put("b", v, 1000)}}).ok()) return;
+      acknowledged = i;
+    }
+  });
+  while (acknowledged.load() < 200) std::this_thread::yield();
+  const int before = acknowledged.load();
+  const Status copied = store_->journal().CopyTo(dir_.Sub("copy"));
+  stop = true;
+  writer.join();
+  ASSERT_OK(copied);
+  std::unique_ptr<JournalStore> copy = OpenCopy(dir_.Sub("copy"), options_, &clock_);
+  ASSERT_NE(nullptr, copy);
+  const std::string a = ValueIn(*copy, "a");
+  EXPECT_EQ(a, ValueIn(*copy, "b"));
+  EXPECT_GE(std::stoi(a), before);
+}
+
+TEST_F(JournalStoreTest, ACopyKeepsASegmentDeletedWhileItRuns) {
+  const std::string first = store_->journal().SegmentPath(ActiveSegment());
+  FillToNextSegment("long", kForever);  // the first segment stays
+  Apply({Put("forever", "f", kForever)});
+  const std::string second = store_->journal().SegmentPath(ActiveSegment());
+  FillToNextSegment("short", 100);  // the second is mostly dead: moved out of
+  // The copy's read of the first segment waits until a move has deleted the second.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool copy_reading = false, moved = false;
+  std::atomic<std::thread::id> copier{std::thread::id()};
+  fs_.after_read = [&](const std::string& name) {
+    if (std::this_thread::get_id() != copier.load() || name != first) return;
+    std::unique_lock<std::mutex> lock(mu);
+    if (copy_reading) return;
+    copy_reading = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return moved; });
+  };
+  Status copied;
+  std::thread copy_thread([&] {
+    copier = std::this_thread::get_id();
+    copied = store_->journal().CopyTo(dir_.Sub("copy"));
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return copy_reading; });
+  }
+  Result<JournalStore::MoveReport> report = store_->MoveSurvivors(100, kMoveAnySparse);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    moved = true;
+  }
+  cv.notify_all();
+  copy_thread.join();
+  fs_.after_read = nullptr;
+  ASSERT_OK(report);
+  ASSERT_FALSE(std::filesystem::exists(second));
+  ASSERT_OK(copied);
+  std::unique_ptr<JournalStore> copy = OpenCopy(dir_.Sub("copy"), options_, &clock_, 100);
+  ASSERT_NE(nullptr, copy);
+  EXPECT_EQ("f", ValueIn(*copy, "forever"));
+}
+
 TEST_F(JournalStoreTest, WritersDropsMovesAndReadersOnTheirOwnThreads) {
   options_.prepare_in_background = true;  // and segments prepared on their own thread
   Reopen();
