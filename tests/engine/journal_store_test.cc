@@ -91,6 +91,13 @@ class JournalStoreTest : public ::testing::Test {
     }
     ASSERT_NE(segment, ActiveSegment());
   }
+  // "k" = "old" (keep-until 1'000'000) in a segment that long-lived records keep on disk, then
+  // a delete of "k" at the start of the next segment (keeping that keep-until).
+  void OldVersionThenDelete() {
+    Apply({Put("k", "old", 1'000'000)});
+    FillToNextSegment("long", 1'000'000);
+    Apply({Delete("k")});
+  }
   bool SegmentFileExists(uint64_t number) const {
     return std::filesystem::exists(store_->journal().SegmentPath(number));
   }
@@ -358,12 +365,8 @@ TEST_F(JournalStoreTest, MovesOnlySegmentsThePolicyPicks) {
 }
 
 TEST_F(JournalStoreTest, AMovedDeleteStillKeepsTheOlderVersionFromComingBack) {
-  // Segment A: "k" and what keeps A on disk.
-  Apply({Put("k", "old", 1'000'000)});
-  FillToNextSegment("long", 1'000'000);
-  // Segment B: the delete (keeping A's keep-until) among short-lived records.
-  Apply({Delete("k")});
-  const uint64_t with_delete = ActiveSegment();
+  OldVersionThenDelete();
+  const uint64_t with_delete = ActiveSegment();  // among short-lived records:
   FillToNextSegment("short", 100);
 
   Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
@@ -376,9 +379,7 @@ TEST_F(JournalStoreTest, AMovedDeleteStillKeepsTheOlderVersionFromComingBack) {
 }
 
 TEST_F(JournalStoreTest, AMovedDeleteDoesNotReviveAVersionThatEndedSince) {
-  Apply({Put("k", "old", 1'000'000)});
-  FillToNextSegment("long", 1'000'000);
-  Apply({Delete("k")});
+  OldVersionThenDelete();
   FillToNextSegment("short", 100);
   Apply({Put("k", "brief", 200)});  // after the delete: nothing to keep it as long
   ASSERT_OK(store_->MoveSurvivors(300, kMoveAnySparse));
@@ -387,9 +388,7 @@ TEST_F(JournalStoreTest, AMovedDeleteDoesNotReviveAVersionThatEndedSince) {
 }
 
 TEST_F(JournalStoreTest, ADeleteAndANewerPutInOneSegmentAreMovedOnce) {
-  Apply({Put("k", "old", 1'000'000)});
-  FillToNextSegment("long", 1'000'000);
-  Apply({Delete("k")});
+  OldVersionThenDelete();
   Apply({Put("k", "brief", 500)});
   FillToNextSegment("short", 100);
   Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
@@ -406,9 +405,7 @@ TEST_F(JournalStoreTest, ADeleteAndANewerPutInOneSegmentAreMovedOnce) {
 }
 
 TEST_F(JournalStoreTest, AMovedDeleteDoesNotKeepTheNewerVersionLonger) {
-  Apply({Put("k", "old", 1'000'000)});
-  FillToNextSegment("long", 1'000'000);
-  Apply({Delete("k")});
+  OldVersionThenDelete();
   FillToNextSegment("short", 100);
   Apply({Put("k", "brief", 500)});
   FillToNextSegment("short-2", 100);
