@@ -569,8 +569,9 @@ Status Journal::CopyTo(const std::string& dir) const {
     }
     if (s.ok()) s = out->Sync(io, nullptr);
     if (s.ok()) s = out->Close(io, nullptr);
-    if (!s.ok())
+    if (!s.ok()) {
       return Status::IOError("copying " + segment->path + " to " + path + ": " + s.ToString());
+    }
   }
   std::unique_ptr<rocksdb::FSDirectory> directory;
   rocksdb::IOStatus s = fs_->NewDirectory(dir, io, &directory, nullptr);
