@@ -249,6 +249,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     journal->Activate(std::move(*created));
   } else if (rocksdb::IOStatus s = journal->active_->file->Sync(io, nullptr); !s.ok()) {
     return FromRocks(s);  // what a crash left in the page cache is durable from here on
+  } else if (!journal->sealed_unsynced_.empty()) {
+    // Not its entries' end: an entry saying so would vouch for the segments before it, which
+    // the first Sync has still to cover.
+    journal->active_->synced = kSegmentHeaderBytes;
   }
   if (options.prepare_in_background) {
     Journal* j = journal.get();
@@ -455,7 +459,10 @@ Status Journal::Sync() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     segment->synced = std::max(segment->synced, end);
-    if (segment != active_ && !sealed_unsynced_.empty() && sealed_unsynced_.front() == segment) {
+    // Sealed since this began, a segment may have received more than this sync covered: it
+    // stays on the list for the next Sync then.
+    if (segment != active_ && end >= segment->end && !sealed_unsynced_.empty() &&
+        sealed_unsynced_.front() == segment) {
       sealed_unsynced_.erase(sealed_unsynced_.begin());
     }
   }

@@ -103,9 +103,10 @@ class Journal {
   Status Sync();
   // Creates the segment after the active one, for the next roll to take: the file, its header
   // and zeros ahead, synced, and the directory synced. Ok at once if one is prepared or being
-  // prepared. Its error otherwise (the journal does not fail: the roll tries again itself);
-  // Busy if every id is taken. A prepared segment is not listed by Segments() until a roll
-  // takes it. Concurrent with Append, Sync and Read.
+  // created (by another preparation, or by a roll for itself: then none is left prepared). Its
+  // error otherwise (the journal does not fail: the roll tries again itself); Busy if every id is
+  // taken. A prepared segment is not listed by Segments() until a roll takes it. Concurrent with
+  // Append, Sync and Read.
   Status PrepareNextSegment();
   // Reads up to `bytes` bytes at `at` into `out` (fewer at the end of the segment's file).
   // NotFound if the segment is gone (deleted), IOError if the read fails. An id reused since

@@ -202,11 +202,15 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
                                  ? std::numeric_limits<int64_t>::max()
                                  : removal_bound_ms + std::max<int64_t>(policy.min_stay_ms, 0);
   std::vector<Journal::SegmentInfo> segments = journal_->Segments();
+  auto named = [](const Journal::SegmentInfo& segment) {
+    return [&segment](const SegmentName& name) {
+      return name.id == segment.id && name.number == segment.number;
+    };
+  };
   // Segments moved out of before whose file could not be deleted: only the delete is left.
   for (auto it = undeleted_.begin(); it != undeleted_.end();) {
-    auto same = std::find_if(segments.begin(), segments.end(), [&](const auto& s) {
-      return s.id == it->id && s.number == it->number;
-    });
+    auto same = std::find_if(segments.begin(), segments.end(),
+                             [&](const auto& segment) { return named(segment)(*it); });
     if (same != segments.end()) {
       if (Status s = journal_->DeleteSegment(same->id); !s.ok()) return s;
       ++report.segments;
@@ -215,19 +219,19 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
     }
     it = undeleted_.erase(it);  // deleted now, or dropped since
   }
+  std::erase_if(unmovable_, [&](const SegmentName& name) {  // dropped since
+    return std::none_of(segments.begin(), segments.end(),
+                        [&](const auto& segment) { return named(segment)(name); });
+  });
   for (const Journal::SegmentInfo& segment : segments) {
     if (segment.active || segment.max_keep_until_ms <= stays_past) continue;
+    if (std::any_of(unmovable_.begin(), unmovable_.end(), named(segment))) continue;
     const uint64_t bytes = segment.end_offset - kSegmentHeaderBytes;
     const uint64_t needed = NeededAfter(segment.id, removal_bound_ms);
     if (static_cast<double>(needed) > policy.max_needed_fraction * static_cast<double>(bytes)) {
       continue;
     }
-    Status s = MoveSegment(segment, removal_bound_ms, &report);
-    if (s.IsCorruption()) {  // that segment's: the others may still be moved
-      if (report.skipped++ == 0) report.first_skipped = s;
-      continue;
-    }
-    if (!s.ok()) return s;
+    if (Status s = MoveSegment(segment, removal_bound_ms, &report); !s.ok()) return s;
   }
   return report;
 }
@@ -251,11 +255,17 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
           survivors.push_back({op, static_cast<uint32_t>(offset)});
         }
       });
-  if (!scan.ok()) return Status::Corruption(name + ": " + scan.status().message());
+  // A segment that cannot be moved is kept, and the others are still moved.
+  auto skip = [&](Status why) {
+    if (report->skipped++ == 0) report->first_skipped = std::move(why);
+    unmovable_.push_back({segment.id, segment.number});  // not read again on every call
+    return Status::Ok();
+  };
+  if (!scan.ok()) return skip(Status::Corruption(name + ": " + scan.status().message()));
   if (scan->header.number != segment.number || scan->tail != SegmentScan::Tail::kClean ||
       scan->end_offset != segment.end_offset) {
-    return Status::Corruption(name + " no longer reads as it did at " +
-                              std::to_string(segment.end_offset) + " bytes: " + scan->what);
+    return skip(Status::Corruption(name + " no longer reads as it did at " +
+                                   std::to_string(segment.end_offset) + " bytes: " + scan->what));
   }
 
   const size_t entry_limit =
@@ -299,6 +309,15 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
       }
       const uint64_t op_bytes = OpBytes(op.key.size(), op.value.size());
       const uint64_t later_bytes = later ? OpBytes(op.key.size(), later->value.size()) : 0;
+      if (kEntryHeaderBytes + op_bytes + later_bytes >
+          options_.segment_bytes - kSegmentHeaderBytes) {
+        // Nothing of this segment was appended yet if this is its first such pair; what was is
+        // in the journal twice, which a reopen resolves.
+        return skip(Status::InvalidArgument(name + ": a delete of a key of " +
+                                            std::to_string(op.key.size()) +
+                                            " bytes and the version after it do not fit in one "
+                                            "entry of a segment"));
+      }
       if (entry.ops() > 0 && entry.bytes() + op_bytes + later_bytes > entry_limit) {
         if (later) taken.erase(uint64_t{later->at.segment} << 32 | later->at.offset);
         if (op.type == OpType::kPut) taken.erase(uint64_t{at.segment} << 32 | at.offset);

@@ -114,7 +114,9 @@ class JournalStore {
     uint64_t ops_moved = 0;    // appended again
     uint64_t bytes_moved = 0;  // the entries that took them
     uint64_t bytes_freed = 0;  // the deleted segments' files, up to their entries' end
-    // Picked segments that no longer scan whole (Corruption), kept; the first one's error.
+    // Picked segments kept because they cannot be moved: one that no longer scans whole
+    // (Corruption), or holds a delete and a version after it too large for one entry together
+    // (InvalidArgument). The first one's error.
     size_t skipped = 0;
     Status first_skipped;
   };
@@ -126,7 +128,8 @@ class JournalStore {
   // back and the newer one is not hidden. Operations whose keep-until
   // is at or before `removal_bound_ms` are not needed (the bound's rule as for DropEndedBy).
   // Writers wait for it only while it appends (in entries of up to kMoveEntryBytes).
-  // A picked segment that does not scan whole is kept and counted in the report; the journal's
+  // A picked segment that cannot be moved is kept, counted in the report and not tried again
+  // until the store is reopened; the journal's
   // failure if an append or the sync fails, the delete's if the file cannot be deleted (its
   // survivors are then in the journal twice, which a reopen resolves: the later copy wins; the
   // next call tries the delete again, first).
@@ -171,6 +174,7 @@ class JournalStore {
     uint64_t number = 0;
   };
   std::vector<SegmentName> undeleted_;  // guarded by drop_mu_: moved out of, delete failed
+  std::vector<SegmentName> unmovable_;  // guarded by drop_mu_: skipped, not tried again
   mutable std::mutex need_mu_;
   std::unordered_map<uint32_t, std::map<int64_t, uint64_t>> needs_;  // guarded by need_mu_
 };

@@ -414,6 +414,25 @@ TEST_F(JournalStoreTest, AMovedDeleteDoesNotKeepTheNewerVersionLonger) {
   EXPECT_EQ("(none)", Get("k"));
 }
 
+TEST_F(JournalStoreTest, ADeleteWhoseLaterVersionCannotFollowItInOneEntryIsNotMoved) {
+  OldVersionThenDelete();
+  const uint64_t with_delete = ActiveSegment();
+  FillToNextSegment("short", 100);
+  // Fits a segment alone, not with the delete before it.
+  const std::string big(
+      options_.segment_bytes - kSegmentHeaderBytes - kEntryHeaderBytes - OpBytes(1, 0) - 8, 'b');
+  Apply({Put("k", big, 500)});
+  FillToNextSegment("short-2", 100);
+  Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
+  ASSERT_OK(moved);
+  EXPECT_EQ(1u, moved->skipped);
+  EXPECT_TRUE(moved->first_skipped.IsInvalidArgument()) << moved->first_skipped.ToString();
+  EXPECT_TRUE(SegmentFileExists(with_delete));
+  EXPECT_EQ(big, Get("k"));
+  Reopen(100);
+  EXPECT_EQ(big, Get("k"));
+}
+
 TEST_F(JournalStoreTest, ADeleteMovedAfterANewerPutNeverHidesIt) {
   // A: the old versions, kept on disk by long-lived records.
   Apply({Put("a", "a-old", 1'000'000), Put("b", "b-old", 1'000'000)});
@@ -526,6 +545,10 @@ TEST_F(JournalStoreTest, ADamagedSegmentIsNotMoved) {
   EXPECT_TRUE(SegmentFileExists(first));
   EXPECT_EQ("f", Get("forever"));
   EXPECT_EQ("f2", Get("forever-2"));
+  moved = store_->MoveSurvivors(100, kMoveAnySparse);  // not read again
+  ASSERT_OK(moved);
+  EXPECT_EQ(0u, moved->skipped);
+  EXPECT_TRUE(SegmentFileExists(first));
 }
 
 TEST_F(JournalStoreTest, AReadThatOutlivesTheSegmentItBeganInFindsTheMovedRecord) {

@@ -32,6 +32,9 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   // Called after each read of a file, with its path, on the reading thread. Set while no read
   // is in flight; null: none.
   std::function<void(const std::string&)> after_read;
+  // Called before each sync of a file, with its path, on the syncing thread. Set while no sync
+  // is in flight; null: none.
+  std::function<void(const std::string&)> before_sync;
 
   std::vector<std::string> events() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +93,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
+      if (fs_->before_sync) fs_->before_sync(name_);
       if (fs_->fail_syncs || name_ == fs_->fail_syncs_of) {
         return rocksdb::IOStatus::IOError("injected EIO");
       }
