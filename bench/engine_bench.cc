@@ -13,6 +13,8 @@
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
 //   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
+//   BM_JournalStore_MoveSurvivors/needed_per_mille: moving the few records that never expire out
+//   of otherwise ended segments, so that the segments can go.
 //   BM_JournalIndex_Find/keys/hit: the journal's in-memory index (engine/src/journal_index.h)
 //   holding `keys` keys, asked about keys it holds or not; its counters give the memory per key
 //   and the candidates per lookup that belong to other keys (each would cost a read).
@@ -28,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -264,6 +267,51 @@ void BM_JournalStore_Get(benchmark::State& state) {
     if (!got.ok() || !*got) state.SkipWithError("expected a hit");
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+// Moving the survivors out of full 64 MiB segments in which `needed` per mille of the records
+// never expire and the rest have ended: the time per segment freed, and the bytes written again
+// per byte freed (`moved_per_freed`).
+void BM_JournalStore_MoveSurvivors(benchmark::State& state) {
+  const uint64_t needed_per_mille = static_cast<uint64_t>(state.range(0));
+  const std::string value = RecordValue();
+  ManualClock clock;
+  uint64_t freed = 0, moved = 0, segments = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::string dir = FreshDir("idem_microbench_move");
+    auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
+                                              journal::JournalOptions(), &clock, 0);
+    if (!opened.ok()) Die("journal open: " + opened.status().ToString());
+    std::unique_ptr<journal::JournalStore> store = std::move(*opened);
+    std::vector<std::string> keys;
+    std::vector<journal::JournalStore::Write> writes;
+    for (uint64_t i = 0; store->journal().Segments().size() < 3; i += 128) {
+      keys.clear();
+      writes.clear();
+      for (uint64_t j = i; j < i + 128; ++j) keys.push_back(RecordKey(kNs, KeyOf(j)));
+      for (uint64_t j = 0; j < keys.size(); ++j) {
+        const bool lives = (i + j) % 1000 < needed_per_mille;
+        writes.push_back({journal::OpType::kPut, keys[j], value,
+                          lives ? std::numeric_limits<int64_t>::max() : 1});
+      }
+      if (!store->Apply(writes).ok()) Die("journal apply failed");
+    }
+    if (!store->Sync().ok()) Die("journal sync failed");  // as group commits would have
+    state.ResumeTiming();
+    auto report = store->MoveSurvivors(10, {.max_needed_fraction = 1, .min_stay_ms = 0});
+    if (!report.ok()) Die("move: " + report.status().ToString());
+    state.PauseTiming();
+    freed += report->bytes_freed;
+    moved += report->bytes_moved;
+    segments += report->segments;
+    store.reset();
+    std::filesystem::remove_all(dir);
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(freed));
+  state.counters["segments"] = static_cast<double>(segments) / state.iterations();
+  state.counters["moved_per_freed"] = freed ? static_cast<double>(moved) / freed : 0;
 }
 
 // Opening a journal store of `records` records written in batches of 128, each about as large
@@ -780,6 +828,14 @@ BENCHMARK(BM_Get_AtScale)
     ->ArgNames({"records", "journal"})
     ->ArgsProduct({{10'000'000}, {0, 1}})
     ->UseRealTime();
+BENCHMARK(BM_JournalStore_MoveSurvivors)
+    ->ArgName("needed_per_mille")
+    ->Arg(10)
+    ->Arg(100)
+    ->Arg(250)
+    ->Iterations(3)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JournalStore_Open)
     ->Arg(1'000'000)
     ->Arg(10'000'000)

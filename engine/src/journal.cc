@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 
 #include <rocksdb/file_system.h>
@@ -73,7 +74,14 @@ Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions&
       clock_(clock),
       reserved_(std::make_shared<Segment>()) {}
 
-Journal::~Journal() = default;
+Journal::~Journal() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  prepare_cv_.notify_all();
+  if (preparer_.joinable()) preparer_.join();
+}
 
 std::string Journal::SegmentPath(uint64_t number) const {
   char name[kNumberDigits + 1];
@@ -216,7 +224,13 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     segment->max_keep_until_ms = scan->max_keep_until_ms;
     journal->last_sequence_ =
         std::max({journal->last_sequence_, header->after_sequence, scan->last_sequence});
-    if (last) journal->active_ = segment;
+    if (last) {
+      journal->active_ = segment;
+    } else {
+      // What a crash of the process left in the page cache, replayed but perhaps not durable:
+      // the first Sync covers it before anything written from now on, as if just sealed.
+      journal->sealed_unsynced_.push_back(segment);
+    }
   }
   if (!past_cut.empty()) {
     for (const std::string& path : past_cut) {
@@ -229,14 +243,66 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
   }
   if (!journal->active_) {
     const uint64_t next = numbers.empty() ? 1 : numbers.back() + 1;
-    if (Status s = journal->StartSegment(next); !s.ok()) return s;
+    Result<std::shared_ptr<Segment>> created = journal->CreateSegment(next);
+    if (!created.ok()) return created.status();
+    std::lock_guard<std::mutex> lock(journal->mu_);
+    journal->Activate(std::move(*created));
   } else if (rocksdb::IOStatus s = journal->active_->file->Sync(io, nullptr); !s.ok()) {
     return FromRocks(s);  // what a crash left in the page cache is durable from here on
+  } else if (!journal->sealed_unsynced_.empty()) {
+    // Not its entries' end: an entry saying so would vouch for the segments before it, which
+    // the first Sync has still to cover.
+    journal->active_->synced = kSegmentHeaderBytes;
+  }
+  if (options.prepare_in_background) {
+    Journal* j = journal.get();
+    journal->preparer_ = std::thread([j] { j->PrepareLoop(); });
   }
   return journal;
 }
 
-Status Journal::StartSegment(uint64_t number) {
+void Journal::Activate(std::shared_ptr<Segment> segment) {
+  by_id_[segment->id] = segment;
+  if (active_) sealed_unsynced_.push_back(active_);  // oldest first: Sync's order
+  active_ = std::move(segment);
+}
+
+Status Journal::PrepareNextSegment() {
+  uint64_t number = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;
+    if (spare_ || preparing_) return Status::Ok();
+    preparing_ = true;
+    // The appender rolls only once this is done (Append waits for it), so the active segment
+    // is still the one before this number when the roll takes it.
+    number = active_->number + 1;
+  }
+  Result<std::shared_ptr<Segment>> created = CreateSegment(number);
+  std::lock_guard<std::mutex> lock(mu_);
+  preparing_ = false;
+  if (created.ok()) {
+    spare_ = std::move(*created);
+  } else {
+    prepare_failed_for_ = number;
+  }
+  prepare_cv_.notify_all();
+  return created.status();
+}
+
+void Journal::PrepareLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    prepare_cv_.wait(lock, [this] { return stopping_ || prepare_asked_; });
+    if (stopping_) return;
+    prepare_asked_ = false;
+    lock.unlock();
+    (void)PrepareNextSegment();  // a failure is the roll's to report, should it recur there
+    lock.lock();
+  }
+}
+
+Result<std::shared_ptr<Journal::Segment>> Journal::CreateSegment(uint64_t number) {
   const rocksdb::IOOptions io;
   auto segment = std::make_shared<Segment>();
   segment->number = number;
@@ -251,7 +317,8 @@ Status Journal::StartSegment(uint64_t number) {
                           " segments, all it can index; drop some first");
     }
     segment->id = *id;
-    by_id_[segment->id] = reserved_;  // the segment takes its place once it is ready
+    by_id_[segment->id] = reserved_;  // the segment takes its place once it is active
+    // A prepared segment is created before the last entry ahead of it: a lower bound then.
     after_sequence = last_sequence_;
   }
   // Created through a writable file (which creates it), then reopened for positioned writes.
@@ -284,15 +351,12 @@ Status Journal::StartSegment(uint64_t number) {
   }
   segment->end = kSegmentHeaderBytes;
   segment->synced = kSegmentHeaderBytes;
-  std::lock_guard<std::mutex> lock(mu_);
   if (!s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
     by_id_[segment->id].reset();  // the id is free again; the file, if any, holds no entry
     return FromRocks(s);
   }
-  by_id_[segment->id] = segment;
-  if (active_) sealed_unsynced_.push_back(active_);  // oldest first: Sync's order
-  active_ = std::move(segment);
-  return Status::Ok();
+  return segment;
 }
 
 Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
@@ -315,9 +379,33 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   }
   const rocksdb::IOOptions io;
   if (at + size > options_.segment_bytes) {
-    // The full segment is left to the next Sync, which syncs it before the new one.
-    if (Status s = StartSegment(segment->number + 1); !s.ok()) {
-      return s.IsBusy() ? s : Fail(s);  // out of ids: nothing was written; a drop frees some
+    // The full segment is left to the next Sync, which syncs it before the new one. The new
+    // one becomes active in the same critical section that ends its creation: a preparation
+    // starting in between would create the same file again.
+    bool prepared = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      prepare_cv_.wait(lock, [this] { return !preparing_; });  // it would be this one's file
+      if (spare_) {
+        Activate(std::move(spare_));
+        spare_.reset();
+        prepared = true;
+      } else {
+        preparing_ = true;
+      }
+    }
+    if (!prepared) {
+      Result<std::shared_ptr<Segment>> created = CreateSegment(segment->number + 1);
+      std::lock_guard<std::mutex> lock(mu_);
+      preparing_ = false;
+      prepare_cv_.notify_all();
+      if (!created.ok()) {
+        // Out of ids: nothing was written; a drop frees some.
+        if (created.status().IsBusy()) return created.status();
+        if (failed_.ok()) failed_ = created.status();
+        return failed_;
+      }
+      Activate(std::move(*created));
     }
     std::lock_guard<std::mutex> lock(mu_);
     segment = active_;
@@ -347,6 +435,11 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   segment->end = end;
   segment->max_keep_until_ms = std::max(segment->max_keep_until_ms, max_keep_until_ms);
   last_sequence_ = sequence;
+  if (preparer_.joinable() && !spare_ && !preparing_ && !prepare_asked_ &&
+      end > options_.segment_bytes / 2 && prepare_failed_for_ != segment->number + 1) {
+    prepare_asked_ = true;
+    prepare_cv_.notify_all();
+  }
   return Location{segment->id, static_cast<uint32_t>(at)};
 }
 
@@ -366,7 +459,10 @@ Status Journal::Sync() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     segment->synced = std::max(segment->synced, end);
-    if (segment != active_ && !sealed_unsynced_.empty() && sealed_unsynced_.front() == segment) {
+    // Sealed since this began, a segment may have received more than this sync covered: it
+    // stays on the list for the next Sync then.
+    if (segment != active_ && end >= segment->end && !sealed_unsynced_.empty() &&
+        sealed_unsynced_.front() == segment) {
       sealed_unsynced_.erase(sealed_unsynced_.begin());
     }
   }
@@ -403,20 +499,25 @@ Status Journal::DeleteSegment(uint32_t id) {
       return Status::InvalidArgument("journal segment " + std::to_string(id) + " is being written");
     }
     segment = std::move(by_id_[id]);
+    by_id_[id] = reserved_;  // not readable, and not free for a new segment until this is done
   }
   // A reader in flight holds the segment, and so its open file, until it is done.
   rocksdb::IOStatus s = fs_->DeleteFile(segment->path, rocksdb::IOOptions(), nullptr);
-  if (s.ok()) {
+  const bool deleted = s.ok();
+  if (deleted) {
     // Gone for good before the caller relies on it (a deleted segment that came back after a
     // crash would only hold ended operations, but its numbers would have to be explained).
     std::unique_ptr<rocksdb::FSDirectory> directory;
     s = fs_->NewDirectory(dir_, rocksdb::IOOptions(), &directory, nullptr);
     if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
-    return s.ok() ? Status::Ok() : FromRocks(s);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  by_id_[id] = std::move(segment);  // still there: deleted by a later attempt
-  return FromRocks(s);
+  if (deleted) {
+    by_id_[id].reset();
+  } else {
+    by_id_[id] = std::move(segment);  // still there: deleted by a later attempt
+  }
+  return s.ok() ? Status::Ok() : FromRocks(s);
 }
 
 std::vector<Journal::SegmentInfo> Journal::Segments() const {
@@ -430,6 +531,59 @@ std::vector<Journal::SegmentInfo> Journal::Segments() const {
   std::sort(out.begin(), out.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) { return a.number < b.number; });
   return out;
+}
+
+Status Journal::CopyTo(const std::string& dir) const {
+  const rocksdb::IOOptions io;
+  // The cut: every segment with entries, and where its entries end, at one instant.
+  std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> cut;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& segment : by_id_) {
+      if (segment && segment != reserved_) cut.emplace_back(segment, segment->end);
+    }
+  }
+  std::sort(cut.begin(), cut.end(),
+            [](const auto& a, const auto& b) { return a.first->number < b.first->number; });
+  if (rocksdb::IOStatus s = fs_->CreateDirIfMissing(dir, io, nullptr); !s.ok()) {
+    return FromRocks(s);
+  }
+  std::vector<std::string> children;
+  if (rocksdb::IOStatus s = fs_->GetChildren(dir, io, &children, nullptr); !s.ok()) {
+    return FromRocks(s);
+  }
+  for (const std::string& name : children) {
+    if (SegmentNumber(name)) {
+      return Status::InvalidArgument(dir + " already holds journal segment " + name);
+    }
+  }
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::string buffer(kChunk, '\0');
+  for (const auto& [segment, end] : cut) {
+    const std::string path = dir + "/" + std::filesystem::path(segment->path).filename().string();
+    std::unique_ptr<rocksdb::FSWritableFile> out;
+    rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &out, nullptr);
+    for (uint64_t offset = 0; s.ok() && offset < end;) {
+      rocksdb::Slice read;
+      s = segment->file->Read(offset, std::min(kChunk, end - offset), io, &read, buffer.data(),
+                              nullptr);
+      if (s.ok() && read.empty()) {
+        s = rocksdb::IOStatus::IOError(segment->path + " ends at " + std::to_string(offset) +
+                                       ", before its entries' end " + std::to_string(end));
+      }
+      if (s.ok()) s = out->Append(read, io, nullptr);
+      offset += read.size();
+    }
+    if (s.ok()) s = out->Sync(io, nullptr);
+    if (s.ok()) s = out->Close(io, nullptr);
+    if (!s.ok()) {
+      return Status::IOError("copying " + segment->path + " to " + path + ": " + s.ToString());
+    }
+  }
+  std::unique_ptr<rocksdb::FSDirectory> directory;
+  rocksdb::IOStatus s = fs_->NewDirectory(dir, io, &directory, nullptr);
+  if (s.ok()) s = directory->Fsync(io, nullptr);
+  return s.ok() ? Status::Ok() : FromRocks(s);
 }
 
 uint64_t Journal::last_sequence() const {

@@ -9,7 +9,8 @@
 //   segment header (48 bytes):
 //     magic "IDEMJNL1" (8) | format version (4, = 1) | masked crc32c of the next 32 bytes (4) |
 //     segment number (8) | created, ms since the epoch (8, signed) |
-//     after sequence (8): the last sequence number written before this segment began |
+//     after sequence (8): the last sequence number written before this segment was created
+//       (for a segment created ahead of its first entry, at most the last before that entry) |
 //     salt (8): random, mixed into every entry header's checksum
 //   entries, each starting at a multiple of 8 (kAlignment), back to back
 //   zeros to the end of the file (a segment is written over zeros laid down ahead of it)
@@ -28,12 +29,13 @@
 //     keep until, ms since the epoch (8, signed) | key | value (empty for a delete)
 //
 // All integers are little-endian. Sequence numbers grow by at least one from each entry to the
-// next, across segments too (a segment's header carries where they stood), so an entry is never
-// taken for a later one. The salt keeps a client's value that holds an image of an entry from
-// passing for one: without the segment's salt its header does not check. "Keep until" is the
-// time after which the segment no longer needs the operation: a record's death, or, for an
-// operation that replaces or deletes a version that lives longer, that version's keep-until
-// (otherwise deleting this segment first would bring the older version back at the next open).
+// next, across the segments present too (a segment's header carries a bound on where they
+// stood), so an entry is never taken for a later one. The salt keeps a client's value that holds an
+// image of an entry from passing for one: without the segment's salt its header does not check.
+// "Keep until" is the time after which the segment no longer needs the operation: a record's death,
+// or, for an operation that replaces or deletes a version that lives longer, that version's
+// keep-until (otherwise deleting this segment first would bring the older version back at the next
+// open).
 //
 // Each operation carries its own checksum so that a read of one record (an index hit) verifies
 // what it read without reading its whole batch; the entry header's checksum, with every

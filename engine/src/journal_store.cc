@@ -1,6 +1,8 @@
 #include "journal_store.h"
 
 #include <algorithm>
+#include <limits>
+#include <unordered_set>
 #include <vector>
 
 #include "key_hash.h"
@@ -12,7 +14,7 @@ Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs
                                                          const JournalOptions& options,
                                                          const Clock* clock,
                                                          int64_t removal_bound_ms) {
-  std::unique_ptr<JournalStore> store(new JournalStore(removal_bound_ms));
+  std::unique_ptr<JournalStore> store(new JournalStore(options, removal_bound_ms));
   Status replayed;
   Result<std::unique_ptr<Journal>> journal = Journal::Open(
       fs, dir, options, clock,
@@ -29,16 +31,19 @@ Status JournalStore::Replay(const Journal& journal, const OpView& op, Journal::L
   const uint64_t hash = KeyHash(op.key);
   Result<std::optional<Version>> current = Find(journal, hash, op.key);
   if (!current.ok()) return current.status();
-  const bool present = op.type == OpType::kPut && op.keep_until_ms > removal_bound_ms_;
+  const bool needed = op.keep_until_ms > removal_bound_ms_;
+  const bool present = op.type == OpType::kPut && needed;
   if (*current) {
     if (present) {
       index_.Replace(hash, (*current)->at, at);
     } else {
       index_.Erase(hash, (*current)->at);
     }
+    RemoveNeed((*current)->at.segment, (*current)->keep_until_ms, (*current)->op_bytes);
   } else if (present && !index_.Insert(hash, at)) {
     return Status::Busy("the journal's index is full");
   }
+  if (needed) AddNeed(at.segment, op.keep_until_ms, OpBytes(op.key.size(), op.value.size()));
   return Status::Ok();
 }
 
@@ -46,29 +51,48 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
                                                                 uint64_t hash,
                                                                 std::string_view key) const {
   std::vector<Journal::Location> candidates;
-  index_.Find(hash, &candidates);
   std::string bytes;
-  for (const Journal::Location& at : candidates) {
-    Status read = journal.Read(at, kReadAhead, &bytes);
-    if (read.IsNotFound()) continue;  // its segment was dropped: only dead versions were there
-    if (!read.ok()) return read;
-    std::optional<size_t> size = PeekOpBytes(bytes);
-    // The size is not checked yet: bounded by the segment before anything is allocated for it.
-    if (size && *size > bytes.size() && *size <= kMaxSegmentBytes - at.offset) {
-      if (read = journal.Read(at, *size, &bytes); !read.ok()) return read;
+  for (int attempt = 0;; ++attempt) {
+    candidates.clear();
+    index_.Find(hash, &candidates);
+    // A candidate whose segment went (dropped, or moved: MoveSurvivors points the index at the
+    // new copy before it deletes the old) while this looked: asking the index again finds
+    // where the version is now, if it is still anywhere.
+    bool stale = false;
+    for (const Journal::Location& at : candidates) {
+      Status read = journal.Read(at, kReadAhead, &bytes);
+      std::optional<size_t> size = read.ok() ? PeekOpBytes(bytes) : std::nullopt;
+      // The size is not checked yet: bounded by the segment before anything is allocated for it.
+      if (size && *size > bytes.size() && *size <= kMaxSegmentBytes - at.offset) {
+        read = journal.Read(at, *size, &bytes);  // the segment may have gone since the first
+      }
+      if (read.IsNotFound()) {
+        stale = true;
+        continue;
+      }
+      if (!read.ok()) return read;
+      Result<OpView> op = DecodeOp(bytes);
+      if (!op.ok()) {
+        // A segment gone since the index was asked, whose id a new segment took: not damage.
+        if (!index_.Holds(hash, at)) {
+          stale = true;
+          continue;
+        }
+        return Status::Corruption("journal segment " + std::to_string(at.segment) + " offset " +
+                                  std::to_string(at.offset) + ": " + op.status().message());
+      }
+      if (op->key == key) {
+        return std::optional<Version>(Version{std::string(op->value), op->keep_until_ms, at,
+                                              OpBytes(op->key.size(), op->value.size())});
+      }
+      if (!index_.Holds(hash, at)) stale = true;
     }
-    Result<OpView> op = DecodeOp(bytes);
-    if (!op.ok()) {
-      // A segment dropped since the index was asked, whose id a new segment took: not damage.
-      if (!index_.Holds(hash, at)) continue;
-      return Status::Corruption("journal segment " + std::to_string(at.segment) + " offset " +
-                                std::to_string(at.offset) + ": " + op.status().message());
-    }
-    if (op->key == key) {
-      return std::optional<Version>(Version{std::string(op->value), op->keep_until_ms, at});
+    if (!stale) return std::optional<Version>();
+    if (attempt == kMaxLookupAttempts) {
+      return Status::Busy("journal lookup: segments kept going while it looked, " +
+                          std::to_string(attempt + 1) + " times");
     }
   }
-  return std::optional<Version>();
 }
 
 Result<std::optional<JournalStore::Version>> JournalStore::Get(std::string_view key) const {
@@ -82,7 +106,7 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     uint64_t hash = 0;
     // Where the key is before this write: in the index, or put by an earlier write of the batch
     // (`earlier`, its index in `writes`).
-    std::optional<Journal::Location> current;
+    std::optional<Version> current;  // without its value
     std::optional<size_t> earlier;
     int64_t keep_until_ms = 0;  // as written: raised to what it replaces
   };
@@ -105,8 +129,9 @@ Status JournalStore::Apply(std::span<const Write> writes) {
       Result<std::optional<Version>> current = Find(*journal_, p.hash, w.key);
       if (!current.ok()) return current.status();
       if (*current) {
-        p.current = (*current)->at;
-        keep_until_ms = std::max(keep_until_ms, (*current)->keep_until_ms);
+        (*current)->value.clear();
+        p.current = std::move(*current);
+        keep_until_ms = std::max(keep_until_ms, p.current->keep_until_ms);
       }
     }
     p.keep_until_ms = keep_until_ms;
@@ -116,25 +141,35 @@ Status JournalStore::Apply(std::span<const Write> writes) {
   Result<Journal::Location> at = journal_->Append(&entry);
   if (!at.ok()) return at.status();
   for (size_t i = 0; i < writes.size(); ++i) {
+    const Write& w = writes[i];
     Pending& p = pending[i];
     const Journal::Location here{at->segment, at->offset + offsets[i]};
-    std::optional<Journal::Location> current = p.current;
+    AddNeed(here.segment, p.keep_until_ms, OpBytes(w.key.size(), w.value.size()));
+    std::optional<Version> current = p.current;
     if (p.earlier) {
       const size_t j = *p.earlier;
-      current = writes[j].type == OpType::kPut ? std::optional<Journal::Location>(Journal::Location{
-                                                     at->segment, at->offset + offsets[j]})
-                                               : std::nullopt;
+      current.reset();
+      if (writes[j].type == OpType::kPut) {
+        current = Version{{},
+                          pending[j].keep_until_ms,
+                          Journal::Location{at->segment, at->offset + offsets[j]},
+                          OpBytes(writes[j].key.size(), writes[j].value.size())};
+      }
     }
-    if (writes[i].type == OpType::kPut) {
-      // A drop may have removed the current entry since it was read: then it is new again.
-      if (!(current && index_.Replace(p.hash, *current, here)) && !index_.Insert(p.hash, here)) {
+    // A drop or a move may have taken the current entry since it was read: then it is new again
+    // (and its bytes were counted out there).
+    bool replaced = false;
+    if (w.type == OpType::kPut) {
+      replaced = current && index_.Replace(p.hash, current->at, here);
+      if (!replaced && !index_.Insert(p.hash, here)) {
         failed_ = Status::Busy("the journal's index is full (" + std::to_string(index_.size()) +
                                " records): the store takes no more writes");
         return failed_;
       }
     } else if (current) {
-      index_.Erase(p.hash, *current);
+      replaced = index_.Erase(p.hash, current->at);
     }
+    if (replaced) RemoveNeed(current->at.segment, current->keep_until_ms, current->op_bytes);
   }
   return Status::Ok();
 }
@@ -152,9 +187,225 @@ Result<size_t> JournalStore::DropEndedBy(int64_t until_ms) {
   // learns it is gone, and either way the version was dead.
   index_.EraseSegments(doomed);
   for (size_t i = 0; i < doomed.size(); ++i) {
+    ForgetNeeds(doomed[i]);  // before the id is free for a new segment
     if (Status s = journal_->DeleteSegment(doomed[i]); !s.ok()) return s;
   }
   return doomed.size();
+}
+
+Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bound_ms,
+                                                             const MovePolicy& policy) {
+  std::lock_guard<std::mutex> lock(drop_mu_);
+  MoveReport report;
+  const int64_t stays_past = removal_bound_ms > std::numeric_limits<int64_t>::max() -
+                                                    std::max<int64_t>(policy.min_stay_ms, 0)
+                                 ? std::numeric_limits<int64_t>::max()
+                                 : removal_bound_ms + std::max<int64_t>(policy.min_stay_ms, 0);
+  std::vector<Journal::SegmentInfo> segments = journal_->Segments();
+  auto named = [](const Journal::SegmentInfo& segment) {
+    return [&segment](const SegmentName& name) {
+      return name.id == segment.id && name.number == segment.number;
+    };
+  };
+  // Segments moved out of before whose file could not be deleted: only the delete is left.
+  for (auto it = undeleted_.begin(); it != undeleted_.end();) {
+    auto same = std::find_if(segments.begin(), segments.end(),
+                             [&](const auto& segment) { return named(segment)(*it); });
+    if (same != segments.end()) {
+      if (Status s = journal_->DeleteSegment(same->id); !s.ok()) return s;
+      ++report.segments;
+      report.bytes_freed += same->end_offset;
+      segments.erase(same);
+    }
+    it = undeleted_.erase(it);  // deleted now, or dropped since
+  }
+  std::erase_if(unmovable_, [&](const SegmentName& name) {  // dropped since
+    return std::none_of(segments.begin(), segments.end(),
+                        [&](const auto& segment) { return named(segment)(name); });
+  });
+  for (const Journal::SegmentInfo& segment : segments) {
+    if (segment.active || segment.max_keep_until_ms <= stays_past) continue;
+    if (std::any_of(unmovable_.begin(), unmovable_.end(), named(segment))) continue;
+    const uint64_t bytes = segment.end_offset - kSegmentHeaderBytes;
+    const uint64_t needed = NeededAfter(segment.id, removal_bound_ms);
+    if (static_cast<double>(needed) > policy.max_needed_fraction * static_cast<double>(bytes)) {
+      continue;
+    }
+    if (Status s = MoveSegment(segment, removal_bound_ms, &report); !s.ok()) return s;
+  }
+  return report;
+}
+
+Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
+                                 MoveReport* report) {
+  const std::string name = "journal segment " + std::to_string(segment.number);
+  std::string bytes;
+  if (Status read = journal_->Read(Journal::Location{segment.id, 0}, segment.end_offset, &bytes);
+      !read.ok()) {
+    return read;
+  }
+  struct Survivor {
+    OpView op;  // borrows from `bytes`
+    uint32_t offset = 0;
+  };
+  std::vector<Survivor> survivors;
+  Result<SegmentScan> scan =
+      ScanSegment(bytes, 0, [&](const OpView& op, uint64_t offset, uint64_t /*sequence*/) {
+        if (op.keep_until_ms > removal_bound_ms) {
+          survivors.push_back({op, static_cast<uint32_t>(offset)});
+        }
+      });
+  // A segment that cannot be moved is kept, and the others are still moved.
+  auto skip = [&](Status why) {
+    if (report->skipped++ == 0) report->first_skipped = std::move(why);
+    unmovable_.push_back({segment.id, segment.number});  // not read again on every call
+    return Status::Ok();
+  };
+  if (!scan.ok()) return skip(Status::Corruption(name + ": " + scan.status().message()));
+  if (scan->header.number != segment.number || scan->tail != SegmentScan::Tail::kClean ||
+      scan->end_offset != segment.end_offset) {
+    return skip(Status::Corruption(name + " no longer reads as it did at " +
+                                   std::to_string(segment.end_offset) + " bytes: " + scan->what));
+  }
+
+  const size_t entry_limit =
+      std::min<size_t>(kMoveEntryBytes, options_.segment_bytes - kSegmentHeaderBytes);
+  struct Moved {
+    uint64_t hash = 0;
+    std::optional<Version> from;  // the version whose index entry follows it (no value)
+    int64_t keep_until_ms = 0;
+    uint64_t op_bytes = 0;
+  };
+  std::vector<Moved> moved;
+  EntryBuilder entry;
+  // The locations of versions already taken on: a put of this segment is queued once, whether
+  // as itself or in the place of a delete before it (whose entry the index follows only once
+  // the append is done).
+  std::unordered_set<uint64_t> taken;
+  auto take = [&](Journal::Location at) {
+    return taken.insert(uint64_t{at.segment} << 32 | at.offset).second;
+  };
+  for (size_t i = 0; i < survivors.size();) {
+    std::lock_guard<std::mutex> lock(apply_mu_);  // the index stands still while this appends
+    if (!failed_.ok()) return failed_;
+    for (; i < survivors.size(); ++i) {
+      const OpView& op = survivors[i].op;
+      const uint64_t hash = KeyHash(op.key);
+      const Journal::Location at{segment.id, survivors[i].offset};
+      // What goes again: the operation itself, and for a delete the version written since,
+      // when it ends first (it follows the delete, so the delete cannot hide it).
+      std::optional<Version> later;
+      if (op.type == OpType::kPut) {
+        if (!index_.Holds(hash, at) || !take(at)) continue;  // replaced since, or queued
+      } else {
+        Result<std::optional<Version>> found = Find(*journal_, hash, op.key);
+        if (!found.ok()) return found.status();
+        if (*found && (*found)->keep_until_ms > removal_bound_ms) {
+          // Outlasting what this delete guards, it guards that itself; already queued, it
+          // follows a copy of this delete or of an earlier one of the same key.
+          if ((*found)->keep_until_ms >= op.keep_until_ms || !take((*found)->at)) continue;
+          later = std::move(*found);
+        }
+      }
+      const uint64_t op_bytes = OpBytes(op.key.size(), op.value.size());
+      const uint64_t later_bytes = later ? OpBytes(op.key.size(), later->value.size()) : 0;
+      if (kEntryHeaderBytes + op_bytes + later_bytes >
+          options_.segment_bytes - kSegmentHeaderBytes) {
+        // Nothing of this segment was appended yet if this is its first such pair; what was is
+        // in the journal twice, which a reopen resolves.
+        return skip(Status::InvalidArgument(name + ": a delete of a key of " +
+                                            std::to_string(op.key.size()) +
+                                            " bytes and the version after it do not fit in one "
+                                            "entry of a segment"));
+      }
+      if (entry.ops() > 0 && entry.bytes() + op_bytes + later_bytes > entry_limit) {
+        if (later) taken.erase(uint64_t{later->at.segment} << 32 | later->at.offset);
+        if (op.type == OpType::kPut) taken.erase(uint64_t{at.segment} << 32 | at.offset);
+        break;
+      }
+      if (Status s = entry.Add(op); !s.ok()) return s;
+      moved.push_back({hash,
+                       op.type == OpType::kPut
+                           ? std::optional<Version>(Version{{}, op.keep_until_ms, at, op_bytes})
+                           : std::nullopt,
+                       op.keep_until_ms, op_bytes});
+      if (later) {
+        if (Status s = entry.Add(OpView{OpType::kPut, later->keep_until_ms, op.key, later->value});
+            !s.ok()) {
+          return s;
+        }
+        const int64_t keep_until_ms = later->keep_until_ms;
+        later->value.clear();
+        moved.push_back({hash, std::move(later), keep_until_ms, later_bytes});
+      }
+    }
+    if (entry.ops() == 0) break;
+    const std::vector<uint32_t> offsets = entry.offsets();
+    const uint64_t entry_bytes = entry.bytes();
+    Result<Journal::Location> appended = journal_->Append(&entry);
+    if (!appended.ok()) return appended.status();
+    for (size_t j = 0; j < moved.size(); ++j) {
+      const Journal::Location here{appended->segment, appended->offset + offsets[j]};
+      const std::optional<Version>& from = moved[j].from;
+      if (from && index_.Replace(moved[j].hash, from->at, here)) {
+        RemoveNeed(from->at.segment, from->keep_until_ms, from->op_bytes);
+      }
+      AddNeed(here.segment, moved[j].keep_until_ms, moved[j].op_bytes);
+    }
+    report->ops_moved += moved.size();
+    report->bytes_moved += entry_bytes;
+    moved.clear();
+  }
+  // The copies must be durable before the segment that holds the other copy goes.
+  if (Status s = journal_->Sync(); !s.ok()) return s;
+  index_.EraseSegments({segment.id});  // versions ended by the bound
+  ForgetNeeds(segment.id);             // while the id is still this segment's
+  if (Status s = journal_->DeleteSegment(segment.id); !s.ok()) {
+    undeleted_.push_back({segment.id, segment.number});  // the next call deletes it
+    return s;
+  }
+  ++report->segments;
+  report->bytes_freed += segment.end_offset;
+  return Status::Ok();
+}
+
+namespace {
+// Rounded down: an operation within a bucket of its end counts as no longer needed.
+int64_t NeedBucket(int64_t keep_until_ms, int64_t bucket_ms) {
+  const int64_t rem = keep_until_ms % bucket_ms;
+  return rem >= 0 ? keep_until_ms - rem : keep_until_ms - rem - bucket_ms;
+}
+}  // namespace
+
+void JournalStore::AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(need_mu_);
+  needs_[segment][NeedBucket(keep_until_ms, kNeedBucketMs)] += bytes;
+}
+
+void JournalStore::RemoveNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(need_mu_);
+  auto it = needs_.find(segment);
+  if (it == needs_.end()) return;  // forgotten: dropped or moved
+  auto bucket = it->second.find(NeedBucket(keep_until_ms, kNeedBucketMs));
+  if (bucket == it->second.end()) return;
+  bucket->second -= std::min(bucket->second, bytes);
+  if (bucket->second == 0) it->second.erase(bucket);
+}
+
+void JournalStore::ForgetNeeds(uint32_t segment) {
+  std::lock_guard<std::mutex> lock(need_mu_);
+  needs_.erase(segment);
+}
+
+uint64_t JournalStore::NeededAfter(uint32_t segment, int64_t removal_bound_ms) const {
+  std::lock_guard<std::mutex> lock(need_mu_);
+  auto it = needs_.find(segment);
+  if (it == needs_.end()) return 0;
+  uint64_t bytes = 0;
+  for (auto b = it->second.upper_bound(removal_bound_ms); b != it->second.end(); ++b) {
+    bytes += b->second;
+  }
+  return bytes;
 }
 
 }  // namespace idem::journal

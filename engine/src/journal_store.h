@@ -11,7 +11,11 @@
 //
 // A segment lives as long as its longest-lived operation: records of different lifetimes
 // written into the same segment keep each other's bytes on disk (not in the index, once a
-// reopen's bound has passed them).
+// reopen's bound has passed them). MoveSurvivors bounds that: a segment whose operations are
+// mostly no longer needed, but that would stay on disk long for the few that are (a record that
+// never expires, a lease completed into a long retention), has those few appended again and is
+// deleted. It weighs each segment by an estimate of its needed bytes kept as writes replace
+// versions; what it moves, it decides from the index and the segment's own bytes.
 //
 // Lookups: a key's hash finds candidate locations in the index; each is read (one pread of the
 // record when it is under kReadAhead bytes) and its key compared.
@@ -25,18 +29,21 @@
 // to DropEndedBy before (the engine persists it, as its clock mark). Otherwise a restart could
 // replay a version whose replacement was in a segment already dropped.
 //
-// Thread safety: Get, Sync, DropEndedBy and the stats from any thread; Apply from one at a time
-// (the owner serializes writers, and orders a writer's lookups and its Apply under its own
-// locks, as the engine's stripe locks do).
+// Thread safety: Get, Sync, DropEndedBy, MoveSurvivors and the stats from any thread; Apply
+// from one at a time (the owner serializes writers, and orders a writer's lookups and its Apply
+// under its own locks, as the engine's stripe locks do).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "idem/clock.h"
 #include "idem/result.h"
@@ -53,11 +60,13 @@ class JournalStore {
  public:
   // A read that fetches this much first gets most records whole in one call.
   static constexpr size_t kReadAhead = 512;
+  static constexpr int kMaxLookupAttempts = 16;
 
   struct Version {
     std::string value;
     int64_t keep_until_ms = 0;
     Journal::Location at;
+    uint64_t op_bytes = 0;  // what the operation takes in its segment
   };
   struct Write {
     OpType type = OpType::kPut;
@@ -74,8 +83,9 @@ class JournalStore {
                                                     const Clock* clock, int64_t removal_bound_ms);
 
   // The key's current version, or nullopt when it has none (never written, deleted, or in a
-  // segment deleted meanwhile). IOError or Corruption when a candidate cannot be read or does
-  // not decode: never taken for absence.
+  // segment dropped meanwhile). IOError or Corruption when a candidate cannot be read or does
+  // not decode: never taken for absence. A lookup that finds a candidate's segment gone asks
+  // the index again; Busy if that happened kMaxLookupAttempts + 1 times in a row.
   Result<std::optional<Version>> Get(std::string_view key) const;
   // Appends `writes` as one entry, all or nothing, and points the index at them; a later write
   // of a key in the same batch wins. InvalidArgument for a write the format cannot hold (nothing
@@ -90,25 +100,83 @@ class JournalStore {
   // the first file that cannot be deleted, with its error.
   Result<size_t> DropEndedBy(int64_t until_ms);
 
+  // When MoveSurvivors moves a segment's survivors: when both hold.
+  struct MovePolicy {
+    // The bytes of its operations still needed are at most this fraction of its entries' bytes
+    // (as estimated above): about that fraction of it is written again, f / (1 - f) bytes per
+    // byte of disk won back (1/3 at 0.25).
+    double max_needed_fraction = 0.25;
+    // It would otherwise stay longer than this past the removal bound (its last keep-until).
+    int64_t min_stay_ms = 60 * 60 * 1000;
+  };
+  struct MoveReport {
+    size_t segments = 0;       // moved out of and deleted
+    uint64_t ops_moved = 0;    // appended again
+    uint64_t bytes_moved = 0;  // the entries that took them
+    uint64_t bytes_freed = 0;  // the deleted segments' files, up to their entries' end
+    // Picked segments kept because they cannot be moved: one that no longer scans whole
+    // (Corruption), or holds a delete and a version after it too large for one entry together
+    // (InvalidArgument). The first one's error.
+    size_t skipped = 0;
+    Status first_skipped;
+  };
+  // For each sealed segment the policy picks, oldest first: appends again, with their
+  // keep-until, the operations in it still needed, syncs them, then deletes the segment. Needed
+  // is a put the index still points at, and a delete whose key has no version since, or one
+  // that ends before the delete's keep-until: then that version is appended again right after
+  // the delete, in the same entry, so that an older version in an earlier segment cannot come
+  // back and the newer one is not hidden. Operations whose keep-until
+  // is at or before `removal_bound_ms` are not needed (the bound's rule as for DropEndedBy).
+  // Writers wait for it only while it appends (in entries of up to kMoveEntryBytes).
+  // A picked segment that cannot be moved is kept, counted in the report and not tried again
+  // until the store is reopened; the journal's
+  // failure if an append or the sync fails, the delete's if the file cannot be deleted (its
+  // survivors are then in the journal twice, which a reopen resolves: the later copy wins; the
+  // next call tries the delete again, first).
+  static constexpr size_t kMoveEntryBytes = size_t{1} << 20;
+  Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);
+
   size_t records() const { return index_.size(); }
   size_t index_bytes() const { return index_.MemoryBytes(); }
   const Journal& journal() const { return *journal_; }
 
  private:
-  explicit JournalStore(int64_t removal_bound_ms) : removal_bound_ms_(removal_bound_ms) {}
+  JournalStore(const JournalOptions& options, int64_t removal_bound_ms)
+      : options_(options), removal_bound_ms_(removal_bound_ms) {}
   // The location and version of `key` (hash `hash`) among the index's candidates, read through
   // `journal`; nullopt if none is the key's.
   Result<std::optional<Version>> Find(const Journal& journal, uint64_t hash,
                                       std::string_view key) const;
   // Replays one operation read by Journal::Open.
   Status Replay(const Journal& journal, const OpView& op, Journal::Location at);
+  // MoveSurvivors for one segment (drop_mu_ held).
+  Status MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
+                     MoveReport* report);
 
+  // The needed-bytes estimate: per segment id, bytes by keep-until, rounded down to
+  // kNeedBucketMs (what ends within that is as good as ended). A delete counts until its
+  // keep-until even once a later put made it moot.
+  static constexpr int64_t kNeedBucketMs = 60'000;
+  void AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes);
+  void RemoveNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes);
+  void ForgetNeeds(uint32_t segment);
+  uint64_t NeededAfter(uint32_t segment, int64_t removal_bound_ms) const;
+
+  const JournalOptions options_;
   const int64_t removal_bound_ms_;  // for the replay at open
   JournalIndex index_;
   std::unique_ptr<Journal> journal_;
   std::mutex apply_mu_;  // one Apply at a time, whatever the owner does
   Status failed_;        // guarded by apply_mu_: set once the index is full
-  std::mutex drop_mu_;   // one DropEndedBy at a time
+  std::mutex drop_mu_;   // one DropEndedBy or MoveSurvivors at a time
+  struct SegmentName {
+    uint32_t id = 0;
+    uint64_t number = 0;
+  };
+  std::vector<SegmentName> undeleted_;  // guarded by drop_mu_: moved out of, delete failed
+  std::vector<SegmentName> unmovable_;  // guarded by drop_mu_: skipped, not tried again
+  mutable std::mutex need_mu_;
+  std::unordered_map<uint32_t, std::map<int64_t, uint64_t>> needs_;  // guarded by need_mu_
 };
 
 }  // namespace idem::journal

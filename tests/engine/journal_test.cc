@@ -4,14 +4,20 @@
 #include "journal.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
+#include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
 
 namespace idem::journal {
@@ -26,67 +32,6 @@ struct Replayed {
   Location at;
   uint64_t sequence;
   bool operator==(const Replayed&) const = default;
-};
-
-// Fails positioned writes or syncs of the journal's files while a switch is on.
-class FailingFs final : public rocksdb::FileSystemWrapper {
- public:
-  FailingFs() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
-  const char* Name() const override { return "FailingFs"; }
-  std::atomic<bool> fail_writes{false};
-  std::atomic<bool> fail_syncs{false};
-  // >= 0: that many more writes succeed, then every one fails (ENOSPC).
-  std::atomic<int> writes_before_failure{-1};
-  std::atomic<bool> fail_deletes{false};
-
-  rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
-                               rocksdb::IODebugContext* dbg) override {
-    if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
-    return target()->DeleteFile(name, options, dbg);
-  }
-
-  rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
-                                    std::unique_ptr<rocksdb::FSRandomRWFile>* result,
-                                    rocksdb::IODebugContext* dbg) override {
-    std::unique_ptr<rocksdb::FSRandomRWFile> file;
-    rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
-    if (s.ok()) *result = std::make_unique<File>(std::move(file), this, name);
-    return s;
-  }
-  // Syncs of this file fail (EIO). Set while no journal is syncing.
-  std::string fail_syncs_of;
-  // The files synced, by name, in order (while `record_syncs` is on).
-  std::atomic<bool> record_syncs{false};
-  std::vector<std::string> synced;  // written by the syncing thread only
-
- private:
-  class File final : public rocksdb::FSRandomRWFileOwnerWrapper {
-   public:
-    File(std::unique_ptr<rocksdb::FSRandomRWFile> file, FailingFs* fs, std::string name)
-        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {}
-    rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& data,
-                            const rocksdb::IOOptions& options,
-                            rocksdb::IODebugContext* dbg) override {
-      if (fs_->fail_writes) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
-      if (fs_->writes_before_failure >= 0 && fs_->writes_before_failure-- == 0) {
-        fs_->fail_writes = true;
-        return rocksdb::IOStatus::NoSpace("injected ENOSPC");
-      }
-      return FSRandomRWFileOwnerWrapper::Write(offset, data, options, dbg);
-    }
-    rocksdb::IOStatus Sync(const rocksdb::IOOptions& options,
-                           rocksdb::IODebugContext* dbg) override {
-      if (fs_->fail_syncs || name_ == fs_->fail_syncs_of) {
-        return rocksdb::IOStatus::IOError("injected EIO");
-      }
-      if (fs_->record_syncs) fs_->synced.push_back(name_);
-      return FSRandomRWFileOwnerWrapper::Sync(options, dbg);
-    }
-
-   private:
-    FailingFs* fs_;
-    std::string name_;
-  };
 };
 
 class JournalTest : public ::testing::Test {
@@ -150,9 +95,10 @@ class JournalTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  FailingFs fs_;
+  testing::JournalFaultFs fs_;
   ManualClock clock_;
-  JournalOptions options_;
+  // Segments are created by the roll unless a test prepares them: files and syncs as written.
+  JournalOptions options_{.prepare_in_background = false};
 };
 
 TEST_F(JournalTest, AFreshJournalHasOneEmptyActiveSegment) {
@@ -360,10 +306,192 @@ TEST_F(JournalTest, ARollLeavesTheFullSegmentToSyncWhichSyncsOldestFirst) {
   for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard)
     Append(journal.get(), {"k"});
   fs_.fail_syncs_of.clear();
-  fs_.record_syncs = true;
+  fs_.record = true;
   ASSERT_OK(journal->Sync());
-  fs_.record_syncs = false;
-  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced);
+  fs_.record = false;
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, ASyncThatARollOvertookLeavesTheRestOfTheSegmentToTheNext) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  Append(journal.get(), {"a"});
+  // The sync of segment 1 waits while more is appended to it and the writer rolls on.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool syncing = false, rolled = false;
+  fs_.before_sync = [&](const std::string& path) {
+    if (path != Path(1)) return;
+    std::unique_lock<std::mutex> lock(mu);
+    if (syncing) return;
+    syncing = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return rolled; });
+  };
+  Status first;
+  std::thread syncer([&] { first = journal->Sync(); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return syncing; });
+  }
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    Append(journal.get(), {"b"});
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    rolled = true;
+  }
+  cv.notify_all();
+  syncer.join();
+  fs_.before_sync = nullptr;
+  ASSERT_OK(first);
+  ASSERT_EQ(2u, journal->Segments().size());
+  // What segment 1 received after that sync began is the next one's to make durable.
+  fs_.record = true;
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2)}), fs_.synced());
+}
+
+TEST_F(JournalTest, EntriesWrittenAfterARestartDoNotVouchForSegmentsNotYetSynced) {
+  options_.segment_bytes = 512;
+  std::vector<Replayed> in_first;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int guard = 0; guard < 10'000 && journal->Segments().size() < 2; ++guard) {
+      for (const Replayed& r : Append(journal.get(), {"key-" + std::to_string(guard)})) {
+        if (journal->Segments().size() == 1) in_first.push_back(r);
+      }
+    }
+  }  // the process ends without a sync
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    Append(journal.get(), {"after-restart"});  // not synced either
+  }
+  // A power cut then loses segment 1's last entry, which no sync covered.
+  ASSERT_FALSE(in_first.empty());
+  WriteAt(Path(1), in_first.back().at.offset, std::string(8, '\xAB'));
+  Result<std::unique_ptr<Journal>> journal = OpenJournal();
+  EXPECT_TRUE(journal.ok()) << journal.status().ToString();
+}
+
+TEST_F(JournalTest, AfterARestartTheFirstSyncCoversTheSegmentsItReplayed) {
+  options_.segment_bytes = 1024;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+      Append(journal.get(), {"k"});
+    }
+    ASSERT_EQ(2u, journal->Segments().size());
+  }  // the process ends without a sync: segment 1 is only in the page cache
+  std::unique_ptr<Journal> journal = MustOpen();
+  fs_.record = true;
+  Append(journal.get(), {"after"});
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  // Segment 1 first: were it lost to a power cut after segment 2's new entry said it was
+  // synced, the next open would find a torn sealed segment before synced entries: damage.
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2)}), fs_.synced());
+}
+
+// Appends until the active segment is past half full, short of a roll.
+void FillPastHalf(Journal* journal, const JournalOptions& options,
+                  const std::function<void(Journal*)>& append) {
+  for (int guard = 0;
+       guard < 10'000 && journal->Segments().back().end_offset <= options.segment_bytes / 2;
+       ++guard) {
+    append(journal);
+  }
+}
+
+TEST_F(JournalTest, ARollTakesThePreparedSegmentWithoutCreatingOne) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  Append(journal.get(), {"a"});
+  ASSERT_OK(journal->PrepareNextSegment());
+  EXPECT_TRUE(std::filesystem::exists(Path(2)));
+  EXPECT_EQ(1u, journal->Segments().size());  // not listed until a roll takes it
+  ASSERT_OK(journal->PrepareNextSegment());   // one is enough
+  EXPECT_FALSE(std::filesystem::exists(Path(3)));
+
+  fs_.fail_creates = true;  // the roll into segment 2 creates nothing
+  std::vector<Replayed> written = Append(journal.get(), {"a"});
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    std::vector<Replayed> more = Append(journal.get(), {"b"});
+    written.insert(written.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(2u, journal->Segments().size());
+  EXPECT_EQ(2u, journal->Segments().back().number);
+  // The roll into segment 3 has none prepared, and cannot create it.
+  Status failed;
+  size_t appended = written.size() + 1;  // and the first "a"
+  for (int guard = 0; guard < 1000 && failed.ok(); ++guard) {
+    EntryBuilder entry;
+    ASSERT_OK(entry.Add(OpView{OpType::kPut, 1000, "c", "c-v"}));
+    failed = journal->Append(&entry).status();
+    if (failed.ok()) ++appended;
+  }
+  EXPECT_TRUE(failed.IsIOError()) << failed.ToString();
+  EXPECT_EQ(2u, journal->Segments().back().number);
+  fs_.fail_creates = false;
+  journal.reset();
+  std::vector<Replayed> replayed;
+  journal = MustOpen(&replayed);
+  EXPECT_EQ(appended, replayed.size());
+}
+
+TEST_F(JournalTest, APreparedSegmentNeverTakenIsWhereAppendsGoAfterARestart) {
+  std::vector<Replayed> written;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    written = Append(journal.get(), {"a", "b"});
+    ASSERT_OK(journal->PrepareNextSegment());
+    ASSERT_OK(journal->Sync());
+  }
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  EXPECT_EQ(written, replayed);
+  ASSERT_EQ(2u, journal->Segments().size());
+  EXPECT_EQ(2u, journal->Segments().back().number);
+  std::vector<Replayed> more = Append(journal.get(), {"c"});
+  written.insert(written.end(), more.begin(), more.end());
+  EXPECT_EQ(2u, written.back().sequence);
+  ASSERT_OK(journal->Sync());
+  journal.reset();
+  replayed.clear();
+  journal = MustOpen(&replayed);
+  EXPECT_EQ(written, replayed);
+}
+
+TEST_F(JournalTest, AFailedPreparationLeavesTheRollToCreateTheSegment) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  fs_.fail_creates = true;
+  EXPECT_TRUE(journal->PrepareNextSegment().IsIOError());
+  fs_.fail_creates = false;
+  Append(journal.get(), {"a"});  // the journal did not fail
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    Append(journal.get(), {"b"});
+  }
+  EXPECT_EQ(2u, journal->Segments().size());
+}
+
+TEST_F(JournalTest, TheNextSegmentIsPreparedInTheBackground) {
+  options_.segment_bytes = 4096;
+  options_.prepare_in_background = true;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillPastHalf(journal.get(), options_, [&](Journal* j) { Append(j, {"k"}); });
+  for (int waited_ms = 0; waited_ms < 10'000 && !std::filesystem::exists(Path(2));
+       waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(Path(2)));
+  fs_.fail_creates = true;
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    Append(journal.get(), {"k"});
+  }
+  EXPECT_EQ(2u, journal->Segments().size());
+  fs_.fail_creates = false;
 }
 
 TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {
