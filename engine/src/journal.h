@@ -4,11 +4,11 @@
 // Files are `<number>.jnl`, the number 16 decimal digits, growing by one per segment and never
 // reused. A segment is written until the next entry would not fit, then left for good (sealed);
 // the next one is created, its header synced and the directory synced, before anything is
-// written into it: ahead of time (PrepareNextSegment), or by the roll itself. The sealed segment is
-// synced by the next Sync, which syncs segments oldest first, not on the writer's path. So a sealed
-// segment that ends torn proves that nothing after it was synced: Open then keeps the journal up to
-// the torn entry and deletes the segments after it, after checking that no entry in them says it
-// was written after a sync that covered it.
+// written into it: ahead of time (PrepareNextSegment), or by the roll itself. The sealed segment
+// is synced by the next Sync, which syncs segments oldest first, not on the writer's path. So a
+// sealed segment that ends torn proves that nothing after it was synced: Open then keeps the
+// journal up to the torn entry and deletes the segments after it, after checking that no entry
+// in them says it was written after a sync that covered it.
 //
 // Durability: Append writes into the page cache; Sync makes everything appended before it durable
 // (fdatasync). With `zeros_ahead_bytes`, Append keeps that many zeros written ahead of the data,
@@ -75,15 +75,14 @@ class Journal {
 
   // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
   // for each operation of each intact entry, and readies the last segment for appends (synced
-  // first; the segments before it are synced by the first Sync, before anything appended
-  // after the open). A last
-  // segment whose header does not decode and that holds nothing but zeros after it (a crash
-  // while creating it) is deleted. A torn tail is overwritten with zeros and synced, so the next
-  // entry goes where it began; after a sealed segment's, the segments after it are deleted
-  // (above) and a new one is started. Corruption if a segment is damaged (journal_format.h), a
-  // sealed segment ends torn before an entry written after a sync, a header's number is not its
-  // file's, or sequence numbers do not grow across segments; then the replay calls made so far
-  // are void. IOError if a file cannot be read.
+  // first; the segments before it are left to the first Sync, and until it no entry says they
+  // were synced). A last segment whose header does not decode and that holds nothing but zeros
+  // after it (a crash while creating it) is deleted. A torn tail is overwritten with zeros and
+  // synced, so the next entry goes where it began; after a sealed segment's, the segments after
+  // it are deleted (above) and a new one is started. Corruption if a segment is damaged
+  // (journal_format.h), a sealed segment ends torn before an entry written after a sync, a
+  // header's number is not its file's, or sequence numbers do not grow across segments; then
+  // the replay calls made so far are void. IOError if a file cannot be read.
   // `fs` and `clock` outlive the journal.
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
