@@ -169,6 +169,7 @@ class Journal {
   std::shared_ptr<Segment> active_;
   // Sealed since the last Sync that covered them, oldest first (Sync's work list).
   std::vector<std::shared_ptr<Segment>> sealed_unsynced_;
+  std::vector<std::shared_ptr<Segment>> deleting_;  // by DeleteSegment, until it returns
   uint64_t last_sequence_ = 0;
   std::shared_ptr<Segment> spare_;  // prepared for the next roll, if any
   bool preparing_ = false;          // the next segment is being created (prepared or rolled to)

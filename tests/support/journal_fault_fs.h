@@ -27,6 +27,9 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::atomic<bool> fail_creates{false};  // ENOSPC on creating a file
   // Syncs of this file fail (EIO). Set while no journal is syncing.
   std::string fail_syncs_of;
+  // The next sync of this file fails (EIO), the ones after it succeed: as Linux reports a
+  // writeback error once per open file. Set while no journal is syncing.
+  std::string fail_next_sync_of;
   // While on, "sync <path>" and "delete <path>" are recorded, in order.
   std::atomic<bool> record{false};
   // Called after each read of a file, with its path, on the reading thread. Set while no read
@@ -35,6 +38,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   // Called before each sync of a file, with its path, on the syncing thread. Set while no sync
   // is in flight; null: none.
   std::function<void(const std::string&)> before_sync;
+  // Called before each delete of a file, with its path. Set while no delete is in flight.
+  std::function<void(const std::string&)> before_delete;
 
   std::vector<std::string> events() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -51,6 +56,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
 
   rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
                                rocksdb::IODebugContext* dbg) override {
+    if (before_delete) before_delete(name);
     if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
     Record("delete " + name);
     return target()->DeleteFile(name, options, dbg);
@@ -95,6 +101,10 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
                            rocksdb::IODebugContext* dbg) override {
       if (fs_->before_sync) fs_->before_sync(name_);
       if (fs_->fail_syncs || name_ == fs_->fail_syncs_of) {
+        return rocksdb::IOStatus::IOError("injected EIO");
+      }
+      if (name_ == fs_->fail_next_sync_of) {
+        fs_->fail_next_sync_of.clear();
         return rocksdb::IOStatus::IOError("injected EIO");
       }
       fs_->Record("sync " + name_);
