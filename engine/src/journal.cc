@@ -455,6 +455,9 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
 }
 
 Status Journal::Sync() {
+  // One at a time: a writeback error is reported to one fdatasync of a file only, so a second
+  // Sync of the same file in between could find nothing to report and vouch for lost pages.
+  std::lock_guard<std::mutex> one_sync(sync_mu_);
   // Oldest first: a segment holds entries durable only once every segment before it is, so
   // that a torn sealed segment proves nothing after it was acknowledged (Open).
   std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> unsynced;  // and its end
@@ -469,9 +472,7 @@ Status Journal::Sync() {
       return Fail(FromRocks(s));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    // A concurrent Sync's fdatasync of the same file failed: the kernel reports that once, so
-    // this one's success vouches for nothing.
-    if (!failed_.ok()) return failed_;
+    if (!failed_.ok()) return failed_;  // failed meanwhile (an append, a roll): it stays failed
     segment->synced = std::max(segment->synced, end);
     // Sealed since this began, a segment may have received more than this sync covered: it
     // stays on the list for the next Sync then.

@@ -98,7 +98,9 @@ class Journal {
   // One caller at a time (the owner serializes appends); concurrent with Sync and Read.
   Result<Location> Append(EntryBuilder* entry);
   // Makes every entry appended before the call durable, syncing the sealed segments not synced
-  // yet, oldest first, then the active one. Concurrent with Append and Read.
+  // yet, oldest first, then the active one. The journal's failure once it has failed, even if
+  // this sync's own files were durable. One Sync at a time (a second waits); concurrent with
+  // Append and Read.
   Status Sync();
   // Creates the segment after the active one, for the next roll to take: the file, its header
   // and zeros ahead, synced, and the directory synced. Ok at once if one is prepared or being
@@ -163,6 +165,7 @@ class Journal {
   const Clock* const clock_;
   const std::shared_ptr<Segment> reserved_;  // holds an id while its segment is being created
 
+  std::mutex sync_mu_;     // one Sync at a time; taken before mu_
   mutable std::mutex mu_;  // guards the members below; never held across file I/O
   std::vector<std::shared_ptr<Segment>> by_id_;  // null: a free id
   uint32_t next_id_ = 0;                         // where FreeId looks first

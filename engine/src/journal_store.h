@@ -129,7 +129,7 @@ class JournalStore {
   // is at or before `removal_bound_ms` are not needed (the bound's rule as for DropEndedBy).
   // Writers wait for it only while it appends (in entries of up to kMoveEntryBytes).
   // A picked segment that cannot be moved is kept, counted in the report and not tried again
-  // for kMoveRetryCalls calls; the journal's
+  // for kMoveRetryCalls calls (calls, not time: the owner's pace); the journal's
   // failure if an append or the sync fails, the delete's if the file cannot be deleted (its
   // survivors are then in the journal twice, which a reopen resolves: the later copy wins; the
   // next call tries the delete again, first).
