@@ -136,6 +136,12 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
   // and deleted, keeping the journal a prefix of what was written.
   std::optional<std::string> cut;  // where the torn sealed segment ends, for messages
   std::vector<std::string> past_cut;
+  struct TornTail {
+    std::shared_ptr<Segment> segment;
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+  };
+  std::optional<TornTail> repair;  // zeroed once the segments past it are deleted
   for (size_t i = 0; i < numbers.size(); ++i) {
     const bool last = i + 1 == numbers.size();
     auto segment = std::make_shared<Segment>();
@@ -209,14 +215,13 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     if (scan->tail == SegmentScan::Tail::kTorn) {
       if (!last) cut = where + ": " + scan->what + ", in a sealed segment";
       // The write a crash interrupted: zeros over it, so the next entry starts clean there.
+      // After a sealed segment, only once the segments after it are gone: a crash in between
+      // must find the cut again, not a clean segment followed by what came after the tear.
       const size_t junk_end = LastNonZero(data);
       journal->repaired_tail_ =
           TailRepair{segment->number, scan->end_offset, junk_end - scan->end_offset,
                      scan->entries_after_bad, scan->what};
-      const std::string zeros(junk_end - scan->end_offset, '\0');
-      rocksdb::IOStatus s = segment->file->Write(scan->end_offset, zeros, io, nullptr);
-      if (s.ok()) s = segment->file->Sync(io, nullptr);
-      if (!s.ok()) return FromRocks(s);
+      repair = TornTail{segment, scan->end_offset, junk_end - scan->end_offset};
     }
     segment->end = scan->end_offset;
     segment->synced = scan->end_offset;
@@ -241,6 +246,12 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     if (s.ok()) s = directory->Fsync(io, nullptr);
     if (!s.ok()) return FromRocks(s);
   }
+  if (repair) {
+    const std::string zeros(repair->bytes, '\0');
+    rocksdb::IOStatus s = repair->segment->file->Write(repair->offset, zeros, io, nullptr);
+    if (s.ok()) s = repair->segment->file->Sync(io, nullptr);
+    if (!s.ok()) return FromRocks(s);
+  }
   if (!journal->active_) {
     const uint64_t next = numbers.empty() ? 1 : numbers.back() + 1;
     Result<std::shared_ptr<Segment>> created = journal->CreateSegment(next);
@@ -248,7 +259,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     std::lock_guard<std::mutex> lock(journal->mu_);
     journal->Activate(std::move(*created));
   } else if (rocksdb::IOStatus s = journal->active_->file->Sync(io, nullptr); !s.ok()) {
-    return FromRocks(s);  // what a crash left in the page cache is durable from here on
+    return FromRocks(s);  // what a crash left of the last segment is durable from here on
   } else if (!journal->sealed_unsynced_.empty()) {
     // Not its entries' end: an entry saying so would vouch for the segments before it, which
     // the first Sync has still to cover.
@@ -444,6 +455,9 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
 }
 
 Status Journal::Sync() {
+  // One at a time: a writeback error is reported to one fdatasync of a file only, so a second
+  // Sync of the same file in between could find nothing to report and vouch for lost pages.
+  std::lock_guard<std::mutex> one_sync(sync_mu_);
   // Oldest first: a segment holds entries durable only once every segment before it is, so
   // that a torn sealed segment proves nothing after it was acknowledged (Open).
   std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> unsynced;  // and its end
@@ -458,6 +472,7 @@ Status Journal::Sync() {
       return Fail(FromRocks(s));
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;  // failed meanwhile (an append, a roll): it stays failed
     segment->synced = std::max(segment->synced, end);
     // Sealed since this began, a segment may have received more than this sync covered: it
     // stays on the list for the next Sync then.
@@ -500,6 +515,7 @@ Status Journal::DeleteSegment(uint32_t id) {
     }
     segment = std::move(by_id_[id]);
     by_id_[id] = reserved_;  // not readable, and not free for a new segment until this is done
+    deleting_.push_back(segment);  // still copied by CopyTo meanwhile
   }
   // A reader in flight holds the segment, and so its open file, until it is done.
   rocksdb::IOStatus s = fs_->DeleteFile(segment->path, rocksdb::IOOptions(), nullptr);
@@ -512,8 +528,12 @@ Status Journal::DeleteSegment(uint32_t id) {
     if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  std::erase(deleting_, segment);
   if (deleted) {
     by_id_[id].reset();
+    // Durably gone, it needs no sync: Open will not find it (its file closes with the last
+    // reader).
+    if (s.ok()) std::erase(sealed_unsynced_, segment);
   } else {
     by_id_[id] = std::move(segment);  // still there: deleted by a later attempt
   }
@@ -542,6 +562,7 @@ Status Journal::CopyTo(const std::string& dir) const {
     for (const auto& segment : by_id_) {
       if (segment && segment != reserved_) cut.emplace_back(segment, segment->end);
     }
+    for (const auto& segment : deleting_) cut.emplace_back(segment, segment->end);
   }
   std::sort(cut.begin(), cut.end(),
             [](const auto& a, const auto& b) { return a.first->number < b.first->number; });

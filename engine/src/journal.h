@@ -4,11 +4,11 @@
 // Files are `<number>.jnl`, the number 16 decimal digits, growing by one per segment and never
 // reused. A segment is written until the next entry would not fit, then left for good (sealed);
 // the next one is created, its header synced and the directory synced, before anything is
-// written into it: ahead of time (PrepareNextSegment), or by the roll itself. The sealed segment is
-// synced by the next Sync, which syncs segments oldest first, not on the writer's path. So a sealed
-// segment that ends torn proves that nothing after it was synced: Open then keeps the journal up to
-// the torn entry and deletes the segments after it, after checking that no entry in them says it
-// was written after a sync that covered it.
+// written into it: ahead of time (PrepareNextSegment), or by the roll itself. The sealed segment
+// is synced by the next Sync, which syncs segments oldest first, not on the writer's path. So a
+// sealed segment that ends torn proves that nothing after it was synced: Open then keeps the
+// journal up to the torn entry and deletes the segments after it, after checking that no entry
+// in them says it was written after a sync that covered it.
 //
 // Durability: Append writes into the page cache; Sync makes everything appended before it durable
 // (fdatasync). With `zeros_ahead_bytes`, Append keeps that many zeros written ahead of the data,
@@ -75,15 +75,14 @@ class Journal {
 
   // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
   // for each operation of each intact entry, and readies the last segment for appends (synced
-  // first; the segments before it are synced by the first Sync, before anything appended
-  // after the open). A last
-  // segment whose header does not decode and that holds nothing but zeros after it (a crash
-  // while creating it) is deleted. A torn tail is overwritten with zeros and synced, so the next
-  // entry goes where it began; after a sealed segment's, the segments after it are deleted
-  // (above) and a new one is started. Corruption if a segment is damaged (journal_format.h), a
-  // sealed segment ends torn before an entry written after a sync, a header's number is not its
-  // file's, or sequence numbers do not grow across segments; then the replay calls made so far
-  // are void. IOError if a file cannot be read.
+  // first; the segments before it are left to the first Sync, and until it no entry says they
+  // were synced). A last segment whose header does not decode and that holds nothing but zeros
+  // after it (a crash while creating it) is deleted. A torn tail is overwritten with zeros and
+  // synced, so the next entry goes where it began; after a sealed segment's, the segments after
+  // it are deleted (above) and a new one is started. Corruption if a segment is damaged
+  // (journal_format.h), a sealed segment ends torn before an entry written after a sync, a
+  // header's number is not its file's, or sequence numbers do not grow across segments; then
+  // the replay calls made so far are void. IOError if a file cannot be read.
   // `fs` and `clock` outlive the journal.
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
@@ -99,7 +98,9 @@ class Journal {
   // One caller at a time (the owner serializes appends); concurrent with Sync and Read.
   Result<Location> Append(EntryBuilder* entry);
   // Makes every entry appended before the call durable, syncing the sealed segments not synced
-  // yet, oldest first, then the active one. Concurrent with Append and Read.
+  // yet, oldest first, then the active one. The journal's failure once it has failed, even if
+  // this sync's own files were durable. One Sync at a time (a second waits); concurrent with
+  // Append and Read.
   Status Sync();
   // Creates the segment after the active one, for the next roll to take: the file, its header
   // and zeros ahead, synced, and the directory synced. Ok at once if one is prepared or being
@@ -164,12 +165,14 @@ class Journal {
   const Clock* const clock_;
   const std::shared_ptr<Segment> reserved_;  // holds an id while its segment is being created
 
+  std::mutex sync_mu_;     // one Sync at a time; taken before mu_
   mutable std::mutex mu_;  // guards the members below; never held across file I/O
   std::vector<std::shared_ptr<Segment>> by_id_;  // null: a free id
   uint32_t next_id_ = 0;                         // where FreeId looks first
   std::shared_ptr<Segment> active_;
   // Sealed since the last Sync that covered them, oldest first (Sync's work list).
   std::vector<std::shared_ptr<Segment>> sealed_unsynced_;
+  std::vector<std::shared_ptr<Segment>> deleting_;  // by DeleteSegment, until it returns
   uint64_t last_sequence_ = 0;
   std::shared_ptr<Segment> spare_;  // prepared for the next roll, if any
   bool preparing_ = false;          // the next segment is being created (prepared or rolled to)

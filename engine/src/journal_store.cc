@@ -202,8 +202,9 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
                                  ? std::numeric_limits<int64_t>::max()
                                  : removal_bound_ms + std::max<int64_t>(policy.min_stay_ms, 0);
   std::vector<Journal::SegmentInfo> segments = journal_->Segments();
+  ++move_calls_;
   auto named = [](const Journal::SegmentInfo& segment) {
-    return [&segment](const SegmentName& name) {
+    return [&segment](const auto& name) {
       return name.id == segment.id && name.number == segment.number;
     };
   };
@@ -219,8 +220,9 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
     }
     it = undeleted_.erase(it);  // deleted now, or dropped since
   }
-  std::erase_if(unmovable_, [&](const SegmentName& name) {  // dropped since
-    return std::none_of(segments.begin(), segments.end(),
+  std::erase_if(unmovable_, [&](const Unmovable& name) {  // due to be tried again, or gone
+    return name.retry_at <= move_calls_ ||
+           std::none_of(segments.begin(), segments.end(),
                         [&](const auto& segment) { return named(segment)(name); });
   });
   for (const Journal::SegmentInfo& segment : segments) {
@@ -258,7 +260,7 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
   // A segment that cannot be moved is kept, and the others are still moved.
   auto skip = [&](Status why) {
     if (report->skipped++ == 0) report->first_skipped = std::move(why);
-    unmovable_.push_back({segment.id, segment.number});  // not read again on every call
+    unmovable_.push_back({segment.id, segment.number, move_calls_ + kMoveRetryCalls});
     return Status::Ok();
   };
   if (!scan.ok()) return skip(Status::Corruption(name + ": " + scan.status().message()));

@@ -129,11 +129,12 @@ class JournalStore {
   // is at or before `removal_bound_ms` are not needed (the bound's rule as for DropEndedBy).
   // Writers wait for it only while it appends (in entries of up to kMoveEntryBytes).
   // A picked segment that cannot be moved is kept, counted in the report and not tried again
-  // until the store is reopened; the journal's
+  // for kMoveRetryCalls calls (calls, not time: the owner's pace); the journal's
   // failure if an append or the sync fails, the delete's if the file cannot be deleted (its
   // survivors are then in the journal twice, which a reopen resolves: the later copy wins; the
   // next call tries the delete again, first).
   static constexpr size_t kMoveEntryBytes = size_t{1} << 20;
+  static constexpr uint64_t kMoveRetryCalls = 64;
   Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);
 
   size_t records() const { return index_.size(); }
@@ -174,7 +175,15 @@ class JournalStore {
     uint64_t number = 0;
   };
   std::vector<SegmentName> undeleted_;  // guarded by drop_mu_: moved out of, delete failed
-  std::vector<SegmentName> unmovable_;  // guarded by drop_mu_: skipped, not tried again
+  // Guarded by drop_mu_: segments MoveSurvivors skipped, not read again before its call number
+  // `retry_at` (kMoveRetryCalls calls later: what stopped it may have changed).
+  struct Unmovable {
+    uint32_t id = 0;
+    uint64_t number = 0;
+    uint64_t retry_at = 0;
+  };
+  std::vector<Unmovable> unmovable_;
+  uint64_t move_calls_ = 0;
   mutable std::mutex need_mu_;
   std::unordered_map<uint32_t, std::map<int64_t, uint64_t>> needs_;  // guarded by need_mu_
 };

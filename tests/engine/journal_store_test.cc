@@ -545,10 +545,16 @@ TEST_F(JournalStoreTest, ADamagedSegmentIsNotMoved) {
   EXPECT_TRUE(SegmentFileExists(first));
   EXPECT_EQ("f", Get("forever"));
   EXPECT_EQ("f2", Get("forever-2"));
-  moved = store_->MoveSurvivors(100, kMoveAnySparse);  // not read again
+  moved = store_->MoveSurvivors(100, kMoveAnySparse);  // not read again for a while
   ASSERT_OK(moved);
   EXPECT_EQ(0u, moved->skipped);
   EXPECT_TRUE(SegmentFileExists(first));
+  for (uint64_t i = 2; i < JournalStore::kMoveRetryCalls; ++i) {
+    ASSERT_OK(store_->MoveSurvivors(100, kMoveAnySparse));
+  }
+  moved = store_->MoveSurvivors(100, kMoveAnySparse);  // then again
+  ASSERT_OK(moved);
+  EXPECT_EQ(1u, moved->skipped);
 }
 
 TEST_F(JournalStoreTest, AReadThatOutlivesTheSegmentItBeganInFindsTheMovedRecord) {

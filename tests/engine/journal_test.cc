@@ -375,6 +375,128 @@ TEST_F(JournalTest, EntriesWrittenAfterARestartDoNotVouchForSegmentsNotYetSynced
   EXPECT_TRUE(journal.ok()) << journal.status().ToString();
 }
 
+TEST_F(JournalTest, ASyncNeverSucceedsAfterAConcurrentSyncFailed) {
+  std::unique_ptr<Journal> journal = MustOpen();
+  Append(journal.get(), {"a"});
+  // One fdatasync of the file fails; any after it finds nothing left to report (as Linux's).
+  fs_.FailNextSyncOf(Path(1));
+  // The first Sync to reach the file waits there until the second has been started.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool first_waiting = false, second_started = false;
+  fs_.before_sync = [&](const std::string&) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (first_waiting) return;
+    first_waiting = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return second_started; });
+  };
+  Status a_status, b_status;
+  std::thread a([&] { a_status = journal->Sync(); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return first_waiting; });
+  }
+  std::thread b([&] { b_status = journal->Sync(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b as far as it gets
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    second_started = true;
+  }
+  cv.notify_all();
+  a.join();
+  b.join();
+  fs_.before_sync = nullptr;
+  // Whichever synced second found nothing to report: it must not vouch for the lost pages.
+  EXPECT_TRUE(a_status.IsIOError()) << a_status.ToString();
+  EXPECT_TRUE(b_status.IsIOError()) << b_status.ToString();
+}
+
+TEST_F(JournalTest, ATornSealedSegmentIsRepairedOnlyOnceTheSegmentsAfterItAreGone) {
+  options_.segment_bytes = 512;
+  std::vector<Replayed> in_first;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard) {
+      for (const Replayed& r : Append(journal.get(), {"key-" + std::to_string(guard)})) {
+        if (journal->Segments().size() == 1) in_first.push_back(r);
+      }
+    }
+  }  // nothing synced
+  ASSERT_FALSE(in_first.empty());
+  WriteAt(Path(1), in_first.back().at.offset, std::string(8, '\xAB'));  // its last entry torn
+  // The open that would cut the journal there cannot delete what follows.
+  fs_.fail_deletes = true;
+  EXPECT_FALSE(OpenJournal().ok());
+  fs_.fail_deletes = false;
+  // The next open still finds the cut, and replays nothing after it.
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_NE(nullptr, journal);
+  EXPECT_EQ(in_first.size() - 1, replayed.size());
+  EXPECT_FALSE(std::filesystem::exists(Path(2)));
+}
+
+TEST_F(JournalTest, ACopyTakenWhileASegmentIsBeingDeletedStillHoldsIt) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  size_t appended = 0;
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
+    appended += Append(journal.get(), {"k"}).size();
+  }
+  // The delete of segment 1 waits, its file not yet gone, while the copy is taken: should the
+  // delete then fail, the journal would keep the segment, and so must the copy.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool deleting = false, copied = false;
+  fs_.before_delete = [&](const std::string& path) {
+    if (path != Path(1)) return;
+    std::unique_lock<std::mutex> lock(mu);
+    deleting = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return copied; });
+  };
+  const uint32_t first = journal->Segments().front().id;
+  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first).ok()); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return deleting; });
+  }
+  const Status copy = journal->CopyTo(dir_.Sub("copy"));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    copied = true;
+  }
+  cv.notify_all();
+  deleter.join();
+  fs_.before_delete = nullptr;
+  ASSERT_OK(copy);
+  std::vector<Replayed> replayed;
+  Result<std::unique_ptr<Journal>> opened = Journal::Open(
+      &fs_, dir_.Sub("copy"), options_, &clock_,
+      [&](const Journal&, const OpView& op, Location at, uint64_t sequence) {
+        replayed.push_back({std::string(op.key), std::string(op.value), op.type, at, sequence});
+      });
+  ASSERT_OK(opened);
+  EXPECT_EQ(appended, replayed.size());
+}
+
+TEST_F(JournalTest, ASegmentDeletedBeforeTheFirstSyncAfterARestartIsNotSynced) {
+  options_.segment_bytes = 1024;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    for (int guard = 0; guard < 1000 && journal->Segments().size() < 3; ++guard) {
+      Append(journal.get(), {"k"});
+    }
+  }
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_OK(journal->DeleteSegment(journal->Segments().front().id));
+  fs_.record = true;
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  EXPECT_EQ((std::vector<std::string>{Path(2), Path(3)}), fs_.synced());
+}
+
 TEST_F(JournalTest, AfterARestartTheFirstSyncCoversTheSegmentsItReplayed) {
   options_.segment_bytes = 1024;
   {

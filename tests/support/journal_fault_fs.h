@@ -27,6 +27,12 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::atomic<bool> fail_creates{false};  // ENOSPC on creating a file
   // Syncs of this file fail (EIO). Set while no journal is syncing.
   std::string fail_syncs_of;
+  // The next sync of this file fails (EIO), the ones after it succeed: as Linux reports a
+  // writeback error once per open file.
+  void FailNextSyncOf(std::string path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_next_sync_of_ = std::move(path);
+  }
   // While on, "sync <path>" and "delete <path>" are recorded, in order.
   std::atomic<bool> record{false};
   // Called after each read of a file, with its path, on the reading thread. Set while no read
@@ -35,6 +41,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   // Called before each sync of a file, with its path, on the syncing thread. Set while no sync
   // is in flight; null: none.
   std::function<void(const std::string&)> before_sync;
+  // Called before each delete of a file, with its path. Set while no delete is in flight.
+  std::function<void(const std::string&)> before_delete;
 
   std::vector<std::string> events() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -51,6 +59,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
 
   rocksdb::IOStatus DeleteFile(const std::string& name, const rocksdb::IOOptions& options,
                                rocksdb::IODebugContext* dbg) override {
+    if (before_delete) before_delete(name);
     if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
     Record("delete " + name);
     return target()->DeleteFile(name, options, dbg);
@@ -97,6 +106,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
       if (fs_->fail_syncs || name_ == fs_->fail_syncs_of) {
         return rocksdb::IOStatus::IOError("injected EIO");
       }
+      if (fs_->TakeFailNextSync(name_)) return rocksdb::IOStatus::IOError("injected EIO");
       fs_->Record("sync " + name_);
       return FSRandomRWFileOwnerWrapper::Sync(options, dbg);
     }
@@ -114,8 +124,16 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     std::string name_;
   };
 
+  bool TakeFailNextSync(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (path != fail_next_sync_of_) return false;
+    fail_next_sync_of_.clear();
+    return true;
+  }
+
   mutable std::mutex mu_;
   std::vector<std::string> events_;  // guarded by mu_
+  std::string fail_next_sync_of_;    // guarded by mu_
 };
 
 }  // namespace idem::testing
