@@ -8,13 +8,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
+#include "support/concurrency.h"
 #include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
 
@@ -566,35 +565,20 @@ TEST_F(JournalStoreTest, AReadThatOutlivesTheSegmentItBeganInFindsTheMovedRecord
   FillToNextSegment("short", 100);
 
   // The reader's first read of the segment holds until the segment has been moved and deleted.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool reader_between_reads = false, deleted = false;
-  const std::thread::id reader_id_unset;
-  std::atomic<std::thread::id> reader_id{reader_id_unset};
+  testing::HoldPoint between_reads;
+  std::atomic<std::thread::id> reader_id{std::thread::id()};
   fs_.after_read = [&](const std::string& name) {
-    if (std::this_thread::get_id() != reader_id.load() || name != first) return;
-    std::unique_lock<std::mutex> lock(mu);
-    if (reader_between_reads) return;
-    reader_between_reads = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return deleted; });
+    if (std::this_thread::get_id() == reader_id.load() && name == first) between_reads.Hold();
   };
   Result<std::optional<JournalStore::Version>> got = Status::Ok();
   std::thread reader([&] {
     reader_id = std::this_thread::get_id();
     got = store_->Get("stable");
   });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return reader_between_reads; });
-  }
+  between_reads.WaitUntilHeld();
   Result<JournalStore::MoveReport> moved =
       store_->MoveSurvivors(100, {.max_needed_fraction = 1, .min_stay_ms = 0});
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    deleted = true;
-  }
-  cv.notify_all();
+  between_reads.Release();
   reader.join();
   fs_.after_read = nullptr;
   ASSERT_OK(moved);
@@ -716,33 +700,19 @@ TEST_F(JournalStoreTest, ACopyKeepsASegmentDeletedWhileItRuns) {
   const std::string second = store_->journal().SegmentPath(ActiveSegment());
   FillToNextSegment("short", 100);  // the second is mostly dead: moved out of
   // The copy's read of the first segment waits until a move has deleted the second.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool copy_reading = false, moved = false;
+  testing::HoldPoint copy_reading;
   std::atomic<std::thread::id> copier{std::thread::id()};
   fs_.after_read = [&](const std::string& name) {
-    if (std::this_thread::get_id() != copier.load() || name != first) return;
-    std::unique_lock<std::mutex> lock(mu);
-    if (copy_reading) return;
-    copy_reading = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return moved; });
+    if (std::this_thread::get_id() == copier.load() && name == first) copy_reading.Hold();
   };
   Status copied;
   std::thread copy_thread([&] {
     copier = std::this_thread::get_id();
     copied = store_->journal().CopyTo(dir_.Sub("copy"));
   });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return copy_reading; });
-  }
+  copy_reading.WaitUntilHeld();
   Result<JournalStore::MoveReport> report = store_->MoveSurvivors(100, kMoveAnySparse);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    moved = true;
-  }
-  cv.notify_all();
+  copy_reading.Release();
   copy_thread.join();
   fs_.after_read = nullptr;
   ASSERT_OK(report);

@@ -5,11 +5,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
+#include "support/concurrency.h"
 #include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
 
@@ -317,31 +316,17 @@ TEST_F(JournalTest, ASyncThatARollOvertookLeavesTheRestOfTheSegmentToTheNext) {
   std::unique_ptr<Journal> journal = MustOpen();
   Append(journal.get(), {"a"});
   // The sync of segment 1 waits while more is appended to it and the writer rolls on.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool syncing = false, rolled = false;
+  testing::HoldPoint syncing;
   fs_.before_sync = [&](const std::string& path) {
-    if (path != Path(1)) return;
-    std::unique_lock<std::mutex> lock(mu);
-    if (syncing) return;
-    syncing = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return rolled; });
+    if (path == Path(1)) syncing.Hold();
   };
   Status first;
   std::thread syncer([&] { first = journal->Sync(); });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return syncing; });
-  }
+  syncing.WaitUntilHeld();
   for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
     Append(journal.get(), {"b"});
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    rolled = true;
-  }
-  cv.notify_all();
+  syncing.Release();
   syncer.join();
   fs_.before_sync = nullptr;
   ASSERT_OK(first);
@@ -381,29 +366,14 @@ TEST_F(JournalTest, ASyncNeverSucceedsAfterAConcurrentSyncFailed) {
   // One fdatasync of the file fails; any after it finds nothing left to report (as Linux's).
   fs_.FailNextSyncOf(Path(1));
   // The first Sync to reach the file waits there until the second has been started.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool first_waiting = false, second_started = false;
-  fs_.before_sync = [&](const std::string&) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (first_waiting) return;
-    first_waiting = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return second_started; });
-  };
+  testing::HoldPoint first_sync;
+  fs_.before_sync = [&](const std::string&) { first_sync.Hold(); };
   Status a_status, b_status;
   std::thread a([&] { a_status = journal->Sync(); });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return first_waiting; });
-  }
+  first_sync.WaitUntilHeld();
   std::thread b([&] { b_status = journal->Sync(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b as far as it gets
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    second_started = true;
-  }
-  cv.notify_all();
+  first_sync.Release();
   a.join();
   b.join();
   fs_.before_sync = nullptr;
@@ -446,28 +416,15 @@ TEST_F(JournalTest, ACopyTakenWhileASegmentIsBeingDeletedStillHoldsIt) {
   }
   // The delete of segment 1 waits, its file not yet gone, while the copy is taken: should the
   // delete then fail, the journal would keep the segment, and so must the copy.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool deleting = false, copied = false;
+  testing::HoldPoint deleting;
   fs_.before_delete = [&](const std::string& path) {
-    if (path != Path(1)) return;
-    std::unique_lock<std::mutex> lock(mu);
-    deleting = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return copied; });
+    if (path == Path(1)) deleting.Hold();
   };
   const uint32_t first = journal->Segments().front().id;
   std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first).ok()); });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return deleting; });
-  }
+  deleting.WaitUntilHeld();
   const Status copy = journal->CopyTo(dir_.Sub("copy"));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    copied = true;
-  }
-  cv.notify_all();
+  deleting.Release();
   deleter.join();
   fs_.before_delete = nullptr;
   ASSERT_OK(copy);

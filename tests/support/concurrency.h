@@ -1,7 +1,10 @@
-// Test support: start N threads together (behind a barrier, so they really contend) and join them.
+// Test support: start N threads together (behind a barrier, so they really contend) and join them;
+// hold one thread at a point (a file system hook, say) while the test does something else.
 #pragma once
 
 #include <barrier>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -21,5 +24,32 @@ void RunConcurrently(int threads, Fn fn) {
   }
   for (auto& w : workers) w.join();
 }
+
+// The first thread to call Hold() waits there until Release(); later calls return at once.
+class HoldPoint {
+ public:
+  void Hold() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (held_) return;
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+  }
+  void WaitUntilHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return held_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool released_ = false;
+};
 
 }  // namespace idem::testing
