@@ -1,6 +1,7 @@
 // A RocksDB FileSystem wrapper for the journal's tests (engine/src/journal.h opens its segments as
 // random-access read-write files): makes creations, writes, syncs or deletes fail on demand,
-// records the syncs and deletes in order, and lets a test hold a reader after its read.
+// records the syncs and deletes in order, counts the files open, and lets a test hold a reader
+// after its read.
 #pragma once
 
 #include <atomic>
@@ -43,6 +44,15 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::function<void(const std::string&)> before_sync;
   // Called before each delete of a file, with its path. Set while no delete is in flight.
   std::function<void(const std::string&)> before_delete;
+  // Called before each open of a file for reads and writes, with its path. Set while no open is
+  // in flight.
+  std::function<void(const std::string&)> before_open;
+
+  // Files opened for reads and writes and not closed yet; the most there were since the last
+  // ResetPeakOpenFiles.
+  int open_files() const { return open_files_.load(); }
+  int peak_open_files() const { return peak_open_files_.load(); }
+  void ResetPeakOpenFiles() { peak_open_files_ = open_files_.load(); }
 
   std::vector<std::string> events() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -73,6 +83,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSRandomRWFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
+    if (before_open) before_open(name);
     std::unique_ptr<rocksdb::FSRandomRWFile> file;
     rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
     if (s.ok()) *result = std::make_unique<File>(std::move(file), this, name);
@@ -89,7 +100,13 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   class File final : public rocksdb::FSRandomRWFileOwnerWrapper {
    public:
     File(std::unique_ptr<rocksdb::FSRandomRWFile> file, JournalFaultFs* fs, std::string name)
-        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {}
+        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {
+      const int open = ++fs_->open_files_;
+      int peak = fs_->peak_open_files_.load();
+      while (open > peak && !fs_->peak_open_files_.compare_exchange_weak(peak, open)) {
+      }
+    }
+    ~File() override { --fs_->open_files_; }
     rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& data,
                             const rocksdb::IOOptions& options,
                             rocksdb::IODebugContext* dbg) override {
@@ -131,6 +148,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     return true;
   }
 
+  std::atomic<int> open_files_{0};
+  std::atomic<int> peak_open_files_{0};
   mutable std::mutex mu_;
   std::vector<std::string> events_;  // guarded by mu_
   std::string fail_next_sync_of_;    // guarded by mu_
