@@ -62,13 +62,16 @@ struct Journal::Segment {
   uint64_t number = 0;
   std::string path;
   // Guarded by Journal::mu_. Null while closed (max_open_sealed_files): opened again to read or
-  // sync. A user takes a copy, so closing it here never closes it under a read.
+  // sync. A user takes a copy, so closing it here never closes it under a read. Read without
+  // the lock by the appender, and by Open and CreateSegment before others can see the segment:
+  // a file that must stay open (below) is never closed or replaced.
   Journal::File file;
   // Guarded by Journal::mu_: whether the file must stay open. While a segment is active, or
   // sealed with writes of this process that no Sync has covered yet: a writeback error is
   // reported to the files open when it happens, so this file's Sync is the one to see it.
   bool keep_open = true;
-  std::optional<std::list<Segment*>::iterator> recent;  // its place in recent_, if there
+  // Guarded by Journal::mu_: its place in recent_, if there.
+  std::optional<std::list<Segment*>::iterator> recent;
   // Guarded by Journal::mu_; changed only by the appender (and Sync, for `synced`).
   uint64_t end = kSegmentHeaderBytes;  // where the next entry goes
   uint64_t synced = 0;                 // durable up to here
@@ -269,7 +272,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     if (!s.ok()) return FromRocks(s);
   }
   if (repair) {
-    Result<File> file = journal->FileOf(repair->segment);
+    Result<File> file = journal->FileOf(repair->segment, Keep::kYes);
     if (!file.ok()) return file.status();
     const std::string zeros(repair->bytes, '\0');
     rocksdb::IOStatus s = (*file)->Write(repair->offset, zeros, io, nullptr);
@@ -496,14 +499,10 @@ Status Journal::Sync() {
   for (const auto& [segment, end] : unsynced) {
     // Closed only if replayed by Open: then opening it again and syncing it is how its pages
     // (left by the process that wrote them) are made durable, as PostgreSQL does at startup.
-    Result<File> file = FileOf(segment);
-    if (file.status().IsNotFound()) {
-      // Closed and deleted meanwhile: nothing is left of it to vouch for.
-      std::lock_guard<std::mutex> lock(mu_);
-      std::erase(sealed_unsynced_, segment);
-      continue;
-    }
-    if (!file.ok()) return Fail(file.status());
+    // (DeleteSegment keeps a file open for a segment on the list until it is durably gone.)
+    Result<File> file = FileOf(segment, Keep::kNo);
+    if (!file.ok())
+      return Status::IOError("syncing " + segment->path + ": " + file.status().message());
     if (rocksdb::IOStatus s = (*file)->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
       return Fail(FromRocks(s));
     }
@@ -515,10 +514,9 @@ Status Journal::Sync() {
     // stays on the list for the next Sync then.
     if (segment != active_ && end >= segment->end) {
       std::erase(sealed_unsynced_, segment);
-      if (by_id_[segment->id] == segment) {  // not being deleted
-        segment->keep_open = false;
-        KeepOpenWhileRecent(segment.get(), &closing);
-      }
+      segment->keep_open = false;
+      // Being deleted, it joins them if the delete fails.
+      if (by_id_[segment->id] == segment) KeepOpenWhileRecent(segment.get(), &closing);
     }
   }
   return Status::Ok();
@@ -535,7 +533,7 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
     if (segment) file = OpenFileOf(segment.get());
   }
   if (!segment) return Status::NotFound("no journal segment " + std::to_string(at.segment));
-  if (*file == nullptr) file = FileOf(segment);
+  if (*file == nullptr) file = FileOf(segment, Keep::kYes);
   if (!file.ok()) return file.status();
   out->resize(bytes);
   rocksdb::Slice read;
@@ -549,6 +547,7 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
 
 Status Journal::DeleteSegment(uint32_t id) {
   std::shared_ptr<Segment> segment;
+  bool needs_file = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (id >= by_id_.size() || !by_id_[id] || by_id_[id] == reserved_) {
@@ -564,9 +563,23 @@ Status Journal::DeleteSegment(uint32_t id) {
     segment = std::move(by_id_[id]);
     by_id_[id] = reserved_;  // not readable, and not free for a new segment until this is done
     ++deletes_in_progress_;
-    // Its file stays open until the unlink is done: a Sync in progress may still sync it, and
-    // should the delete fail, the segment stays as it was. A reader in flight holds its own copy.
     ForgetRecent(segment.get());
+    needs_file = !segment->file && std::find(sealed_unsynced_.begin(), sealed_unsynced_.end(),
+                                             segment) != sealed_unsynced_.end();
+  }
+  // A segment Sync has still to cover keeps an open file until it is durably gone, so that a
+  // Sync meanwhile (or after a failed directory sync) can still sync what the name no longer
+  // reaches. A reader in flight holds its own copy of the file.
+  if (needs_file) {
+    Result<File> file = FileOf(segment, Keep::kNo);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!file.ok()) {
+      --deletes_in_progress_;
+      if (deletes_in_progress_ == 0) deletes_cv_.notify_all();
+      by_id_[id] = segment;
+      return file.status();
+    }
+    if (!segment->file) segment->file = std::move(*file);
   }
   rocksdb::IOStatus s = fs_->DeleteFile(segment->path, rocksdb::IOOptions(), nullptr);
   const bool deleted = s.ok();
@@ -580,12 +593,13 @@ Status Journal::DeleteSegment(uint32_t id) {
   std::vector<File> closing;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
   --deletes_in_progress_;
-  deletes_cv_.notify_all();
+  if (deletes_in_progress_ == 0) deletes_cv_.notify_all();
   if (deleted) {
     by_id_[id].reset();
-    closing.push_back(std::move(segment->file));
-    // Durably gone, it needs no sync: Open will not find it.
-    if (s.ok()) std::erase(sealed_unsynced_, segment);
+    if (s.ok()) {  // durably gone, it needs no sync: Open will not find it
+      std::erase(sealed_unsynced_, segment);
+      closing.push_back(std::move(segment->file));
+    }  // else still on Sync's list, with its file open, until a Sync covers it
   } else {
     by_id_[id] = segment;  // still there: deleted by a later attempt
     if (!segment->keep_open) KeepOpenWhileRecent(segment.get(), &closing);
@@ -600,7 +614,7 @@ Journal::File Journal::OpenFileOf(Segment* segment) const {
   return segment->file;
 }
 
-Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment) const {
+Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment, Keep keep) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (File file = OpenFileOf(segment.get())) return file;
@@ -611,16 +625,19 @@ Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment) c
   File file = Shared(std::move(opened));
   std::vector<File> closing;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
+  if (File other = OpenFileOf(segment.get())) {  // opened meanwhile (by a delete, a reader)
+    closing.push_back(std::move(file));
+    return other;
+  }
   const bool listed = segment->id < by_id_.size() && by_id_[segment->id] == segment;
   if (!s.ok()) {
-    if (!listed) return Status::NotFound(segment->path + " was deleted");
-    return FromRocks(s);
+    if (!listed && (s.IsPathNotFound() || s.IsNotFound())) {
+      return Status::NotFound(segment->path + " was deleted");
+    }
+    return Status::IOError("opening " + segment->path + ": " + s.ToString());
   }
-  if (segment->file) {  // opened by another caller meanwhile
-    closing.push_back(std::move(file));
-    return segment->file;
-  }
-  if (listed) {  // not cached while being deleted: used by this caller only
+  // Not kept while being deleted: used by this caller only.
+  if (listed && keep == Keep::kYes) {
     segment->file = file;
     if (!segment->keep_open) KeepOpenWhileRecent(segment.get(), &closing);
   }
@@ -671,10 +688,10 @@ Status Journal::CopyTo(const std::string& dir) const {
   {
     std::unique_lock<std::mutex> lock(mu_);
     deletes_cv_.wait(lock, [this] { return deletes_in_progress_ == 0; });
-    ++copies_in_progress_;
     for (const auto& segment : by_id_) {
       if (segment && segment != reserved_) cut.emplace_back(segment, segment->end);
     }
+    ++copies_in_progress_;
   }
   struct CopyDone {
     const Journal* journal;
@@ -701,7 +718,7 @@ Status Journal::CopyTo(const std::string& dir) const {
   std::string buffer(kChunk, '\0');
   for (const auto& [segment, end] : cut) {
     const std::string path = dir + "/" + std::filesystem::path(segment->path).filename().string();
-    Result<File> file = FileOf(segment);
+    Result<File> file = FileOf(segment, Keep::kNo);
     if (!file.ok()) return file.status();
     std::unique_ptr<rocksdb::FSWritableFile> out;
     rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &out, nullptr);

@@ -60,7 +60,7 @@ struct JournalOptions {
   // another opens its file again and closes the least recently read. Besides these the journal
   // holds open the active segment's file, the prepared one's, and those of the segments sealed
   // since the last Sync (a writeback error is reported to a file open when it happened), plus
-  // one per read or copy in flight. At least 1.
+  // one per read, copy or sync in flight and the one an open is scanning. At least 1.
   size_t max_open_sealed_files = 256;
 };
 
@@ -107,8 +107,9 @@ class Journal {
   Result<Location> Append(EntryBuilder* entry);
   // Makes every entry appended before the call durable, syncing the sealed segments not synced
   // yet, oldest first, then the active one. The journal's failure once it has failed, even if
-  // this sync's own files were durable. One Sync at a time (a second waits); concurrent with
-  // Append and Read.
+  // this sync's own files were durable; an IOError, the journal not failed, if the file of a
+  // segment replayed by Open cannot be opened again to sync it (no page was lost: the next Sync
+  // tries again). One Sync at a time (a second waits); concurrent with Append and Read.
   Status Sync();
   // Creates the segment after the active one, for the next roll to take: the file, its header
   // and zeros ahead, synced, and the directory synced. Ok at once if one is prepared or being
@@ -164,10 +165,13 @@ class Journal {
   // taken.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);
   void Activate(std::shared_ptr<Segment> segment);  // mu_ held
-  // The segment's file, opened again if it was closed. NotFound if the segment was deleted
-  // meanwhile.
+  // The segment's file, opened again if it was closed; kept open (among the recent ones) only
+  // with `keep`: a copy or a sync reading every segment once would otherwise push out the
+  // files reads use. NotFound if the segment was deleted meanwhile, IOError if the file cannot
+  // be opened.
   using File = std::shared_ptr<rocksdb::FSRandomRWFile>;
-  Result<File> FileOf(const std::shared_ptr<Segment>& segment) const;
+  enum class Keep : bool { kNo, kYes };
+  Result<File> FileOf(const std::shared_ptr<Segment>& segment, Keep keep) const;
   File OpenFileOf(Segment* segment) const;  // mu_ held: its file if open (now the most recent)
   // Lists the segment's open file among those that may be closed (mu_ held), most recently
   // used first, moving the files it closes to `closing` (closed by the caller, mu_ released).

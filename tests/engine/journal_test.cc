@@ -565,6 +565,94 @@ TEST_F(JournalTest, AReadWhoseSegmentIsDeletedBeforeItsFileOpensAgainFindsNothin
   EXPECT_TRUE(read.IsNotFound()) << read.ToString();
 }
 
+TEST_F(JournalTest, ASegmentWhoseDeleteFailedWhileASyncCoveredItKeepsTheBound) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_EQ(3, fs_.open_files());  // none synced yet
+  // Segment 1's delete holds before the unlink while a Sync covers it; then the unlink fails.
+  testing::HoldPoint deleting;
+  fs_.before_delete = [&](const std::string& path) {
+    if (path == Path(1)) deleting.Hold();
+  };
+  const uint32_t first = journal->Segments().front().id;
+  std::thread deleter([&] { EXPECT_FALSE(journal->DeleteSegment(first).ok()); });
+  deleting.WaitUntilHeld();
+  const Status synced = journal->Sync();
+  fs_.fail_deletes = true;
+  deleting.Release();
+  deleter.join();
+  fs_.before_delete = nullptr;
+  fs_.fail_deletes = false;
+  ASSERT_OK(synced);
+  std::string bytes;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Journal::SegmentInfo& segment : journal->Segments()) {
+      ASSERT_OK(journal->Read(Location{segment.id, 0}, 16, &bytes));
+    }
+  }
+  EXPECT_EQ(1 + 1, fs_.open_files());  // one sealed segment's and the active one's
+}
+
+TEST_F(JournalTest, ASegmentUnlinkedWithoutADurableDirectoryIsStillSynced) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  fs_.fail_directories = true;  // the unlink succeeds, the directory sync after it fails
+  const Status deleted = journal->DeleteSegment(journal->Segments().front().id);
+  fs_.fail_directories = false;
+  EXPECT_FALSE(deleted.ok());
+  fs_.record = true;
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  // A power cut could bring segment 1 back: it must not come back torn before synced entries.
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, ASyncDuringTheDeleteOfAReplayedSegmentStillSyncsIt) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    FillSegments(journal.get(), 3,
+                 [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  }  // not synced
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed since the replay
+  // Segment 1's delete holds after the unlink, before its directory sync; a Sync runs then.
+  testing::HoldPoint directory;
+  fs_.before_directory = [&] { directory.Hold(); };
+  const uint32_t first = journal->Segments().front().id;
+  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first).ok()); });
+  directory.WaitUntilHeld();
+  fs_.record = true;
+  const Status synced = journal->Sync();
+  fs_.record = false;
+  directory.Release();
+  deleter.join();
+  fs_.before_directory = nullptr;
+  ASSERT_OK(synced);
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, AClosedSegmentWhoseFileIsMissingIsAnIOErrorNotAbsence) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  const std::vector<Replayed> first = Append(journal.get(), {"first"});
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_OK(journal->Sync());
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed
+  std::filesystem::remove(Path(1));    // damage from outside: the journal never deleted it
+  std::string bytes;
+  const Status read = journal->Read(first[0].at, 64, &bytes);
+  EXPECT_TRUE(read.IsIOError()) << read.ToString();
+}
+
 TEST_F(JournalTest, ASegmentDeletedBeforeTheFirstSyncAfterARestartIsNotSynced) {
   options_.segment_bytes = 1024;
   {

@@ -26,6 +26,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::atomic<int> writes_before_failure{-1};
   std::atomic<bool> fail_deletes{false};  // EIO
   std::atomic<bool> fail_creates{false};  // ENOSPC on creating a file
+  // Opening a directory (to sync it) fails (EIO): as a failed directory sync, to the journal.
+  std::atomic<bool> fail_directories{false};
   // Syncs of this file fail (EIO). Set while no journal is syncing.
   std::string fail_syncs_of;
   // The next sync of this file fails (EIO), the ones after it succeed: as Linux reports a
@@ -47,6 +49,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   // Called before each open of a file for reads and writes, with its path. Set while no open is
   // in flight.
   std::function<void(const std::string&)> before_open;
+  // Called before each open of a directory (to sync it). Set while none is in flight.
+  std::function<void()> before_directory;
 
   // Files opened for reads and writes and not closed yet; the most there were since the last
   // ResetPeakOpenFiles.
@@ -73,6 +77,13 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     if (fail_deletes) return rocksdb::IOStatus::IOError("injected EIO");
     Record("delete " + name);
     return target()->DeleteFile(name, options, dbg);
+  }
+  rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
+                                 std::unique_ptr<rocksdb::FSDirectory>* result,
+                                 rocksdb::IODebugContext* dbg) override {
+    if (before_directory) before_directory();
+    if (fail_directories) return rocksdb::IOStatus::IOError("injected EIO");
+    return target()->NewDirectory(name, options, result, dbg);
   }
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
