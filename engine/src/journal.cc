@@ -501,8 +501,15 @@ Status Journal::Sync() {
     // (left by the process that wrote them) are made durable, as PostgreSQL does at startup.
     // (DeleteSegment keeps a file open for a segment on the list until it is durably gone.)
     Result<File> file = FileOf(segment, Keep::kNo);
-    if (!file.ok())
+    if (!file.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Durably deleted since this Sync took its list: nothing of it is left to vouch for.
+      if (segment != active_ && std::find(sealed_unsynced_.begin(), sealed_unsynced_.end(),
+                                          segment) == sealed_unsynced_.end()) {
+        continue;
+      }
       return Status::IOError("syncing " + segment->path + ": " + file.status().message());
+    }
     if (rocksdb::IOStatus s = (*file)->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
       return Fail(FromRocks(s));
     }
@@ -577,7 +584,7 @@ Status Journal::DeleteSegment(uint32_t id) {
       --deletes_in_progress_;
       if (deletes_in_progress_ == 0) deletes_cv_.notify_all();
       by_id_[id] = segment;
-      return file.status();
+      return Status::IOError(file.status().message());  // the segment is there: not NotFound
     }
     if (!segment->file) segment->file = std::move(*file);
   }

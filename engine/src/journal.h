@@ -59,8 +59,9 @@ struct JournalOptions {
   // Sealed segments whose files stay open between reads, the most recently read ones; a read of
   // another opens its file again and closes the least recently read. Besides these the journal
   // holds open the active segment's file, the prepared one's, and those of the segments sealed
-  // since the last Sync (a writeback error is reported to a file open when it happened), plus
-  // one per read, copy or sync in flight and the one an open is scanning. At least 1.
+  // since the last Sync (a writeback error is reported to a file open when it happened) or
+  // deleted before a Sync covered them (until one does), plus one per read, copy or sync in
+  // flight and the one an open is scanning. At least 1.
   size_t max_open_sealed_files = 256;
 };
 
@@ -126,9 +127,12 @@ class Journal {
   Status Read(Location at, size_t bytes, std::string* out) const;
   // Deletes a sealed segment's file and syncs the directory. InvalidArgument for the active
   // segment, NotFound for an id that has none, Busy while a CopyTo runs (the copy reads every
-  // segment it began with: try again after it); an IOError leaves the segment in place. The id
-  // is free for a new segment once this returns (reused last: ids go round); a reader of the
-  // segment in flight meanwhile still reads it if its file was open.
+  // segment it began with: try again after it). An IOError from opening the file (a segment
+  // still to be synced keeps it open until durably gone) or from the unlink leaves the segment
+  // in place; one from the directory sync after the unlink leaves it deleted, perhaps not
+  // durably (the next Sync still syncs it). The id is free for a new segment once this returns
+  // (reused last: ids go round); a reader of the segment in flight meanwhile still reads it if
+  // its file was open.
   Status DeleteSegment(uint32_t id);
 
   std::vector<SegmentInfo> Segments() const;

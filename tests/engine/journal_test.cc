@@ -638,6 +638,68 @@ TEST_F(JournalTest, ASyncDuringTheDeleteOfAReplayedSegmentStillSyncsIt) {
   EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
 }
 
+TEST_F(JournalTest, ASyncSkipsASegmentDurablyDeletedWhileItRan) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  // The Sync holds in segment 1's sync while segment 2 is deleted, durably.
+  testing::HoldPoint syncing;
+  fs_.before_sync = [&](const std::string& path) {
+    if (path == Path(1)) syncing.Hold();
+  };
+  Status synced;
+  std::thread syncer([&] { synced = journal->Sync(); });
+  syncing.WaitUntilHeld();
+  const Status deleted = journal->DeleteSegment(journal->Segments()[1].id);
+  fs_.record = true;
+  syncing.Release();
+  syncer.join();
+  fs_.record = false;
+  fs_.before_sync = nullptr;
+  ASSERT_OK(deleted);
+  ASSERT_OK(synced);
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  const std::vector<Replayed> first = Append(journal.get(), {"first"});
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_OK(journal->Sync());
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed
+  // A read of segment 1 holds before opening its file, a delete of it before the unlink; then
+  // the open fails (EIO) while the file is still there: an error, not a record gone.
+  testing::HoldPoint opening;
+  testing::HoldPoint deleting;
+  fs_.before_open = [&](const std::string& path) {
+    if (path == Path(1)) opening.Hold();
+  };
+  fs_.before_delete = [&](const std::string& path) {
+    if (path == Path(1)) deleting.Hold();
+  };
+  Status read;
+  std::thread reader([&] {
+    std::string bytes;
+    read = journal->Read(first[0].at, 64, &bytes);
+  });
+  opening.WaitUntilHeld();
+  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first[0].at.segment).ok()); });
+  deleting.WaitUntilHeld();
+  fs_.fail_opens = true;
+  opening.Release();
+  reader.join();
+  fs_.fail_opens = false;
+  deleting.Release();
+  deleter.join();
+  fs_.before_open = nullptr;
+  fs_.before_delete = nullptr;
+  EXPECT_TRUE(read.IsIOError()) << read.ToString();
+}
+
 TEST_F(JournalTest, AClosedSegmentWhoseFileIsMissingIsAnIOErrorNotAbsence) {
   options_.segment_bytes = 1024;
   options_.max_open_sealed_files = 1;

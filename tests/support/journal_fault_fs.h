@@ -26,6 +26,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::atomic<int> writes_before_failure{-1};
   std::atomic<bool> fail_deletes{false};  // EIO
   std::atomic<bool> fail_creates{false};  // ENOSPC on creating a file
+  std::atomic<bool> fail_opens{false};    // EIO on opening a file for reads and writes
   // Opening a directory (to sync it) fails (EIO): as a failed directory sync, to the journal.
   std::atomic<bool> fail_directories{false};
   // Syncs of this file fail (EIO). Set while no journal is syncing.
@@ -95,6 +96,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
                                     std::unique_ptr<rocksdb::FSRandomRWFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
     if (before_open) before_open(name);
+    if (fail_opens) return rocksdb::IOStatus::IOError("injected EIO");
     std::unique_ptr<rocksdb::FSRandomRWFile> file;
     rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
     if (s.ok()) *result = std::make_unique<File>(std::move(file), this, name);
