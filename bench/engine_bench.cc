@@ -13,6 +13,8 @@
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
 //   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
+//   BM_Journal_ReadSealed/open_files: reads across 32 sealed segments with every file kept open
+//   (32) against one reopened on almost every read (1): the price of a closed segment's read.
 //   BM_JournalStore_MoveSurvivors/needed_per_mille: moving the few records that never expire out
 //   of otherwise ended segments, so that the segments can go.
 //   BM_JournalIndex_Find/keys/hit: the journal's in-memory index (engine/src/journal_index.h)
@@ -43,6 +45,7 @@
 
 #include "anchored_clock.h"
 #include "idem/engine.h"
+#include "journal.h"
 #include "journal_index.h"
 #include "journal_store.h"
 #include "key_codec.h"
@@ -312,6 +315,46 @@ void BM_JournalStore_MoveSurvivors(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(freed));
   state.counters["segments"] = static_cast<double>(segments) / state.iterations();
   state.counters["moved_per_freed"] = freed ? static_cast<double>(moved) / freed : 0;
+}
+
+// Reads of one ~150-byte record each, at random across 32 sealed and synced segments of 1 MiB,
+// with `open_files` of them allowed to keep their files open: 32 keeps every file open, 1 opens
+// and closes one on almost every read (JournalOptions::max_open_sealed_files).
+void BM_Journal_ReadSealed(benchmark::State& state) {
+  constexpr size_t kSegments = 32;
+  const std::string dir = FreshDir("idem_microbench_journal_read");
+  ManualClock clock;
+  journal::JournalOptions options;
+  options.segment_bytes = uint64_t{1} << 20;
+  options.max_open_sealed_files = static_cast<size_t>(state.range(0));
+  options.prepare_in_background = false;
+  auto opened =
+      journal::Journal::Open(rocksdb::FileSystem::Default().get(), dir, options, &clock, nullptr);
+  if (!opened.ok()) Die("journal open: " + opened.status().ToString());
+  std::unique_ptr<journal::Journal> j = std::move(*opened);
+  const std::string value = RecordValue();
+  std::vector<journal::Journal::Location> records;
+  for (uint64_t i = 0; j->Segments().size() <= kSegments; ++i) {
+    const std::string key = RecordKey(kNs, KeyOf(i));
+    journal::EntryBuilder entry;
+    if (!entry.Add(journal::OpView{journal::OpType::kPut, 1, key, value}).ok()) Die("entry");
+    const uint32_t offset = entry.offsets()[0];
+    auto at = j->Append(&entry);
+    if (!at.ok()) Die("journal append: " + at.status().ToString());
+    records.push_back({at->segment, at->offset + offset});
+  }
+  if (!j->Sync().ok()) Die("journal sync failed");
+  std::string out;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    const journal::Journal::Location at = records[(i += 104729) % records.size()];
+    if (!j->Read(at, journal::JournalStore::kReadAhead, &out).ok()) {
+      state.SkipWithError("read failed");
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  j.reset();
+  std::filesystem::remove_all(dir);
 }
 
 // Opening a journal store of `records` records written in batches of 128, each about as large
@@ -824,6 +867,7 @@ BENCHMARK(BM_RawRocksDB_GetPut)->Apply(Threads);
 BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);
 BENCHMARK(BM_JournalStore_GetPut)->Apply(Threads);
 BENCHMARK(BM_JournalStore_Get)->Apply(Threads);
+BENCHMARK(BM_Journal_ReadSealed)->Arg(32)->Arg(1);
 BENCHMARK(BM_Get_AtScale)
     ->ArgNames({"records", "journal"})
     ->ArgsProduct({{10'000'000}, {0, 1}})

@@ -23,6 +23,14 @@ idem_add_test(journal_format_test engine/journal_format_test.cc LIBS idem_engine
 idem_add_test(journal_index_test engine/journal_index_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_test engine/journal_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_store_test engine/journal_store_test.cc LIBS idem_engine_internal)
+idem_add_test(journal_crash_test engine/journal_crash_test.cc LIBS idem_engine_internal)
+# journal_crash_test kills this child while it writes, drops and moves.
+add_executable(journal_crash_child engine/journal_crash_child.cc)
+target_include_directories(journal_crash_child PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(journal_crash_child PRIVATE idem_engine_internal idem_warnings)
+target_compile_definitions(journal_crash_test PRIVATE
+  JOURNAL_CRASH_CHILD="$<TARGET_FILE:journal_crash_child>")
+add_dependencies(journal_crash_test journal_crash_child)
 idem_add_test(operation_test engine/operation_test.cc LIBS idem_engine)
 idem_add_test(op_batch_test engine/op_batch_test.cc LIBS idem_engine)
 idem_add_test(remembered_keys_test engine/remembered_keys_test.cc LIBS idem_engine_internal)

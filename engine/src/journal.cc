@@ -41,6 +41,15 @@ bool MayHoldAnEntry(std::string_view data) {
   return data.size() > kSegmentHeaderBytes && LastNonZero(data.substr(kSegmentHeaderBytes)) > 0;
 }
 
+// Segment files close once their last user lets go, wherever that is.
+std::shared_ptr<rocksdb::FSRandomRWFile> Shared(std::unique_ptr<rocksdb::FSRandomRWFile> file) {
+  if (!file) return nullptr;
+  return std::shared_ptr<rocksdb::FSRandomRWFile>(file.release(), [](rocksdb::FSRandomRWFile* f) {
+    (void)f->Close(rocksdb::IOOptions(), nullptr);
+    delete f;
+  });
+}
+
 uint64_t RandomSalt() {
   std::random_device device;
   return (uint64_t{device()} << 32) ^ device();
@@ -52,7 +61,17 @@ struct Journal::Segment {
   uint32_t id = 0;
   uint64_t number = 0;
   std::string path;
-  std::unique_ptr<rocksdb::FSRandomRWFile> file;
+  // Guarded by Journal::mu_. Null while closed (max_open_sealed_files): opened again to read or
+  // sync. A user takes a copy, so closing it here never closes it under a read. Read without
+  // the lock by the appender, and by Open and CreateSegment before others can see the segment:
+  // a file that must stay open (below) is never closed or replaced.
+  Journal::File file;
+  // Guarded by Journal::mu_: whether the file must stay open. While a segment is active, or
+  // sealed with writes of this process that no Sync has covered yet: a writeback error is
+  // reported to the files open when it happens, so this file's Sync is the one to see it.
+  bool keep_open = true;
+  // Guarded by Journal::mu_: its place in recent_, if there.
+  std::optional<std::list<Segment*>::iterator> recent;
   // Guarded by Journal::mu_; changed only by the appender (and Sync, for `synced`).
   uint64_t end = kSegmentHeaderBytes;  // where the next entry goes
   uint64_t synced = 0;                 // durable up to here
@@ -60,10 +79,6 @@ struct Journal::Segment {
   // The appender's own: zeros are written up to here.
   uint64_t zeros_end = 0;
   uint64_t salt = 0;
-
-  ~Segment() {
-    if (file) (void)file->Close(rocksdb::IOOptions(), nullptr);
-  }
 };
 
 Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
@@ -110,6 +125,9 @@ std::optional<uint32_t> Journal::FreeId() {
 Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
                                                const Replay& replay) {
+  if (options.max_open_sealed_files == 0) {
+    return Status::InvalidArgument("journal max_open_sealed_files must be at least 1");
+  }
   if (options.segment_bytes > kMaxSegmentBytes ||
       options.segment_bytes < kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) {
     return Status::InvalidArgument(
@@ -155,11 +173,13 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       return Status::Corruption(segment->path + " is " + std::to_string(size) +
                                 " bytes, more than a segment can be");
     }
+    std::unique_ptr<rocksdb::FSRandomRWFile> file;
     if (rocksdb::IOStatus s =
-            fs->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
+            fs->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &file, nullptr);
         !s.ok()) {
       return FromRocks(s);
     }
+    segment->file = Shared(std::move(file));
     bytes.resize(size);
     rocksdb::Slice read;
     if (rocksdb::IOStatus s = segment->file->Read(0, size, io, &read, bytes.data(), nullptr);
@@ -233,8 +253,13 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       journal->active_ = segment;
     } else {
       // What a crash of the process left in the page cache, replayed but perhaps not durable:
-      // the first Sync covers it before anything written from now on, as if just sealed.
+      // the first Sync covers it before anything written from now on, as if just sealed. Its
+      // file may close meanwhile: this process wrote nothing in it.
       journal->sealed_unsynced_.push_back(segment);
+      segment->keep_open = false;
+      std::vector<File> closing;
+      std::lock_guard<std::mutex> lock(journal->mu_);
+      journal->KeepOpenWhileRecent(segment.get(), &closing);
     }
   }
   if (!past_cut.empty()) {
@@ -247,9 +272,11 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     if (!s.ok()) return FromRocks(s);
   }
   if (repair) {
+    Result<File> file = journal->FileOf(repair->segment, Keep::kYes);
+    if (!file.ok()) return file.status();
     const std::string zeros(repair->bytes, '\0');
-    rocksdb::IOStatus s = repair->segment->file->Write(repair->offset, zeros, io, nullptr);
-    if (s.ok()) s = repair->segment->file->Sync(io, nullptr);
+    rocksdb::IOStatus s = (*file)->Write(repair->offset, zeros, io, nullptr);
+    if (s.ok()) s = (*file)->Sync(io, nullptr);
     if (!s.ok()) return FromRocks(s);
   }
   if (!journal->active_) {
@@ -338,7 +365,9 @@ Result<std::shared_ptr<Journal::Segment>> Journal::CreateSegment(uint64_t number
       fs_->NewWritableFile(segment->path, rocksdb::FileOptions(), &created, nullptr);
   if (s.ok()) s = created->Close(io, nullptr);
   if (s.ok()) {
-    s = fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &segment->file, nullptr);
+    std::unique_ptr<rocksdb::FSRandomRWFile> file;
+    s = fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &file, nullptr);
+    segment->file = Shared(std::move(file));
   }
   if (s.ok()) {
     const std::string header = EncodeSegmentHeader(
@@ -468,17 +497,33 @@ Status Journal::Sync() {
     unsynced.emplace_back(active_, active_->end);
   }
   for (const auto& [segment, end] : unsynced) {
-    if (rocksdb::IOStatus s = segment->file->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
+    // Closed only if replayed by Open: then opening it again and syncing it is how its pages
+    // (left by the process that wrote them) are made durable, as PostgreSQL does at startup.
+    // (DeleteSegment keeps a file open for a segment on the list until it is durably gone.)
+    Result<File> file = FileOf(segment, Keep::kNo);
+    if (!file.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Durably deleted since this Sync took its list: nothing of it is left to vouch for.
+      if (segment != active_ && std::find(sealed_unsynced_.begin(), sealed_unsynced_.end(),
+                                          segment) == sealed_unsynced_.end()) {
+        continue;
+      }
+      return Status::IOError("syncing " + segment->path + ": " + file.status().message());
+    }
+    if (rocksdb::IOStatus s = (*file)->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
       return Fail(FromRocks(s));
     }
+    std::vector<File> closing;  // closed after the lock is released
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) return failed_;  // failed meanwhile (an append, a roll): it stays failed
     segment->synced = std::max(segment->synced, end);
     // Sealed since this began, a segment may have received more than this sync covered: it
     // stays on the list for the next Sync then.
-    if (segment != active_ && end >= segment->end && !sealed_unsynced_.empty() &&
-        sealed_unsynced_.front() == segment) {
-      sealed_unsynced_.erase(sealed_unsynced_.begin());
+    if (segment != active_ && end >= segment->end) {
+      std::erase(sealed_unsynced_, segment);
+      segment->keep_open = false;
+      // Being deleted, it joins them if the delete fails.
+      if (by_id_[segment->id] == segment) KeepOpenWhileRecent(segment.get(), &closing);
     }
   }
   return Status::Ok();
@@ -486,17 +531,21 @@ Status Journal::Sync() {
 
 Status Journal::Read(Location at, size_t bytes, std::string* out) const {
   std::shared_ptr<Segment> segment;
+  Result<File> file = File();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (at.segment < by_id_.size() && by_id_[at.segment] != reserved_) {
       segment = by_id_[at.segment];
     }
+    if (segment) file = OpenFileOf(segment.get());
   }
   if (!segment) return Status::NotFound("no journal segment " + std::to_string(at.segment));
+  if (*file == nullptr) file = FileOf(segment, Keep::kYes);
+  if (!file.ok()) return file.status();
   out->resize(bytes);
   rocksdb::Slice read;
   rocksdb::IOStatus s =
-      segment->file->Read(at.offset, bytes, rocksdb::IOOptions(), &read, out->data(), nullptr);
+      (*file)->Read(at.offset, bytes, rocksdb::IOOptions(), &read, out->data(), nullptr);
   if (!s.ok()) return FromRocks(s);
   if (read.data() != out->data()) out->assign(read.data(), read.size());
   out->resize(read.size());
@@ -505,6 +554,7 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
 
 Status Journal::DeleteSegment(uint32_t id) {
   std::shared_ptr<Segment> segment;
+  bool needs_file = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (id >= by_id_.size() || !by_id_[id] || by_id_[id] == reserved_) {
@@ -513,11 +563,31 @@ Status Journal::DeleteSegment(uint32_t id) {
     if (by_id_[id] == active_) {
       return Status::InvalidArgument("journal segment " + std::to_string(id) + " is being written");
     }
+    if (copies_in_progress_ > 0) {
+      return Status::Busy("journal segment " + std::to_string(id) +
+                          " is being copied (a backup in progress); delete it after the copy");
+    }
     segment = std::move(by_id_[id]);
     by_id_[id] = reserved_;  // not readable, and not free for a new segment until this is done
-    deleting_.push_back(segment);  // still copied by CopyTo meanwhile
+    ++deletes_in_progress_;
+    ForgetRecent(segment.get());
+    needs_file = !segment->file && std::find(sealed_unsynced_.begin(), sealed_unsynced_.end(),
+                                             segment) != sealed_unsynced_.end();
   }
-  // A reader in flight holds the segment, and so its open file, until it is done.
+  // A segment Sync has still to cover keeps an open file until it is durably gone, so that a
+  // Sync meanwhile (or after a failed directory sync) can still sync what the name no longer
+  // reaches. A reader in flight holds its own copy of the file.
+  if (needs_file) {
+    Result<File> file = FileOf(segment, Keep::kNo);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!file.ok()) {
+      --deletes_in_progress_;
+      if (deletes_in_progress_ == 0) deletes_cv_.notify_all();
+      by_id_[id] = segment;
+      return Status::IOError(file.status().message());  // the segment is there: not NotFound
+    }
+    if (!segment->file) segment->file = std::move(*file);
+  }
   rocksdb::IOStatus s = fs_->DeleteFile(segment->path, rocksdb::IOOptions(), nullptr);
   const bool deleted = s.ok();
   if (deleted) {
@@ -527,17 +597,80 @@ Status Journal::DeleteSegment(uint32_t id) {
     s = fs_->NewDirectory(dir_, rocksdb::IOOptions(), &directory, nullptr);
     if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
   }
+  std::vector<File> closing;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
-  std::erase(deleting_, segment);
+  --deletes_in_progress_;
+  if (deletes_in_progress_ == 0) deletes_cv_.notify_all();
   if (deleted) {
     by_id_[id].reset();
-    // Durably gone, it needs no sync: Open will not find it (its file closes with the last
-    // reader).
-    if (s.ok()) std::erase(sealed_unsynced_, segment);
+    if (s.ok()) {  // durably gone, it needs no sync: Open will not find it
+      std::erase(sealed_unsynced_, segment);
+      closing.push_back(std::move(segment->file));
+    }  // else still on Sync's list, with its file open, until a Sync covers it
   } else {
-    by_id_[id] = std::move(segment);  // still there: deleted by a later attempt
+    by_id_[id] = segment;  // still there: deleted by a later attempt
+    if (!segment->keep_open) KeepOpenWhileRecent(segment.get(), &closing);
   }
   return s.ok() ? Status::Ok() : FromRocks(s);
+}
+
+Journal::File Journal::OpenFileOf(Segment* segment) const {
+  if (segment->file && segment->recent) {
+    recent_.splice(recent_.begin(), recent_, *segment->recent);
+  }
+  return segment->file;
+}
+
+Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment, Keep keep) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (File file = OpenFileOf(segment.get())) return file;
+  }
+  std::unique_ptr<rocksdb::FSRandomRWFile> opened;
+  const rocksdb::IOStatus s =
+      fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &opened, nullptr);
+  File file = Shared(std::move(opened));
+  std::vector<File> closing;  // closed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  if (File other = OpenFileOf(segment.get())) {  // opened meanwhile (by a delete, a reader)
+    closing.push_back(std::move(file));
+    return other;
+  }
+  const bool listed = segment->id < by_id_.size() && by_id_[segment->id] == segment;
+  if (!s.ok()) {
+    if (!listed && (s.IsPathNotFound() || s.IsNotFound())) {
+      return Status::NotFound(segment->path + " was deleted");
+    }
+    return Status::IOError("opening " + segment->path + ": " + s.ToString());
+  }
+  // Not kept while being deleted: used by this caller only.
+  if (listed && keep == Keep::kYes) {
+    segment->file = file;
+    if (!segment->keep_open) KeepOpenWhileRecent(segment.get(), &closing);
+  }
+  return file;
+}
+
+void Journal::KeepOpenWhileRecent(Segment* segment, std::vector<File>* closing) const {
+  if (!segment->file) return;
+  if (segment->recent) {
+    recent_.splice(recent_.begin(), recent_, *segment->recent);
+  } else {
+    recent_.push_front(segment);
+    segment->recent = recent_.begin();
+  }
+  while (recent_.size() > options_.max_open_sealed_files) {
+    Segment* oldest = recent_.back();
+    recent_.pop_back();
+    oldest->recent.reset();
+    closing->push_back(std::move(oldest->file));
+  }
+}
+
+void Journal::ForgetRecent(Segment* segment) const {
+  if (!segment->recent) return;
+  recent_.erase(*segment->recent);
+  segment->recent.reset();
 }
 
 std::vector<Journal::SegmentInfo> Journal::Segments() const {
@@ -555,15 +688,25 @@ std::vector<Journal::SegmentInfo> Journal::Segments() const {
 
 Status Journal::CopyTo(const std::string& dir) const {
   const rocksdb::IOOptions io;
-  // The cut: every segment with entries, and where its entries end, at one instant.
+  // The cut: every segment with entries, and where its entries end, at one instant. None of
+  // them is deleted until the copy is done; a delete in progress finishes before the cut (or
+  // fails, and its segment is in it).
   std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> cut;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    deletes_cv_.wait(lock, [this] { return deletes_in_progress_ == 0; });
     for (const auto& segment : by_id_) {
       if (segment && segment != reserved_) cut.emplace_back(segment, segment->end);
     }
-    for (const auto& segment : deleting_) cut.emplace_back(segment, segment->end);
+    ++copies_in_progress_;
   }
+  struct CopyDone {
+    const Journal* journal;
+    ~CopyDone() {
+      std::lock_guard<std::mutex> lock(journal->mu_);
+      --journal->copies_in_progress_;
+    }
+  } copy_done{this};
   std::sort(cut.begin(), cut.end(),
             [](const auto& a, const auto& b) { return a.first->number < b.first->number; });
   if (rocksdb::IOStatus s = fs_->CreateDirIfMissing(dir, io, nullptr); !s.ok()) {
@@ -582,12 +725,13 @@ Status Journal::CopyTo(const std::string& dir) const {
   std::string buffer(kChunk, '\0');
   for (const auto& [segment, end] : cut) {
     const std::string path = dir + "/" + std::filesystem::path(segment->path).filename().string();
+    Result<File> file = FileOf(segment, Keep::kNo);
+    if (!file.ok()) return file.status();
     std::unique_ptr<rocksdb::FSWritableFile> out;
     rocksdb::IOStatus s = fs_->NewWritableFile(path, rocksdb::FileOptions(), &out, nullptr);
     for (uint64_t offset = 0; s.ok() && offset < end;) {
       rocksdb::Slice read;
-      s = segment->file->Read(offset, std::min(kChunk, end - offset), io, &read, buffer.data(),
-                              nullptr);
+      s = (*file)->Read(offset, std::min(kChunk, end - offset), io, &read, buffer.data(), nullptr);
       if (s.ok() && read.empty()) {
         s = rocksdb::IOStatus::IOError(segment->path + " ends at " + std::to_string(offset) +
                                        ", before its entries' end " + std::to_string(end));

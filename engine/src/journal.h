@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,7 +41,8 @@
 
 namespace rocksdb {
 class FileSystem;
-}
+class FSRandomRWFile;
+}  // namespace rocksdb
 
 namespace idem::journal {
 
@@ -54,6 +56,13 @@ struct JournalOptions {
   // Off: PrepareNextSegment is the owner's to call; a roll without a prepared segment creates
   // one itself.
   bool prepare_in_background = true;
+  // Sealed segments whose files stay open between reads, the most recently read ones; a read of
+  // another opens its file again and closes the least recently read. Besides these the journal
+  // holds open the active segment's file, the prepared one's, and those of the segments sealed
+  // since the last Sync (a writeback error is reported to a file open when it happened) or
+  // deleted before a Sync covered them (until one does), plus one per read, copy or sync in
+  // flight and the one an open is scanning. At least 1.
+  size_t max_open_sealed_files = 256;
 };
 
 class Journal {
@@ -99,8 +108,9 @@ class Journal {
   Result<Location> Append(EntryBuilder* entry);
   // Makes every entry appended before the call durable, syncing the sealed segments not synced
   // yet, oldest first, then the active one. The journal's failure once it has failed, even if
-  // this sync's own files were durable. One Sync at a time (a second waits); concurrent with
-  // Append and Read.
+  // this sync's own files were durable; an IOError, the journal not failed, if the file of a
+  // segment replayed by Open cannot be opened again to sync it (no page was lost: the next Sync
+  // tries again). One Sync at a time (a second waits); concurrent with Append and Read.
   Status Sync();
   // Creates the segment after the active one, for the next roll to take: the file, its header
   // and zeros ahead, synced, and the directory synced. Ok at once if one is prepared or being
@@ -109,15 +119,20 @@ class Journal {
   // taken. A prepared segment is not listed by Segments() until a roll takes it. Concurrent with
   // Append, Sync and Read.
   Status PrepareNextSegment();
-  // Reads up to `bytes` bytes at `at` into `out` (fewer at the end of the segment's file).
-  // NotFound if the segment is gone (deleted), IOError if the read fails. An id reused since
-  // the Location was taken reads the new segment's bytes: the operation's checksum and key
+  // Reads up to `bytes` bytes at `at` into `out` (fewer at the end of the segment's file),
+  // opening the segment's file again if it was closed (max_open_sealed_files).
+  // NotFound if the segment is gone (deleted), IOError if the open or the read fails. An id reused
+  // since the Location was taken reads the new segment's bytes: the operation's checksum and key
   // tell the caller.
   Status Read(Location at, size_t bytes, std::string* out) const;
   // Deletes a sealed segment's file and syncs the directory. InvalidArgument for the active
-  // segment, NotFound for an id that has none; an IOError leaves the segment in place. The id
-  // is free for a new segment once this returns (reused last: ids go round); a reader of the
-  // segment in flight meanwhile still reads it.
+  // segment, NotFound for an id that has none, Busy while a CopyTo runs (the copy reads every
+  // segment it began with: try again after it). An IOError from opening the file (a segment
+  // still to be synced keeps it open until durably gone) or from the unlink leaves the segment
+  // in place; one from the directory sync after the unlink leaves it deleted, perhaps not
+  // durably (the next Sync still syncs it). The id is free for a new segment once this returns
+  // (reused last: ids go round); a reader of the segment in flight meanwhile still reads it if
+  // its file was open.
   Status DeleteSegment(uint32_t id);
 
   std::vector<SegmentInfo> Segments() const;
@@ -126,9 +141,9 @@ class Journal {
   // Copies the journal as it stands at the call into `dir` (created if missing; InvalidArgument
   // if it already holds a segment file): each segment's entries up to the last one appended
   // before the call, each file synced, then the directory. The copy opens as a journal whose
-  // last segment ends clean. A segment deleted meanwhile (dropped, moved out of) is still
-  // copied: its file stays open until the copy is done, so the copy is one consistent cut.
-  // Appends go on meanwhile. The copy is not synced from the journal's own durability: an
+  // last segment ends clean. It is one consistent cut: it begins once the deletes in progress
+  // are done, and segments are not deleted until it ends (DeleteSegment: Busy). Appends go on
+  // meanwhile. The copy is not synced from the journal's own durability: an
   // entry appended before the call is in it, synced or not. IOError naming the file.
   Status CopyTo(const std::string& dir) const;
 
@@ -154,6 +169,18 @@ class Journal {
   // taken.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);
   void Activate(std::shared_ptr<Segment> segment);  // mu_ held
+  // The segment's file, opened again if it was closed; kept open (among the recent ones) only
+  // with `keep`: a copy or a sync reading every segment once would otherwise push out the
+  // files reads use. NotFound if the segment was deleted meanwhile, IOError if the file cannot
+  // be opened.
+  using File = std::shared_ptr<rocksdb::FSRandomRWFile>;
+  enum class Keep : bool { kNo, kYes };
+  Result<File> FileOf(const std::shared_ptr<Segment>& segment, Keep keep) const;
+  File OpenFileOf(Segment* segment) const;  // mu_ held: its file if open (now the most recent)
+  // Lists the segment's open file among those that may be closed (mu_ held), most recently
+  // used first, moving the files it closes to `closing` (closed by the caller, mu_ released).
+  void KeepOpenWhileRecent(Segment* segment, std::vector<File>* closing) const;
+  void ForgetRecent(Segment* segment) const;  // mu_ held
   void PrepareLoop();
   Status Fail(Status s);  // records the first failure; returns it
   // An id no segment has, for the caller to take (mu_ held). Nullopt: all are taken.
@@ -172,7 +199,12 @@ class Journal {
   std::shared_ptr<Segment> active_;
   // Sealed since the last Sync that covered them, oldest first (Sync's work list).
   std::vector<std::shared_ptr<Segment>> sealed_unsynced_;
-  std::vector<std::shared_ptr<Segment>> deleting_;  // by DeleteSegment, until it returns
+  size_t deletes_in_progress_ = 0;         // DeleteSegment calls past their check, not returned
+  mutable size_t copies_in_progress_ = 0;  // CopyTo calls past their cut
+  mutable std::condition_variable deletes_cv_;  // deletes_in_progress_ went down
+  // Sealed segments whose files may be closed (not written since a Sync covered them, or
+  // replayed by Open), open ones only, most recently used first.
+  mutable std::list<Segment*> recent_;
   uint64_t last_sequence_ = 0;
   std::shared_ptr<Segment> spare_;  // prepared for the next roll, if any
   bool preparing_ = false;          // the next segment is being created (prepared or rolled to)

@@ -97,7 +97,8 @@ class JournalStore {
   Status Sync();
   // Deletes every sealed segment whose operations all reached their keep-until by `until_ms`
   // (the owner's removal bound), after removing their index entries. Returns how many; stops at
-  // the first file that cannot be deleted, with its error.
+  // the first file that cannot be deleted, with its error (Busy while a copy of the journal
+  // runs: Journal::DeleteSegment); a later call deletes it.
   Result<size_t> DropEndedBy(int64_t until_ms);
 
   // When MoveSurvivors moves a segment's survivors: when both hold.
@@ -130,9 +131,9 @@ class JournalStore {
   // Writers wait for it only while it appends (in entries of up to kMoveEntryBytes).
   // A picked segment that cannot be moved is kept, counted in the report and not tried again
   // for kMoveRetryCalls calls (calls, not time: the owner's pace); the journal's
-  // failure if an append or the sync fails, the delete's if the file cannot be deleted (its
-  // survivors are then in the journal twice, which a reopen resolves: the later copy wins; the
-  // next call tries the delete again, first).
+  // failure if an append or the sync fails, the delete's if the file cannot be deleted (Busy
+  // while a copy of the journal runs; its survivors are then in the journal twice, which a
+  // reopen resolves: the later copy wins; the next call tries the delete again, first).
   static constexpr size_t kMoveEntryBytes = size_t{1} << 20;
   static constexpr uint64_t kMoveRetryCalls = 64;
   Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);

@@ -407,35 +407,312 @@ TEST_F(JournalTest, ATornSealedSegmentIsRepairedOnlyOnceTheSegmentsAfterItAreGon
   EXPECT_FALSE(std::filesystem::exists(Path(2)));
 }
 
-TEST_F(JournalTest, ACopyTakenWhileASegmentIsBeingDeletedStillHoldsIt) {
+// The entries a copy of the journal in `dir` replays.
+size_t EntriesIn(testing::JournalFaultFs* fs, const std::string& dir, const JournalOptions& options,
+                 const Clock* clock) {
+  size_t replayed = 0;
+  Result<std::unique_ptr<Journal>> opened =
+      Journal::Open(fs, dir, options, clock,
+                    [&](const Journal&, const OpView&, Location, uint64_t) { ++replayed; });
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  return replayed;
+}
+
+TEST_F(JournalTest, ACopyBeginsOnceADeleteInProgressIsDoneAndHoldsTheSegmentIfItFailed) {
   options_.segment_bytes = 1024;
   std::unique_ptr<Journal> journal = MustOpen();
   size_t appended = 0;
   for (int guard = 0; guard < 1000 && journal->Segments().size() < 2; ++guard) {
     appended += Append(journal.get(), {"k"}).size();
   }
-  // The delete of segment 1 waits, its file not yet gone, while the copy is taken: should the
-  // delete then fail, the journal would keep the segment, and so must the copy.
+  // The delete of segment 1 waits, its file not yet gone, while the copy starts; then it fails:
+  // the journal keeps the segment, and so must the copy.
   testing::HoldPoint deleting;
   fs_.before_delete = [&](const std::string& path) {
     if (path == Path(1)) deleting.Hold();
   };
   const uint32_t first = journal->Segments().front().id;
-  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first).ok()); });
+  std::thread deleter([&] { EXPECT_FALSE(journal->DeleteSegment(first).ok()); });
   deleting.WaitUntilHeld();
-  const Status copy = journal->CopyTo(dir_.Sub("copy"));
+  Status copy;
+  std::thread copier([&] { copy = journal->CopyTo(dir_.Sub("copy")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("copy")));  // the copy waits to begin
+  fs_.fail_deletes = true;
+  deleting.Release();
+  deleter.join();
+  copier.join();
+  fs_.before_delete = nullptr;
+  fs_.fail_deletes = false;
+  ASSERT_OK(copy);
+  EXPECT_EQ(appended, EntriesIn(&fs_, dir_.Sub("copy"), options_, &clock_));
+}
+
+TEST_F(JournalTest, NoSegmentIsDeletedWhileACopyRuns) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  size_t appended = 0;
+  for (int guard = 0; guard < 1000 && journal->Segments().size() < 3; ++guard) {
+    appended += Append(journal.get(), {"k"}).size();
+  }
+  ASSERT_OK(journal->Sync());
+  // The copy holds after reading segment 1, with segment 2 still to copy.
+  testing::HoldPoint copying;
+  std::atomic<std::thread::id> copier_id{std::thread::id()};
+  fs_.after_read = [&](const std::string& path) {
+    if (std::this_thread::get_id() == copier_id.load() && path == Path(1)) copying.Hold();
+  };
+  Status copy;
+  std::thread copier([&] {
+    copier_id = std::this_thread::get_id();
+    copy = journal->CopyTo(dir_.Sub("copy"));
+  });
+  copying.WaitUntilHeld();
+  const std::vector<Journal::SegmentInfo> segments = journal->Segments();
+  const Status during = journal->DeleteSegment(segments[1].id);
+  copying.Release();
+  copier.join();
+  fs_.after_read = nullptr;
+  EXPECT_TRUE(during.IsBusy()) << during.ToString();
+  EXPECT_TRUE(std::filesystem::exists(Path(2)));
+  ASSERT_OK(copy);
+  EXPECT_EQ(appended, EntriesIn(&fs_, dir_.Sub("copy"), options_, &clock_));
+  EXPECT_TRUE(journal->DeleteSegment(segments[1].id).ok());  // once the copy is done
+  EXPECT_FALSE(std::filesystem::exists(Path(2)));
+}
+
+// Appends one key per entry until the journal has `segments` segments; returns them all.
+std::vector<Replayed> FillSegments(Journal* journal, size_t segments,
+                                   const std::function<std::vector<Replayed>(int)>& append) {
+  std::vector<Replayed> all;
+  for (int i = 0; i < 10'000 && journal->Segments().size() < segments; ++i) {
+    for (Replayed& r : append(i)) all.push_back(std::move(r));
+  }
+  return all;
+}
+
+TEST_F(JournalTest, SealedSegmentsKeepAtMostTheConfiguredFilesOpen) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 2;
+  std::unique_ptr<Journal> journal = MustOpen();
+  const std::vector<Replayed> all = FillSegments(
+      journal.get(), 8, [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_EQ(8u, journal->Segments().size());
+  EXPECT_EQ(8, fs_.open_files());  // sealed, but not synced yet: they stay open
+  ASSERT_OK(journal->Sync());
+  EXPECT_EQ(2 + 1, fs_.open_files());  // and the active one
+  // Every segment reads back, twice over, its file opened again as needed.
+  fs_.ResetPeakOpenFiles();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Replayed& r : all) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
+  }
+  EXPECT_EQ(2 + 1, fs_.open_files());
+  EXPECT_LE(fs_.peak_open_files(), 2 + 1 + 1);  // and the one being read
+}
+
+TEST_F(JournalTest, AReopenedJournalKeepsTheBoundWhileReplayingAndSyncing) {
+  options_.segment_bytes = 1024;
+  std::vector<Replayed> all;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    all = FillSegments(journal.get(), 8,
+                       [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  }  // not synced: the first Sync after the restart syncs every segment
+  options_.max_open_sealed_files = 2;
+  fs_.ResetPeakOpenFiles();
+  std::vector<Replayed> replayed;
+  std::unique_ptr<Journal> journal = MustOpen(&replayed);
+  ASSERT_NE(nullptr, journal);
+  EXPECT_EQ(all, replayed);
+  EXPECT_EQ(2 + 1, fs_.open_files());
+  for (const Replayed& r : all) EXPECT_EQ(r.key, ReadKey(*journal, r.at));  // before the Sync
+  EXPECT_EQ(2 + 1, fs_.open_files());
+  fs_.record = true;
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  std::vector<std::string> every;
+  for (uint64_t n = 1; n <= 8; ++n) every.push_back(Path(n));
+  EXPECT_EQ(every, fs_.synced());
+  EXPECT_EQ(2 + 1, fs_.open_files());
+  EXPECT_LE(fs_.peak_open_files(), 2 + 1 + 1);  // and the one being scanned or synced
+  for (const Replayed& r : all) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
+}
+
+TEST_F(JournalTest, AReadWhoseSegmentIsDeletedBeforeItsFileOpensAgainFindsNothing) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  const std::vector<Replayed> first = Append(journal.get(), {"first"});
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_OK(journal->Sync());
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 2's and the active one's: segment 1's closed
+  testing::HoldPoint opening;
+  fs_.before_open = [&](const std::string& path) {
+    if (path == Path(1)) opening.Hold();
+  };
+  Status read;
+  std::thread reader([&] {
+    std::string bytes;
+    read = journal->Read(first[0].at, 64, &bytes);
+  });
+  opening.WaitUntilHeld();
+  const Status deleted = journal->DeleteSegment(first[0].at.segment);
+  opening.Release();
+  reader.join();
+  fs_.before_open = nullptr;
+  ASSERT_OK(deleted);
+  EXPECT_TRUE(read.IsNotFound()) << read.ToString();
+}
+
+TEST_F(JournalTest, ASegmentWhoseDeleteFailedWhileASyncCoveredItKeepsTheBound) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_EQ(3, fs_.open_files());  // none synced yet
+  // Segment 1's delete holds before the unlink while a Sync covers it; then the unlink fails.
+  testing::HoldPoint deleting;
+  fs_.before_delete = [&](const std::string& path) {
+    if (path == Path(1)) deleting.Hold();
+  };
+  const uint32_t first = journal->Segments().front().id;
+  std::thread deleter([&] { EXPECT_FALSE(journal->DeleteSegment(first).ok()); });
+  deleting.WaitUntilHeld();
+  const Status synced = journal->Sync();
+  fs_.fail_deletes = true;
   deleting.Release();
   deleter.join();
   fs_.before_delete = nullptr;
-  ASSERT_OK(copy);
-  std::vector<Replayed> replayed;
-  Result<std::unique_ptr<Journal>> opened = Journal::Open(
-      &fs_, dir_.Sub("copy"), options_, &clock_,
-      [&](const Journal&, const OpView& op, Location at, uint64_t sequence) {
-        replayed.push_back({std::string(op.key), std::string(op.value), op.type, at, sequence});
-      });
-  ASSERT_OK(opened);
-  EXPECT_EQ(appended, replayed.size());
+  fs_.fail_deletes = false;
+  ASSERT_OK(synced);
+  std::string bytes;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Journal::SegmentInfo& segment : journal->Segments()) {
+      ASSERT_OK(journal->Read(Location{segment.id, 0}, 16, &bytes));
+    }
+  }
+  EXPECT_EQ(1 + 1, fs_.open_files());  // one sealed segment's and the active one's
+}
+
+TEST_F(JournalTest, ASegmentUnlinkedWithoutADurableDirectoryIsStillSynced) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  fs_.fail_directories = true;  // the unlink succeeds, the directory sync after it fails
+  const Status deleted = journal->DeleteSegment(journal->Segments().front().id);
+  fs_.fail_directories = false;
+  EXPECT_FALSE(deleted.ok());
+  fs_.record = true;
+  ASSERT_OK(journal->Sync());
+  fs_.record = false;
+  // A power cut could bring segment 1 back: it must not come back torn before synced entries.
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, ASyncDuringTheDeleteOfAReplayedSegmentStillSyncsIt) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  {
+    std::unique_ptr<Journal> journal = MustOpen();
+    FillSegments(journal.get(), 3,
+                 [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  }  // not synced
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed since the replay
+  // Segment 1's delete holds after the unlink, before its directory sync; a Sync runs then.
+  testing::HoldPoint directory;
+  fs_.before_directory = [&] { directory.Hold(); };
+  const uint32_t first = journal->Segments().front().id;
+  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first).ok()); });
+  directory.WaitUntilHeld();
+  fs_.record = true;
+  const Status synced = journal->Sync();
+  fs_.record = false;
+  directory.Release();
+  deleter.join();
+  fs_.before_directory = nullptr;
+  ASSERT_OK(synced);
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, ASyncSkipsASegmentDurablyDeletedWhileItRan) {
+  options_.segment_bytes = 1024;
+  std::unique_ptr<Journal> journal = MustOpen();
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  // The Sync holds in segment 1's sync while segment 2 is deleted, durably.
+  testing::HoldPoint syncing;
+  fs_.before_sync = [&](const std::string& path) {
+    if (path == Path(1)) syncing.Hold();
+  };
+  Status synced;
+  std::thread syncer([&] { synced = journal->Sync(); });
+  syncing.WaitUntilHeld();
+  const Status deleted = journal->DeleteSegment(journal->Segments()[1].id);
+  fs_.record = true;
+  syncing.Release();
+  syncer.join();
+  fs_.record = false;
+  fs_.before_sync = nullptr;
+  ASSERT_OK(deleted);
+  ASSERT_OK(synced);
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(3)}), fs_.synced());
+}
+
+TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  const std::vector<Replayed> first = Append(journal.get(), {"first"});
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_OK(journal->Sync());
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed
+  // A read of segment 1 holds before opening its file, a delete of it before the unlink; then
+  // the open fails (EIO) while the file is still there: an error, not a record gone.
+  testing::HoldPoint opening;
+  testing::HoldPoint deleting;
+  fs_.before_open = [&](const std::string& path) {
+    if (path == Path(1)) opening.Hold();
+  };
+  fs_.before_delete = [&](const std::string& path) {
+    if (path == Path(1)) deleting.Hold();
+  };
+  Status read;
+  std::thread reader([&] {
+    std::string bytes;
+    read = journal->Read(first[0].at, 64, &bytes);
+  });
+  opening.WaitUntilHeld();
+  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first[0].at.segment).ok()); });
+  deleting.WaitUntilHeld();
+  fs_.fail_opens = true;
+  opening.Release();
+  reader.join();
+  fs_.fail_opens = false;
+  deleting.Release();
+  deleter.join();
+  fs_.before_open = nullptr;
+  fs_.before_delete = nullptr;
+  EXPECT_TRUE(read.IsIOError()) << read.ToString();
+}
+
+TEST_F(JournalTest, AClosedSegmentWhoseFileIsMissingIsAnIOErrorNotAbsence) {
+  options_.segment_bytes = 1024;
+  options_.max_open_sealed_files = 1;
+  std::unique_ptr<Journal> journal = MustOpen();
+  const std::vector<Replayed> first = Append(journal.get(), {"first"});
+  FillSegments(journal.get(), 3,
+               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  ASSERT_OK(journal->Sync());
+  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed
+  std::filesystem::remove(Path(1));    // damage from outside: the journal never deleted it
+  std::string bytes;
+  const Status read = journal->Read(first[0].at, 64, &bytes);
+  EXPECT_TRUE(read.IsIOError()) << read.ToString();
 }
 
 TEST_F(JournalTest, ASegmentDeletedBeforeTheFirstSyncAfterARestartIsNotSynced) {

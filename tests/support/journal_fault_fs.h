@@ -1,6 +1,7 @@
 // A RocksDB FileSystem wrapper for the journal's tests (engine/src/journal.h opens its segments as
 // random-access read-write files): makes creations, writes, syncs or deletes fail on demand,
-// records the syncs and deletes in order, and lets a test hold a reader after its read.
+// records the syncs and deletes in order, counts the files open, and lets a test hold a reader
+// after its read.
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,9 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::atomic<int> writes_before_failure{-1};
   std::atomic<bool> fail_deletes{false};  // EIO
   std::atomic<bool> fail_creates{false};  // ENOSPC on creating a file
+  std::atomic<bool> fail_opens{false};    // EIO on opening a file for reads and writes
+  // Opening a directory (to sync it) fails (EIO): as a failed directory sync, to the journal.
+  std::atomic<bool> fail_directories{false};
   // Syncs of this file fail (EIO). Set while no journal is syncing.
   std::string fail_syncs_of;
   // The next sync of this file fails (EIO), the ones after it succeed: as Linux reports a
@@ -43,6 +47,17 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::function<void(const std::string&)> before_sync;
   // Called before each delete of a file, with its path. Set while no delete is in flight.
   std::function<void(const std::string&)> before_delete;
+  // Called before each open of a file for reads and writes, with its path. Set while no open is
+  // in flight.
+  std::function<void(const std::string&)> before_open;
+  // Called before each open of a directory (to sync it). Set while none is in flight.
+  std::function<void()> before_directory;
+
+  // Files opened for reads and writes and not closed yet; the most there were since the last
+  // ResetPeakOpenFiles.
+  int open_files() const { return open_files_.load(); }
+  int peak_open_files() const { return peak_open_files_.load(); }
+  void ResetPeakOpenFiles() { peak_open_files_ = open_files_.load(); }
 
   std::vector<std::string> events() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,6 +79,13 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     Record("delete " + name);
     return target()->DeleteFile(name, options, dbg);
   }
+  rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
+                                 std::unique_ptr<rocksdb::FSDirectory>* result,
+                                 rocksdb::IODebugContext* dbg) override {
+    if (before_directory) before_directory();
+    if (fail_directories) return rocksdb::IOStatus::IOError("injected EIO");
+    return target()->NewDirectory(name, options, result, dbg);
+  }
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
@@ -73,6 +95,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewRandomRWFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSRandomRWFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
+    if (before_open) before_open(name);
+    if (fail_opens) return rocksdb::IOStatus::IOError("injected EIO");
     std::unique_ptr<rocksdb::FSRandomRWFile> file;
     rocksdb::IOStatus s = target()->NewRandomRWFile(name, options, &file, dbg);
     if (s.ok()) *result = std::make_unique<File>(std::move(file), this, name);
@@ -89,7 +113,13 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   class File final : public rocksdb::FSRandomRWFileOwnerWrapper {
    public:
     File(std::unique_ptr<rocksdb::FSRandomRWFile> file, JournalFaultFs* fs, std::string name)
-        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {}
+        : FSRandomRWFileOwnerWrapper(std::move(file)), fs_(fs), name_(std::move(name)) {
+      const int open = ++fs_->open_files_;
+      int peak = fs_->peak_open_files_.load();
+      while (open > peak && !fs_->peak_open_files_.compare_exchange_weak(peak, open)) {
+      }
+    }
+    ~File() override { --fs_->open_files_; }
     rocksdb::IOStatus Write(uint64_t offset, const rocksdb::Slice& data,
                             const rocksdb::IOOptions& options,
                             rocksdb::IODebugContext* dbg) override {
@@ -131,6 +161,8 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
     return true;
   }
 
+  std::atomic<int> open_files_{0};
+  std::atomic<int> peak_open_files_{0};
   mutable std::mutex mu_;
   std::vector<std::string> events_;  // guarded by mu_
   std::string fail_next_sync_of_;    // guarded by mu_
