@@ -73,6 +73,11 @@ class JournalStore {
     std::string_view key;
     std::string_view value;  // empty for a delete
     int64_t keep_until_ms = 0;
+    // The key's version as the caller found it (Get), with the key's writers held off since by
+    // the caller's own locks; null: Apply looks the key up. While the index still points at
+    // it, Apply takes it as the current version instead of reading the record again; if a move
+    // or drop took it since, Apply looks the key up.
+    const Version* found = nullptr;
   };
 
   // Opens (or creates) the store in `dir`, replaying it (above); `removal_bound_ms`: operations

@@ -3,6 +3,8 @@
 // never expires, and the latest acknowledged version of every key still kept; killed again and
 // again on the same directory, it goes on doing so. A kill leaves the page cache, so this is
 // the crash of a process, not a power cut (journal_test covers torn writes).
+#include "engine/journal_crash.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -19,7 +21,6 @@
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
-#include "engine/journal_crash.h"
 #include "support/temp_dir.h"
 
 namespace idem::journal {
