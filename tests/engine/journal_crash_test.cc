@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
+#include "support/child_process.h"
 #include "support/temp_dir.h"
 
 namespace idem::journal {
@@ -29,18 +29,8 @@ namespace {
 using testing::CrashReport;
 
 pid_t StartChild(const std::string& dir, int report_fd, int64_t bound) {
-  std::string binary = JOURNAL_CRASH_CHILD;
-  std::string path = dir;
-  std::string fd = std::to_string(report_fd);
-  std::string removal_bound = std::to_string(bound);
-  char* argv[] = {binary.data(), path.data(), fd.data(), removal_bound.data(), nullptr};
-  const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
+  return testing::StartChildProcess(
+      {JOURNAL_CRASH_CHILD, dir, std::to_string(report_fd), std::to_string(bound)});
 }
 
 // The key's value as a round, or -1 if absent, or -2 on an error (reported).
