@@ -13,6 +13,8 @@
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
 //   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
+//   BM_JournalStore_Update/given:1 vs /given:0: a completion's write given the version its Get
+//   found, against one that looks the key up again.
 //   BM_Journal_ReadSealed/open_files: reads across 32 sealed segments with every file kept open
 //   (32) against one reopened on almost every read (1): the price of a closed segment's read.
 //   BM_JournalStore_MoveSurvivors/needed_per_mille: moving the few records that never expire out
@@ -268,6 +270,24 @@ void BM_JournalStore_Get(benchmark::State& state) {
     std::string key = RecordKey(kNs, KeyOf((i += 104729) % kHotSet));
     auto got = store.Get(key);
     if (!got.ok() || !*got) state.SkipWithError("expected a hit");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// A Get hit, then a new version of the key, as a completion does: with `given` 1 the write is
+// given the version the Get found (JournalStore::Write::found), with 0 it looks the key up again.
+void BM_JournalStore_Update(benchmark::State& state) {
+  journal::JournalStore& store = *J().store;
+  const bool given = state.range(0) != 0;
+  const std::string value = RecordValue();
+  uint64_t i = 7919;
+  for (auto _ : state) {
+    std::string key = RecordKey(kNs, KeyOf((i += 104729) % kHotSet));
+    auto got = store.Get(key);
+    if (!got.ok() || !*got) state.SkipWithError("expected a hit");
+    journal::JournalStore::Write put{journal::OpType::kPut, key, value, 1};
+    if (given) put.found = &**got;
+    if (!store.Apply({&put, 1}).ok()) state.SkipWithError("apply failed");
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -868,6 +888,7 @@ BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);
 BENCHMARK(BM_JournalStore_GetPut)->Apply(Threads);
 BENCHMARK(BM_JournalStore_Get)->Apply(Threads);
 BENCHMARK(BM_Journal_ReadSealed)->Arg(32)->Arg(1);
+BENCHMARK(BM_JournalStore_Update)->ArgName("given")->Arg(0)->Arg(1);
 BENCHMARK(BM_Get_AtScale)
     ->ArgNames({"records", "journal"})
     ->ArgsProduct({{10'000'000}, {0, 1}})

@@ -23,14 +23,19 @@ idem_add_test(journal_format_test engine/journal_format_test.cc LIBS idem_engine
 idem_add_test(journal_index_test engine/journal_index_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_test engine/journal_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_store_test engine/journal_store_test.cc LIBS idem_engine_internal)
+# A crash test's child process (a fresh process, not a fork of the test: RocksDB's thread pools
+# do not survive a fork), its path given to the test as the macro DEFINE.
+function(idem_add_crash_child TEST CHILD SOURCE LIB DEFINE)
+  add_executable(${CHILD} ${SOURCE})
+  target_include_directories(${CHILD} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${CHILD} PRIVATE ${LIB} idem_warnings)
+  target_compile_definitions(${TEST} PRIVATE ${DEFINE}="$<TARGET_FILE:${CHILD}>")
+  add_dependencies(${TEST} ${CHILD})
+endfunction()
 idem_add_test(journal_crash_test engine/journal_crash_test.cc LIBS idem_engine_internal)
-# journal_crash_test kills this child while it writes, drops and moves.
-add_executable(journal_crash_child engine/journal_crash_child.cc)
-target_include_directories(journal_crash_child PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(journal_crash_child PRIVATE idem_engine_internal idem_warnings)
-target_compile_definitions(journal_crash_test PRIVATE
-  JOURNAL_CRASH_CHILD="$<TARGET_FILE:journal_crash_child>")
-add_dependencies(journal_crash_test journal_crash_child)
+# Killed while it writes, syncs, drops and moves.
+idem_add_crash_child(journal_crash_test journal_crash_child engine/journal_crash_child.cc
+  idem_engine_internal JOURNAL_CRASH_CHILD)
 idem_add_test(operation_test engine/operation_test.cc LIBS idem_engine)
 idem_add_test(op_batch_test engine/op_batch_test.cc LIBS idem_engine)
 idem_add_test(remembered_keys_test engine/remembered_keys_test.cc LIBS idem_engine_internal)
@@ -40,11 +45,6 @@ idem_add_test(verify_test engine/verify_test.cc LIBS idem_engine_internal)
 idem_add_test(column_families_test engine/column_families_test.cc LIBS idem_engine_internal)
 idem_add_test(window_key_filter_test engine/window_key_filter_test.cc LIBS idem_engine_internal)
 idem_add_test(expiry_windows_test engine/expiry_windows_test.cc LIBS idem_engine_internal)
-# expiry_windows_test kills this child during a drop (a fresh process: RocksDB's thread pools do
-# not survive a fork of the test).
-add_executable(expiry_windows_crash_child engine/expiry_windows_crash_child.cc)
-target_include_directories(expiry_windows_crash_child PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(expiry_windows_crash_child PRIVATE idem_engine idem_warnings)
-target_compile_definitions(expiry_windows_test PRIVATE
-  EXPIRY_WINDOWS_CRASH_CHILD="$<TARGET_FILE:expiry_windows_crash_child>")
-add_dependencies(expiry_windows_test expiry_windows_crash_child)
+# Killed during a drop.
+idem_add_crash_child(expiry_windows_test expiry_windows_crash_child
+  engine/expiry_windows_crash_child.cc idem_engine EXPIRY_WINDOWS_CRASH_CHILD)

@@ -125,6 +125,9 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     }
     if (p.earlier) {
       keep_until_ms = std::max(keep_until_ms, pending[*p.earlier].keep_until_ms);
+    } else if (w.found != nullptr && index_.Holds(p.hash, w.found->at)) {
+      p.current = Version{{}, w.found->keep_until_ms, w.found->at, w.found->op_bytes};
+      keep_until_ms = std::max(keep_until_ms, p.current->keep_until_ms);
     } else {
       Result<std::optional<Version>> current = Find(*journal_, p.hash, w.key);
       if (!current.ok()) return current.status();

@@ -73,6 +73,13 @@ class JournalStore {
     std::string_view key;
     std::string_view value;  // empty for a delete
     int64_t keep_until_ms = 0;
+    // The key's version as the caller found it (Get), with the key's writers held off since by
+    // the caller's own locks; null: Apply looks the key up. While the index still points at
+    // it, Apply takes it as the current version instead of reading the record again; if a move
+    // or drop took it since, Apply looks the key up. (The index knows a location by its segment
+    // id and offset: were the id to come round again in between, after some 65,000 new
+    // segments, another key with the same 33-bit hash prefix at the same offset would pass.)
+    const Version* found = nullptr;
   };
 
   // Opens (or creates) the store in `dir`, replaying it (above); `removal_bound_ms`: operations

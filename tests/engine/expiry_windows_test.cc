@@ -8,7 +8,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +32,7 @@
 #include "idem/engine.h"
 #include "key_codec.h"
 #include "record_codec.h"
+#include "support/child_process.h"
 #include "support/engine_fixture.h"
 
 namespace idem {
@@ -1209,17 +1209,7 @@ void WriteCrashDatabase(const std::string& path) {
 
 // Starts the child (expiry_windows_crash_child.cc) on `path`, reporting into `report_fd`.
 pid_t StartCrashChild(const std::string& path, int report_fd) {
-  std::string binary = EXPIRY_WINDOWS_CRASH_CHILD;
-  std::string dir = path;
-  std::string fd = std::to_string(report_fd);
-  char* argv[] = {binary.data(), dir.data(), fd.data(), nullptr};
-  const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
+  return testing::StartChildProcess({EXPIRY_WINDOWS_CRASH_CHILD, path, std::to_string(report_fd)});
 }
 
 TEST(ExpiryWindowsCrashTest, KillDuringDropsLosesNoLiveRecordAndTheDropsFinishLater) {

@@ -4,7 +4,7 @@
 //
 //   journal_crash_child DIR REPORT_FD REMOVAL_BOUND
 //
-// Opens the store in DIR under REMOVAL_BOUND, continues the rounds after the last one "a" holds,
+// Opens the store in DIR under REMOVAL_BOUND (ms), continues the rounds after the one "a" holds,
 // and reports to REPORT_FD (CrashReport, native order) until killed. Exits 1..5 on an error, so
 // the test can tell a failure from a kill.
 #include <unistd.h>
@@ -54,19 +54,25 @@ int main(int argc, char** argv) {
     ++round;
     const std::string value = std::to_string(round);
     const std::string churn = ChurnKey(round);
+    const std::string ephemeral = EphemeralKey(round);
     const std::vector<JournalStore::Write> writes{
-        {OpType::kPut, "a", value, round + kKeepRounds},
-        {OpType::kPut, "b", value, round + kKeepRounds},
-        {OpType::kPut, churn, value, round + kKeepRounds}};
+        {OpType::kPut, "a", value, KeepUntil(round + kKeepRounds)},
+        {OpType::kPut, "b", value, KeepUntil(round + kKeepRounds)},
+        {OpType::kPut, churn, value, KeepUntil(round + kKeepRounds)},
+        {OpType::kPut, ephemeral, value, KeepUntil(round + kEphemeralRounds)}};
     if (!store->Apply(writes).ok()) _exit(4);
     if (!store->Sync().ok()) _exit(4);
-    Report(fd, CrashReport{.round = round});
+    Report(fd, {CrashReport::kAcknowledged, round});
     if (round % kDropEvery == 0 && round > kBoundLag) {
-      const int64_t until = round - kBoundLag;
-      Report(fd, CrashReport{.round = 0, .bound = until});
-      if (!store->DropEndedBy(until).ok()) _exit(5);
-      if (round % kMoveEvery == 0 && !store->MoveSurvivors(until, kCrashMovePolicy).ok()) {
-        _exit(5);
+      const int64_t until = KeepUntil(round - kBoundLag);
+      Report(fd, {CrashReport::kBound, until});
+      Result<size_t> dropped = store->DropEndedBy(until);
+      if (!dropped.ok()) _exit(5);
+      Report(fd, {CrashReport::kDropped, static_cast<int64_t>(*dropped)});
+      if (round % kMoveEvery == 0) {
+        Result<JournalStore::MoveReport> moved = store->MoveSurvivors(until, kCrashMovePolicy);
+        if (!moved.ok()) _exit(5);
+        Report(fd, {CrashReport::kMoved, static_cast<int64_t>(moved->segments)});
       }
     }
   }

@@ -1,25 +1,28 @@
 // A process killed while it writes, syncs, rolls, drops and moves (journal_crash.h has the plan)
-// leaves a journal store that opens, and holds every acknowledged batch whole, the record that
-// never expires, and the latest acknowledged version of every key still kept; killed again and
-// again on the same directory, it goes on doing so. A kill leaves the page cache, so this is
-// the crash of a process, not a power cut (journal_test covers torn writes).
+// leaves a journal store that opens and holds every acknowledged batch whole, the record that
+// never expires, the latest acknowledged version of every key still kept, and none of the
+// records that ended by the removal bound; killed again and again on the same directory, it goes
+// on doing so. A kill leaves the page cache, so this is the crash of a process, not a power cut
+// (journal_test covers torn writes).
+#include "engine/journal_crash.h"
+
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
-#include "engine/journal_crash.h"
+#include "support/child_process.h"
 #include "support/temp_dir.h"
 
 namespace idem::journal {
@@ -27,19 +30,17 @@ namespace {
 
 using testing::CrashReport;
 
-pid_t StartChild(const std::string& dir, int report_fd, int64_t bound) {
-  std::string binary = JOURNAL_CRASH_CHILD;
-  std::string path = dir;
-  std::string fd = std::to_string(report_fd);
-  std::string removal_bound = std::to_string(bound);
-  char* argv[] = {binary.data(), path.data(), fd.data(), removal_bound.data(), nullptr};
-  const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    execv(argv[0], argv);
-    _exit(127);
+// The next report, or nullopt at the end of the pipe or after 30 s without one (a child that
+// hangs fails the test instead of hanging it).
+std::optional<CrashReport> NextReport(int fd) {
+  pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
+  if (poll(&ready, 1, 30'000) != 1) {
+    ADD_FAILURE() << "no report from the child for 30 s";
+    return std::nullopt;
   }
-  return pid;
+  CrashReport report;
+  if (read(fd, &report, sizeof report) != sizeof report) return std::nullopt;
+  return report;
 }
 
 // The key's value as a round, or -1 if absent, or -2 on an error (reported).
@@ -56,45 +57,68 @@ TEST(JournalCrashTest, KilledAgainAndAgainItKeepsEveryAcknowledgedBatch) {
   std::mt19937 rng(20261206);
   int64_t bound = 0;         // the highest removal bound any drop or move may have used
   int64_t acknowledged = 0;  // the last round a child reported synced
-  for (int run = 0; run < 6; ++run) {
-    const int kill_after = std::uniform_int_distribution<int>(30, 250)(rng);
-    const double into_round = std::uniform_real_distribution<double>(0, 1)(rng);
-    SCOPED_TRACE("run " + std::to_string(run) + ": killed " + std::to_string(into_round) +
-                 " of a round after " + std::to_string(kill_after) + " rounds");
+  int64_t dropped = 0;       // segments deleted by drops, by moves
+  int64_t moved = 0;
+  for (int run = 0; run < 8; ++run) {
+    // Even runs: killed within a round, after some rounds. Odd runs: killed right after a
+    // removal bound was reported, in the drop (or move) it begins.
+    const bool in_reclaim = run % 2 == 1;
+    const int kill_after = in_reclaim ? std::uniform_int_distribution<int>(1, 6)(rng)
+                                      : std::uniform_int_distribution<int>(30, 250)(rng);
+    const double into = std::uniform_real_distribution<double>(0, 1)(rng);
+    SCOPED_TRACE("run " + std::to_string(run) + ": killed " + std::to_string(into) + " after " +
+                 std::to_string(kill_after) + (in_reclaim ? " bounds" : " rounds"));
     int fds[2];
     ASSERT_EQ(0, pipe(fds));
     ASSERT_EQ(0, fcntl(fds[0], F_SETFD, FD_CLOEXEC));
-    const pid_t pid = StartChild(path, fds[1], bound);
+    const pid_t pid = testing::StartChildProcess(
+        {JOURNAL_CRASH_CHILD, path, std::to_string(fds[1]), std::to_string(bound)});
     ASSERT_GT(pid, 0);
     close(fds[1]);
-    CrashReport report;
-    int rounds = 0;
+    int counted = 0;
     auto last = std::chrono::steady_clock::now();
     auto interval = std::chrono::steady_clock::duration::zero();
     auto take = [&](const CrashReport& r) {
-      if (r.round > 0) {
-        acknowledged = std::max(acknowledged, r.round);
-      } else {
-        bound = std::max(bound, r.bound);
+      switch (r.kind) {
+        case CrashReport::kAcknowledged:
+          acknowledged = std::max(acknowledged, r.value);
+          break;
+        case CrashReport::kBound:
+          bound = std::max(bound, r.value);
+          break;
+        case CrashReport::kDropped:
+          dropped += r.value;
+          break;
+        case CrashReport::kMoved:
+          moved += r.value;
+          break;
       }
     };
-    while (rounds < kill_after && read(fds[0], &report, sizeof report) == sizeof report) {
-      take(report);
-      if (report.round > 0) {
-        ++rounds;
+    while (counted < kill_after) {
+      std::optional<CrashReport> report = NextReport(fds[0]);
+      if (!report) break;
+      take(*report);
+      if (report->kind == (in_reclaim ? CrashReport::kBound : CrashReport::kAcknowledged)) {
+        ++counted;
         const auto now = std::chrono::steady_clock::now();
         interval = now - last;
         last = now;
       }
     }
-    std::this_thread::sleep_for(interval * into_round);
+    // Within a round (the last one's duration), or within the first millisecond of a drop.
+    std::this_thread::sleep_for(
+        in_reclaim ? std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::microseconds(1000)) *
+                         into
+                   : interval * into);
     ASSERT_EQ(0, kill(pid, SIGKILL));
-    while (read(fds[0], &report, sizeof report) == sizeof report) take(report);
+    while (std::optional<CrashReport> report = NextReport(fds[0])) take(*report);
     close(fds[0]);
     int wstatus = 0;
     ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
-    ASSERT_TRUE(WIFSIGNALED(wstatus)) << "the child exited with " << WEXITSTATUS(wstatus);
-    ASSERT_EQ(kill_after, rounds);
+    ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
+        << "the child ended otherwise: status " << wstatus;
+    ASSERT_EQ(kill_after, counted);
 
     ManualClock clock;
     Result<std::unique_ptr<JournalStore>> store = JournalStore::Open(
@@ -107,18 +131,24 @@ TEST(JournalCrashTest, KilledAgainAndAgainItKeepsEveryAcknowledgedBatch) {
     Result<std::optional<JournalStore::Version>> stable = (*store)->Get("stable");
     ASSERT_TRUE(stable.ok()) << stable.status().ToString();
     EXPECT_EQ("kept", *stable ? (**stable).value : "(none)");
-    for (int64_t i = 0; i < testing::kChurnKeys; ++i) {
+    for (int64_t i = 0; i < testing::kChurnKeys && i <= acknowledged; ++i) {
       // The last acknowledged round that wrote this key; kept past the bound (kBoundLag).
       const int64_t written = acknowledged - (acknowledged - i) % testing::kChurnKeys;
       if (written >= 1) {
         EXPECT_GE(RoundIn(**store, testing::ChurnKey(written)), written) << i;
       }
     }
+    // Each round's ephemeral record: there while kept past the bound, gone once it ended by it
+    // (whether its segment was dropped or is still there).
+    for (int64_t r = 1; r <= a; ++r) {
+      const bool kept = testing::KeepUntil(r + testing::kEphemeralRounds) > bound;
+      EXPECT_EQ(kept ? r : -1, RoundIn(**store, testing::EphemeralKey(r))) << r;
+    }
     if (::testing::Test::HasFailure()) return;
   }
-  // Each run went on from where the last one was killed.
-  EXPECT_GT(acknowledged, 6 * 30);
-  EXPECT_GT(bound, 0);
+  // The kills came during drops that deleted segments, and moves that did.
+  EXPECT_GT(dropped, 0);
+  EXPECT_GT(moved, 0);
 }
 
 }  // namespace

@@ -468,6 +468,50 @@ TEST_F(JournalStoreTest, ADeleteMovedAfterANewerPutNeverHidesIt) {
   EXPECT_EQ("a-new", Get("a"));
 }
 
+TEST_F(JournalStoreTest, AWriteGivenTheVersionItFoundDoesNotReadTheRecordAgain) {
+  Apply({Put("k", "long-lived", 5000)});
+  Result<std::optional<JournalStore::Version>> found = store_->Get("k");
+  ASSERT_OK(found);
+  ASSERT_TRUE(found->has_value());
+  std::atomic<int> reads{0};
+  fs_.after_read = [&](const std::string&) { ++reads; };
+  Write update = Put("k", "short-lived", 100);
+  update.found = &**found;
+  Apply({update});
+  EXPECT_EQ(0, reads.load());
+  Apply({Put("k", "again", 100)});  // not given: looked up
+  fs_.after_read = nullptr;
+  EXPECT_EQ(1, reads.load());
+  EXPECT_EQ("again", Get("k"));
+  EXPECT_EQ(5000, KeepUntil("k"));  // still kept as long as what it replaced
+  EXPECT_EQ(1u, store_->records());
+  Reopen();
+  EXPECT_EQ("again", Get("k"));
+  EXPECT_EQ(1u, store_->records());
+}
+
+TEST_F(JournalStoreTest, AWriteGivenAVersionAMoveTookSinceLooksTheKeyUp) {
+  Apply({Put("forever", "f", kForever)});
+  Result<std::optional<JournalStore::Version>> found = store_->Get("forever");
+  ASSERT_OK(found);
+  ASSERT_TRUE(found->has_value());
+  FillToNextSegment("short", 100);
+  FillToNextSegment("short", 100);
+  ASSERT_OK(store_->DropEndedBy(100));
+  Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
+  ASSERT_OK(moved);
+  ASSERT_EQ(1u, moved->ops_moved);  // "forever" is elsewhere now
+  Write update = Put("forever", "g", kForever);
+  update.found = &**found;
+  const size_t records = store_->records();
+  Apply({update});
+  EXPECT_EQ("g", Get("forever"));
+  EXPECT_EQ(records, store_->records());  // replaced where it is, not indexed twice
+  Reopen(100);
+  EXPECT_EQ("g", Get("forever"));
+  EXPECT_EQ(1u, store_->records());
+}
+
 TEST_F(JournalStoreTest, AMoveSyncsTheCopiesBeforeItDeletesTheSegment) {
   Apply({Put("forever", "f", kForever)});
   const uint64_t first = ActiveSegment();

@@ -69,6 +69,44 @@ class JournalTest : public ::testing::Test {
     }
     return out;
   }
+  // Appends one key per entry ("k<n>") until the journal has `segments` segments; returns them.
+  std::vector<Replayed> FillSegments(Journal* journal, size_t segments) {
+    std::vector<Replayed> all;
+    for (int i = 0; i < 10'000 && journal->Segments().size() < segments; ++i) {
+      for (Replayed& r : Append(journal, {"k" + std::to_string(i)})) all.push_back(std::move(r));
+    }
+    return all;
+  }
+  // The files a Sync syncs, in order (it must succeed).
+  std::vector<std::string> SyncedBy(Journal* journal) {
+    const size_t before = fs_.synced().size();
+    fs_.record = true;
+    const Status synced = journal->Sync();
+    fs_.record = false;
+    EXPECT_TRUE(synced.ok()) << synced.ToString();
+    std::vector<std::string> paths = fs_.synced();
+    paths.erase(paths.begin(), paths.begin() + static_cast<std::ptrdiff_t>(before));
+    return paths;
+  }
+  // A journal of three segments, all synced, whose first one's file is closed (one sealed file
+  // kept open); *first: the location of the one record "first" in it.
+  std::unique_ptr<Journal> WithFirstSegmentClosed(Location* first) {
+    options_.segment_bytes = 1024;
+    options_.max_open_sealed_files = 1;
+    std::unique_ptr<Journal> journal = MustOpen();
+    *first = Append(journal.get(), {"first"}).at(0).at;
+    FillSegments(journal.get(), 3);
+    EXPECT_TRUE(journal->Sync().ok());
+    EXPECT_EQ(1 + 1, fs_.open_files());  // segment 2's and the active one's
+    return journal;
+  }
+  // Reads `at` on a thread of its own into *status.
+  std::thread ReadInBackground(const Journal* journal, Location at, Status* status) {
+    return std::thread([journal, at, status] {
+      std::string bytes;
+      *status = journal->Read(at, 64, &bytes);
+    });
+  }
   // What the operation at `at` reads back as.
   std::string ReadKey(const Journal& journal, Location at) {
     std::string bytes;
@@ -305,10 +343,7 @@ TEST_F(JournalTest, ARollLeavesTheFullSegmentToSyncWhichSyncsOldestFirst) {
   for (int guard = 0; guard < 10'000 && journal->Segments().size() < 3; ++guard)
     Append(journal.get(), {"k"});
   fs_.fail_syncs_of.clear();
-  fs_.record = true;
-  ASSERT_OK(journal->Sync());
-  fs_.record = false;
-  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), SyncedBy(journal.get()));
 }
 
 TEST_F(JournalTest, ASyncThatARollOvertookLeavesTheRestOfTheSegmentToTheNext) {
@@ -332,10 +367,7 @@ TEST_F(JournalTest, ASyncThatARollOvertookLeavesTheRestOfTheSegmentToTheNext) {
   ASSERT_OK(first);
   ASSERT_EQ(2u, journal->Segments().size());
   // What segment 1 received after that sync began is the next one's to make durable.
-  fs_.record = true;
-  ASSERT_OK(journal->Sync());
-  fs_.record = false;
-  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2)}), fs_.synced());
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2)}), SyncedBy(journal.get()));
 }
 
 TEST_F(JournalTest, EntriesWrittenAfterARestartDoNotVouchForSegmentsNotYetSynced) {
@@ -481,22 +513,11 @@ TEST_F(JournalTest, NoSegmentIsDeletedWhileACopyRuns) {
   EXPECT_FALSE(std::filesystem::exists(Path(2)));
 }
 
-// Appends one key per entry until the journal has `segments` segments; returns them all.
-std::vector<Replayed> FillSegments(Journal* journal, size_t segments,
-                                   const std::function<std::vector<Replayed>(int)>& append) {
-  std::vector<Replayed> all;
-  for (int i = 0; i < 10'000 && journal->Segments().size() < segments; ++i) {
-    for (Replayed& r : append(i)) all.push_back(std::move(r));
-  }
-  return all;
-}
-
 TEST_F(JournalTest, SealedSegmentsKeepAtMostTheConfiguredFilesOpen) {
   options_.segment_bytes = 1024;
   options_.max_open_sealed_files = 2;
   std::unique_ptr<Journal> journal = MustOpen();
-  const std::vector<Replayed> all = FillSegments(
-      journal.get(), 8, [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  const std::vector<Replayed> all = FillSegments(journal.get(), 8);
   ASSERT_EQ(8u, journal->Segments().size());
   EXPECT_EQ(8, fs_.open_files());  // sealed, but not synced yet: they stay open
   ASSERT_OK(journal->Sync());
@@ -515,8 +536,7 @@ TEST_F(JournalTest, AReopenedJournalKeepsTheBoundWhileReplayingAndSyncing) {
   std::vector<Replayed> all;
   {
     std::unique_ptr<Journal> journal = MustOpen();
-    all = FillSegments(journal.get(), 8,
-                       [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+    all = FillSegments(journal.get(), 8);
   }  // not synced: the first Sync after the restart syncs every segment
   options_.max_open_sealed_files = 2;
   fs_.ResetPeakOpenFiles();
@@ -539,25 +559,16 @@ TEST_F(JournalTest, AReopenedJournalKeepsTheBoundWhileReplayingAndSyncing) {
 }
 
 TEST_F(JournalTest, AReadWhoseSegmentIsDeletedBeforeItsFileOpensAgainFindsNothing) {
-  options_.segment_bytes = 1024;
-  options_.max_open_sealed_files = 1;
-  std::unique_ptr<Journal> journal = MustOpen();
-  const std::vector<Replayed> first = Append(journal.get(), {"first"});
-  FillSegments(journal.get(), 3,
-               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
-  ASSERT_OK(journal->Sync());
-  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 2's and the active one's: segment 1's closed
+  Location first;
+  std::unique_ptr<Journal> journal = WithFirstSegmentClosed(&first);
   testing::HoldPoint opening;
   fs_.before_open = [&](const std::string& path) {
     if (path == Path(1)) opening.Hold();
   };
   Status read;
-  std::thread reader([&] {
-    std::string bytes;
-    read = journal->Read(first[0].at, 64, &bytes);
-  });
+  std::thread reader = ReadInBackground(journal.get(), first, &read);
   opening.WaitUntilHeld();
-  const Status deleted = journal->DeleteSegment(first[0].at.segment);
+  const Status deleted = journal->DeleteSegment(first.segment);
   opening.Release();
   reader.join();
   fs_.before_open = nullptr;
@@ -569,8 +580,7 @@ TEST_F(JournalTest, ASegmentWhoseDeleteFailedWhileASyncCoveredItKeepsTheBound) {
   options_.segment_bytes = 1024;
   options_.max_open_sealed_files = 1;
   std::unique_ptr<Journal> journal = MustOpen();
-  FillSegments(journal.get(), 3,
-               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  FillSegments(journal.get(), 3);
   ASSERT_EQ(3, fs_.open_files());  // none synced yet
   // Segment 1's delete holds before the unlink while a Sync covers it; then the unlink fails.
   testing::HoldPoint deleting;
@@ -599,17 +609,13 @@ TEST_F(JournalTest, ASegmentWhoseDeleteFailedWhileASyncCoveredItKeepsTheBound) {
 TEST_F(JournalTest, ASegmentUnlinkedWithoutADurableDirectoryIsStillSynced) {
   options_.segment_bytes = 1024;
   std::unique_ptr<Journal> journal = MustOpen();
-  FillSegments(journal.get(), 3,
-               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  FillSegments(journal.get(), 3);
   fs_.fail_directories = true;  // the unlink succeeds, the directory sync after it fails
   const Status deleted = journal->DeleteSegment(journal->Segments().front().id);
   fs_.fail_directories = false;
   EXPECT_FALSE(deleted.ok());
-  fs_.record = true;
-  ASSERT_OK(journal->Sync());
-  fs_.record = false;
   // A power cut could bring segment 1 back: it must not come back torn before synced entries.
-  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), fs_.synced());
+  EXPECT_EQ((std::vector<std::string>{Path(1), Path(2), Path(3)}), SyncedBy(journal.get()));
 }
 
 TEST_F(JournalTest, ASyncDuringTheDeleteOfAReplayedSegmentStillSyncsIt) {
@@ -617,8 +623,7 @@ TEST_F(JournalTest, ASyncDuringTheDeleteOfAReplayedSegmentStillSyncsIt) {
   options_.max_open_sealed_files = 1;
   {
     std::unique_ptr<Journal> journal = MustOpen();
-    FillSegments(journal.get(), 3,
-                 [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+    FillSegments(journal.get(), 3);
   }  // not synced
   std::unique_ptr<Journal> journal = MustOpen();
   ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed since the replay
@@ -641,8 +646,7 @@ TEST_F(JournalTest, ASyncDuringTheDeleteOfAReplayedSegmentStillSyncsIt) {
 TEST_F(JournalTest, ASyncSkipsASegmentDurablyDeletedWhileItRan) {
   options_.segment_bytes = 1024;
   std::unique_ptr<Journal> journal = MustOpen();
-  FillSegments(journal.get(), 3,
-               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
+  FillSegments(journal.get(), 3);
   // The Sync holds in segment 1's sync while segment 2 is deleted, durably.
   testing::HoldPoint syncing;
   fs_.before_sync = [&](const std::string& path) {
@@ -663,14 +667,8 @@ TEST_F(JournalTest, ASyncSkipsASegmentDurablyDeletedWhileItRan) {
 }
 
 TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
-  options_.segment_bytes = 1024;
-  options_.max_open_sealed_files = 1;
-  std::unique_ptr<Journal> journal = MustOpen();
-  const std::vector<Replayed> first = Append(journal.get(), {"first"});
-  FillSegments(journal.get(), 3,
-               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
-  ASSERT_OK(journal->Sync());
-  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed
+  Location first;
+  std::unique_ptr<Journal> journal = WithFirstSegmentClosed(&first);
   // A read of segment 1 holds before opening its file, a delete of it before the unlink; then
   // the open fails (EIO) while the file is still there: an error, not a record gone.
   testing::HoldPoint opening;
@@ -682,12 +680,9 @@ TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
     if (path == Path(1)) deleting.Hold();
   };
   Status read;
-  std::thread reader([&] {
-    std::string bytes;
-    read = journal->Read(first[0].at, 64, &bytes);
-  });
+  std::thread reader = ReadInBackground(journal.get(), first, &read);
   opening.WaitUntilHeld();
-  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first[0].at.segment).ok()); });
+  std::thread deleter([&] { EXPECT_TRUE(journal->DeleteSegment(first.segment).ok()); });
   deleting.WaitUntilHeld();
   fs_.fail_opens = true;
   opening.Release();
@@ -701,17 +696,11 @@ TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
 }
 
 TEST_F(JournalTest, AClosedSegmentWhoseFileIsMissingIsAnIOErrorNotAbsence) {
-  options_.segment_bytes = 1024;
-  options_.max_open_sealed_files = 1;
-  std::unique_ptr<Journal> journal = MustOpen();
-  const std::vector<Replayed> first = Append(journal.get(), {"first"});
-  FillSegments(journal.get(), 3,
-               [&](int i) { return Append(journal.get(), {"k" + std::to_string(i)}); });
-  ASSERT_OK(journal->Sync());
-  ASSERT_EQ(1 + 1, fs_.open_files());  // segment 1's file closed
-  std::filesystem::remove(Path(1));    // damage from outside: the journal never deleted it
+  Location first;
+  std::unique_ptr<Journal> journal = WithFirstSegmentClosed(&first);
+  std::filesystem::remove(Path(1));  // damage from outside: the journal never deleted it
   std::string bytes;
-  const Status read = journal->Read(first[0].at, 64, &bytes);
+  const Status read = journal->Read(first, 64, &bytes);
   EXPECT_TRUE(read.IsIOError()) << read.ToString();
 }
 
@@ -725,10 +714,7 @@ TEST_F(JournalTest, ASegmentDeletedBeforeTheFirstSyncAfterARestartIsNotSynced) {
   }
   std::unique_ptr<Journal> journal = MustOpen();
   ASSERT_OK(journal->DeleteSegment(journal->Segments().front().id));
-  fs_.record = true;
-  ASSERT_OK(journal->Sync());
-  fs_.record = false;
-  EXPECT_EQ((std::vector<std::string>{Path(2), Path(3)}), fs_.synced());
+  EXPECT_EQ((std::vector<std::string>{Path(2), Path(3)}), SyncedBy(journal.get()));
 }
 
 TEST_F(JournalTest, AfterARestartTheFirstSyncCoversTheSegmentsItReplayed) {
