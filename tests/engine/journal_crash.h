@@ -5,10 +5,10 @@
 // until round r + kKeepRounds, and "e-<r>" = r kept until round r + kEphemeralRounds only
 // (records that end while the segments around them stay); "stable" is written once and kept for
 // ever. After each round's Sync the child reports r (acknowledged). Every kDropEvery rounds it
-// reports the removal bound r - kBoundLag BEFORE dropping under it, and every kMoveEvery rounds
-// moving too, so that the test knows the highest bound a drop or move may have used when the
-// kill came; then it reports what the drop and the move removed. Moves are rarer than the ~100
-// rounds a segment takes to end, so that most segments are dropped whole.
+// reports the removal bound KeepUntil(r - kBoundLag) BEFORE dropping under it, and every
+// kMoveEvery rounds moving too, so that the test knows the highest bound a drop or move may have
+// used when the kill came; then it reports what the drop and the move removed. Moves are rarer
+// than the ~100 rounds a segment takes to end, so that most segments are dropped whole.
 //
 // A round is kRoundMs of keep-until: the store estimates what a segment still needs per minute.
 #pragma once

@@ -146,7 +146,7 @@ TEST(JournalCrashTest, KilledAgainAndAgainItKeepsEveryAcknowledgedBatch) {
     }
     if (::testing::Test::HasFailure()) return;
   }
-  // The kills came during drops that deleted segments, and moves that did.
+  // Drops and moves ran between the kills, and deleted segments.
   EXPECT_GT(dropped, 0);
   EXPECT_GT(moved, 0);
 }

@@ -89,15 +89,22 @@ class JournalTest : public ::testing::Test {
     return paths;
   }
   // A journal of three segments, all synced, whose first one's file is closed (one sealed file
-  // kept open); *first: the location of the one record "first" in it.
+  // kept open); *first: the location of the one record "first" in it. Null (a failure added) if
+  // it could not be made so: a test holding a read at that file's open would wait for ever.
   std::unique_ptr<Journal> WithFirstSegmentClosed(Location* first) {
     options_.segment_bytes = 1024;
     options_.max_open_sealed_files = 1;
     std::unique_ptr<Journal> journal = MustOpen();
     *first = Append(journal.get(), {"first"}).at(0).at;
     FillSegments(journal.get(), 3);
-    EXPECT_TRUE(journal->Sync().ok());
-    EXPECT_EQ(1 + 1, fs_.open_files());  // segment 2's and the active one's
+    if (const Status synced = journal->Sync(); !synced.ok()) {
+      ADD_FAILURE() << synced.ToString();
+      return nullptr;
+    }
+    if (fs_.open_files() != 1 + 1) {  // segment 2's and the active one's
+      ADD_FAILURE() << fs_.open_files() << " files open, not 2";
+      return nullptr;
+    }
     return journal;
   }
   // Reads `at` on a thread of its own into *status.
@@ -561,6 +568,7 @@ TEST_F(JournalTest, AReopenedJournalKeepsTheBoundWhileReplayingAndSyncing) {
 TEST_F(JournalTest, AReadWhoseSegmentIsDeletedBeforeItsFileOpensAgainFindsNothing) {
   Location first;
   std::unique_ptr<Journal> journal = WithFirstSegmentClosed(&first);
+  ASSERT_NE(nullptr, journal);
   testing::HoldPoint opening;
   fs_.before_open = [&](const std::string& path) {
     if (path == Path(1)) opening.Hold();
@@ -669,6 +677,7 @@ TEST_F(JournalTest, ASyncSkipsASegmentDurablyDeletedWhileItRan) {
 TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
   Location first;
   std::unique_ptr<Journal> journal = WithFirstSegmentClosed(&first);
+  ASSERT_NE(nullptr, journal);
   // A read of segment 1 holds before opening its file, a delete of it before the unlink; then
   // the open fails (EIO) while the file is still there: an error, not a record gone.
   testing::HoldPoint opening;
@@ -698,6 +707,7 @@ TEST_F(JournalTest, AFailedOpenDuringADeleteIsAnIOErrorNotAbsence) {
 TEST_F(JournalTest, AClosedSegmentWhoseFileIsMissingIsAnIOErrorNotAbsence) {
   Location first;
   std::unique_ptr<Journal> journal = WithFirstSegmentClosed(&first);
+  ASSERT_NE(nullptr, journal);
   std::filesystem::remove(Path(1));  // damage from outside: the journal never deleted it
   std::string bytes;
   const Status read = journal->Read(first, 64, &bytes);
