@@ -107,6 +107,17 @@ class JournalTest : public ::testing::Test {
     }
     return journal;
   }
+  // Deletes segment 1 (the first) on a thread of its own, held before the unlink at `hold` until
+  // the test releases it; the test makes the delete fail.
+  std::thread DeleteFirstHeldBeforeUnlink(Journal* journal, testing::HoldPoint* hold) {
+    fs_.before_delete = [this, hold](const std::string& path) {
+      if (path == Path(1)) hold->Hold();
+    };
+    const uint32_t first = journal->Segments().front().id;
+    std::thread deleter([journal, first] { EXPECT_FALSE(journal->DeleteSegment(first).ok()); });
+    hold->WaitUntilHeld();
+    return deleter;
+  }
   // Reads `at` on a thread of its own into *status.
   std::thread ReadInBackground(const Journal* journal, Location at, Status* status) {
     return std::thread([journal, at, status] {
@@ -467,12 +478,7 @@ TEST_F(JournalTest, ACopyBeginsOnceADeleteInProgressIsDoneAndHoldsTheSegmentIfIt
   // The delete of segment 1 waits, its file not yet gone, while the copy starts; then it fails:
   // the journal keeps the segment, and so must the copy.
   testing::HoldPoint deleting;
-  fs_.before_delete = [&](const std::string& path) {
-    if (path == Path(1)) deleting.Hold();
-  };
-  const uint32_t first = journal->Segments().front().id;
-  std::thread deleter([&] { EXPECT_FALSE(journal->DeleteSegment(first).ok()); });
-  deleting.WaitUntilHeld();
+  std::thread deleter = DeleteFirstHeldBeforeUnlink(journal.get(), &deleting);
   Status copy;
   std::thread copier([&] { copy = journal->CopyTo(dir_.Sub("copy")); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -592,12 +598,7 @@ TEST_F(JournalTest, ASegmentWhoseDeleteFailedWhileASyncCoveredItKeepsTheBound) {
   ASSERT_EQ(3, fs_.open_files());  // none synced yet
   // Segment 1's delete holds before the unlink while a Sync covers it; then the unlink fails.
   testing::HoldPoint deleting;
-  fs_.before_delete = [&](const std::string& path) {
-    if (path == Path(1)) deleting.Hold();
-  };
-  const uint32_t first = journal->Segments().front().id;
-  std::thread deleter([&] { EXPECT_FALSE(journal->DeleteSegment(first).ok()); });
-  deleting.WaitUntilHeld();
+  std::thread deleter = DeleteFirstHeldBeforeUnlink(journal.get(), &deleting);
   const Status synced = journal->Sync();
   fs_.fail_deletes = true;
   deleting.Release();
