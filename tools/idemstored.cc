@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
         flags->server.http->max_connections + flags->server.http->max_refusing_connections;
   if (flags->server.gateway)
     budget_request.gateway_connections = idem::GatewayDescriptors(*flags->server.gateway);
+  budget_request.journal_files = idem::JournalDescriptors(flags->engine);
   idem::Result<idem::FdBudget> budget = idem::PlanFdBudget(budget_request);
   if (!budget.ok()) {
     start_failed(budget.status().ToString());

@@ -98,15 +98,38 @@ Journal::~Journal() {
   if (preparer_.joinable()) preparer_.join();
 }
 
+Result<bool> Journal::HasSegments(rocksdb::FileSystem* fs, const std::string& dir) {
+  const rocksdb::IOOptions io;
+  if (fs->FileExists(dir, io, nullptr).IsNotFound()) return false;
+  std::vector<std::string> children;
+  if (rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr); !s.ok()) {
+    return FromRocks(s);
+  }
+  return std::any_of(children.begin(), children.end(),
+                     [](const std::string& name) { return SegmentNumber(name).has_value(); });
+}
+
 std::string Journal::SegmentPath(uint64_t number) const {
   char name[kNumberDigits + 1];
   std::snprintf(name, sizeof(name), "%016llu", static_cast<unsigned long long>(number));
   return dir_ + "/" + name + std::string(kSuffix);
 }
 
+Status Journal::failure() const {
+  if (!has_failed_.load(std::memory_order_acquire)) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+size_t Journal::sealed_unsynced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sealed_unsynced_.size();
+}
+
 Status Journal::Fail(Status s) {
   std::lock_guard<std::mutex> lock(mu_);
   if (failed_.ok()) failed_ = s;
+  has_failed_.store(true, std::memory_order_release);
   return failed_;
 }
 
@@ -399,6 +422,53 @@ Result<std::shared_ptr<Journal::Segment>> Journal::CreateSegment(uint64_t number
   return segment;
 }
 
+Status Journal::RollFrom(const Segment& full, bool create) {
+  // The full segment is left to the next Sync, which syncs it before the new one. The new
+  // one becomes active in the same critical section that ends its creation: a preparation
+  // starting in between would create the same file again.
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    prepare_cv_.wait(lock, [this] { return !preparing_; });  // it would be this one's file
+    if (spare_) {
+      Activate(std::move(spare_));
+      spare_.reset();
+      return Status::Ok();
+    }
+    if (!create) return Status::IOError("the next journal segment could not be prepared");
+    preparing_ = true;
+  }
+  Result<std::shared_ptr<Segment>> created = CreateSegment(full.number + 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  preparing_ = false;
+  prepare_cv_.notify_all();
+  if (!created.ok()) {
+    // Out of ids: nothing was written; a drop frees some.
+    if (created.status().IsBusy()) return created.status();
+    if (failed_.ok()) failed_ = created.status();
+    has_failed_.store(true, std::memory_order_release);
+    return failed_;
+  }
+  Activate(std::move(*created));
+  return Status::Ok();
+}
+
+Status Journal::SealActiveIfEndedBy(int64_t until_ms) {
+  std::shared_ptr<Segment> segment;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;
+    segment = active_;
+    if (segment->end == kSegmentHeaderBytes || segment->max_keep_until_ms > until_ms) {
+      return Status::Ok();
+    }
+  }
+  // The next segment is prepared first, which fails without failing the journal (a full disk
+  // here must not stop writes), and the roll only takes a prepared one: a preparation already
+  // in flight that failed leaves none, and the seal waits for the next call.
+  if (Status s = PrepareNextSegment(); !s.ok()) return s;
+  return RollFrom(*segment, /*create=*/false);
+}
+
 Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   const uint64_t size = entry->bytes();
   if (size > options_.segment_bytes - kSegmentHeaderBytes) {
@@ -419,34 +489,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   }
   const rocksdb::IOOptions io;
   if (at + size > options_.segment_bytes) {
-    // The full segment is left to the next Sync, which syncs it before the new one. The new
-    // one becomes active in the same critical section that ends its creation: a preparation
-    // starting in between would create the same file again.
-    bool prepared = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      prepare_cv_.wait(lock, [this] { return !preparing_; });  // it would be this one's file
-      if (spare_) {
-        Activate(std::move(spare_));
-        spare_.reset();
-        prepared = true;
-      } else {
-        preparing_ = true;
-      }
-    }
-    if (!prepared) {
-      Result<std::shared_ptr<Segment>> created = CreateSegment(segment->number + 1);
-      std::lock_guard<std::mutex> lock(mu_);
-      preparing_ = false;
-      prepare_cv_.notify_all();
-      if (!created.ok()) {
-        // Out of ids: nothing was written; a drop frees some.
-        if (created.status().IsBusy()) return created.status();
-        if (failed_.ok()) failed_ = created.status();
-        return failed_;
-      }
-      Activate(std::move(*created));
-    }
+    if (Status s = RollFrom(*segment, /*create=*/true); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     segment = active_;
     at = segment->end;

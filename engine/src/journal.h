@@ -23,6 +23,7 @@
 // may equally be found whole at the next open: its outcome is unknown, never half applied.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -96,6 +97,9 @@ class Journal {
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
                                                const Replay& replay);
+  // Whether `dir` holds a segment file: false if it does not exist; IOError if it cannot be
+  // listed.
+  static Result<bool> HasSegments(rocksdb::FileSystem* fs, const std::string& dir);
   ~Journal();  // closes the files without syncing them (a prepared segment stays, empty)
 
   // Appends `entry` as the next entry (numbered here; the builder is empty afterwards) and
@@ -106,6 +110,12 @@ class Journal {
   // if the journal failed.
   // One caller at a time (the owner serializes appends); concurrent with Sync and Read.
   Result<Location> Append(EntryBuilder* entry);
+  // Seals the active segment, starting the next one, if it holds an entry and every one of its
+  // operations reached its keep-until by `until_ms`: otherwise a journal that stopped taking
+  // writes would keep its last segment for ever, dead or not. The next segment is prepared
+  // first (PrepareNextSegment): its failure is returned and fails nothing. An appender (one
+  // caller at a time, with Append).
+  Status SealActiveIfEndedBy(int64_t until_ms);
   // Makes every entry appended before the call durable, syncing the sealed segments not synced
   // yet, oldest first, then the active one. The journal's failure once it has failed, even if
   // this sync's own files were durable; an IOError, the journal not failed, if the file of a
@@ -137,6 +147,10 @@ class Journal {
 
   std::vector<SegmentInfo> Segments() const;
   uint64_t last_sequence() const;
+  // The failure that stopped the journal (above); OK while it takes writes.
+  Status failure() const;
+  // Segments sealed since the last Sync (each keeps its file open until one covers it).
+  size_t sealed_unsynced() const;
 
   // Copies the journal as it stands at the call into `dir` (created if missing; InvalidArgument
   // if it already holds a segment file): each segment's entries up to the last one appended
@@ -169,6 +183,10 @@ class Journal {
   // taken.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);
   void Activate(std::shared_ptr<Segment> segment);  // mu_ held
+  // Makes the next segment (prepared, or with `create` created now, a failure of which fails
+  // the journal) the active one after `full`. Without `create` and no segment prepared: IOError,
+  // nothing changed.
+  Status RollFrom(const Segment& full, bool create);
   // The segment's file, opened again if it was closed; kept open (among the recent ones) only
   // with `keep`: a copy or a sync reading every segment once would otherwise push out the
   // files reads use. NotFound if the segment was deleted meanwhile, IOError if the file cannot
@@ -216,6 +234,7 @@ class Journal {
   std::condition_variable prepare_cv_;  // any change of the four above
   std::thread preparer_;
   Status failed_;                            // the first failure, if any
+  std::atomic<bool> has_failed_{false};      // failed_ is set (read without mu_)
   std::optional<TailRepair> repaired_tail_;  // set by Open only
 };
 

@@ -167,6 +167,7 @@ Status JournalStore::Apply(std::span<const Write> writes) {
       if (!replaced && !index_.Insert(p.hash, here)) {
         failed_ = Status::Busy("the journal's index is full (" + std::to_string(index_.size()) +
                                " records): the store takes no more writes");
+        index_full_.store(true, std::memory_order_release);
         return failed_;
       }
     } else if (current) {
@@ -177,10 +178,23 @@ Status JournalStore::Apply(std::span<const Write> writes) {
   return Status::Ok();
 }
 
+Status JournalStore::failure() const {
+  if (index_full_.load(std::memory_order_acquire)) {
+    return Status::Busy("the journal's index is full: the store takes no more writes");
+  }
+  return journal_->failure();
+}
+
 Status JournalStore::Sync() { return journal_->Sync(); }
 
 Result<size_t> JournalStore::DropEndedBy(int64_t until_ms) {
   std::lock_guard<std::mutex> lock(drop_mu_);
+  {
+    // A seal that fails (no new segment could be prepared: a full disk, say) is retried by the
+    // next call; the sealed segments are dropped meanwhile, which is what frees space.
+    std::lock_guard<std::mutex> appending(apply_mu_);
+    (void)journal_->SealActiveIfEndedBy(until_ms);
+  }
   std::vector<uint32_t> doomed;
   for (const Journal::SegmentInfo& segment : journal_->Segments()) {
     if (!segment.active && segment.max_keep_until_ms <= until_ms) doomed.push_back(segment.id);

@@ -2,7 +2,7 @@
 // found through its in-memory index (journal_index.h). A write appends once; nothing is flushed,
 // merged or rewritten afterwards; a segment file is deleted once every operation in it has
 // reached its keep-until. (docs/design.md, "Alternatives considered": the window stored as its
-// own log.) The engine does not use it yet.
+// own log.) The engine's journal layout keeps its records here (journal_layout.h).
 //
 // Keep-until: each operation carries the time after which no reader and no restart may need it
 // (the owner's bound: a record's death plus whatever grace it keeps). An operation that
@@ -34,6 +34,7 @@
 // under its own locks, as the engine's stripe locks do).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -103,9 +104,10 @@ class JournalStore {
   // Makes every batch applied before the call durable.
   Status Sync();
   // Deletes every sealed segment whose operations all reached their keep-until by `until_ms`
-  // (the owner's removal bound), after removing their index entries. Returns how many; stops at
-  // the first file that cannot be deleted, with its error (Busy while a copy of the journal
-  // runs: Journal::DeleteSegment); a later call deletes it.
+  // (the owner's removal bound), after removing their index entries; the active segment too,
+  // sealed first, so that a store no longer written to keeps no dead segment. Returns how many;
+  // stops at the first file that cannot be deleted, with its error (Busy while a copy of the
+  // journal runs: Journal::DeleteSegment); a later call deletes it.
   Result<size_t> DropEndedBy(int64_t until_ms);
 
   // When MoveSurvivors moves a segment's survivors: when both hold.
@@ -145,6 +147,9 @@ class JournalStore {
   static constexpr uint64_t kMoveRetryCalls = 64;
   Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);
 
+  // Why the store takes no more writes (its journal failed, or the index is full); OK while it
+  // does. Cheap: waits for no write.
+  Status failure() const;
   size_t records() const { return index_.size(); }
   size_t index_bytes() const { return index_.MemoryBytes(); }
   const Journal& journal() const { return *journal_; }
@@ -175,9 +180,10 @@ class JournalStore {
   const int64_t removal_bound_ms_;  // for the replay at open
   JournalIndex index_;
   std::unique_ptr<Journal> journal_;
-  std::mutex apply_mu_;  // one Apply at a time, whatever the owner does
-  Status failed_;        // guarded by apply_mu_: set once the index is full
-  std::mutex drop_mu_;   // one DropEndedBy or MoveSurvivors at a time
+  std::mutex apply_mu_;                  // one Apply at a time, whatever the owner does
+  Status failed_;                        // guarded by apply_mu_: set once the index is full
+  std::atomic<bool> index_full_{false};  // failed_ is set (read without the lock)
+  std::mutex drop_mu_;                   // one DropEndedBy or MoveSurvivors at a time
   struct SegmentName {
     uint32_t id = 0;
     uint64_t number = 0;

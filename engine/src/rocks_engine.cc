@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -35,6 +36,8 @@
 #include "idem/engine.h"
 #include "idem/serving.h"
 #include "io_accounting.h"
+#include "journal_layout.h"
+#include "journal_store.h"
 #include "key_codec.h"
 #include "key_locks.h"
 #include "key_watchers.h"
@@ -68,6 +71,9 @@ struct Found {
   rocksdb::ColumnFamilyHandle* family = nullptr;
   rocksdb::PinnableSlice value;
   rocksdb::Status status = rocksdb::Status::NotFound();
+  // The journal layout: the key's version (nullopt: none), or why it could not be read.
+  std::optional<journal::JournalStore::Version> version;
+  Status journal_error;
 };
 
 class RocksEngine final : public ServingEngine {
@@ -76,7 +82,8 @@ class RocksEngine final : public ServingEngine {
               std::unique_ptr<rocksdb::DB> db, uint64_t fence_reserved,
               std::shared_ptr<IoAccounting> io, std::shared_ptr<WriteHealth> health,
               std::shared_ptr<ClockMark> clock_mark, std::shared_ptr<AnchoredClock> own_clock,
-              std::unique_ptr<ExpiryWindows> windows)
+              std::unique_ptr<ExpiryWindows> windows,
+              std::unique_ptr<journal::JournalStore> journal)
       : options_(std::move(options)),
         clock_(options_.clock),
         own_clock_(std::move(own_clock)),
@@ -84,6 +91,7 @@ class RocksEngine final : public ServingEngine {
         env_(std::move(env)),
         db_(std::move(db)),
         windows_(std::move(windows)),
+        journal_(std::move(journal)),
         fences_(db_.get(), fence_reserved, &synced_writes_, health.get()),
         retention_(options_.retention.begin(), options_.retention.end()),
         lifecycle_(options_.lifecycle.begin(), options_.lifecycle.end()),
@@ -130,6 +138,8 @@ class RocksEngine final : public ServingEngine {
       (void)db_->SyncWAL();
       health_->ExitSync();
     }
+    if (journal_) (void)journal_->Sync();
+    journal_.reset();
     windows_.reset();  // its handles go before the database closes
     (void)db_->Close();
   }
@@ -155,7 +165,8 @@ class RocksEngine final : public ServingEngine {
   }
   void Unwatch(WatchId id) override { watchers_.Remove(id); }
   Status WriteReadiness() const override {
-    return health_->suspended() ? health_->Refusal() : Status::Ok();
+    if (health_->suspended()) return health_->Refusal();
+    return JournalFailure();
   }
   Result<StoreStats> Stats() override;
   Status CompactAll() override;
@@ -181,6 +192,19 @@ class RocksEngine final : public ServingEngine {
   // between two families' lookups and hide it from both: the lookups then share a snapshot.
   void ReadAll(std::span<const rocksdb::Slice> keys, std::span<const int64_t> remember_ms,
                int64_t now_ms, bool locked, Found* found);
+  // The journal layout's ReadAll: each key's version in the journal (under the stripe locks,
+  // which every batch takes under this layout, a batch's reads are one view).
+  void ReadJournal(std::span<const rocksdb::Slice> keys, Found* found) const;
+  // The journal layout's commit of a batch's writes (step 5 of ApplyImpl).
+  // `appended`: set once the batch is in the journal (and its index), whatever follows.
+  Status CommitToJournal(std::span<const journal::JournalStore::Write> writes, int64_t now_ms,
+                         bool synced, bool* appended);
+  // Segments sealed and not synced yet that CommitToJournal lets be (their files stay open).
+  static constexpr size_t kMaxUnsyncedSegments = 4;
+  // The journal layout: a journal that failed takes no writes until the engine is reopened
+  // (journal.h: after a failed fdatasync no later sync can vouch for the pages it lost).
+  Status JournalFailure() const;
+  Result<ReclaimReport> ReclaimJournal(const journal::JournalStore::MovePolicy& policy);
   // Where a record that dies at `death_ms` (0: never) belongs under this run's layout: the
   // family, and its window's filter (null for the default family).
   struct Target {
@@ -257,7 +281,10 @@ class RocksEngine final : public ServingEngine {
   const std::shared_ptr<ClockMark> clock_mark_;     // null: a clock the caller supplied (no mark)
   std::unique_ptr<rocksdb::Env> env_;               // over the engine's file systems; outlives db_
   std::unique_ptr<rocksdb::DB> db_;
-  std::unique_ptr<ExpiryWindows> windows_;  // every window family, whatever the layout
+  std::unique_ptr<ExpiryWindows> windows_;          // every window family, whatever the layout
+  std::unique_ptr<journal::JournalStore> journal_;  // the journal layout's records, else null
+  std::atomic<uint64_t> journal_bytes_moved_{0};
+  std::atomic<bool> bounding_sync_{false};  // a writer is syncing for the open-files bound
   rocksdb::WriteOptions write_options_;
   rocksdb::WriteOptions deferred_write_options_;  // sync = false
   // ApplyDeferSync writes: begun (counted before the write, so a reader that can see one also
@@ -349,6 +376,10 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
                           std::span<const int64_t> remember_ms, int64_t now_ms, bool locked,
                           Found* found) {
   if (keys.empty()) return;
+  if (journal_) {
+    ReadJournal(keys, found);
+    return;
+  }
   struct Probe {
     rocksdb::ColumnFamilyHandle* family;
     const WindowKeyFilter* filter;  // null: every key is looked up
@@ -452,6 +483,31 @@ void RocksEngine::ReadAll(std::span<const rocksdb::Slice> keys,
   }
 }
 
+void RocksEngine::ReadJournal(std::span<const rocksdb::Slice> keys, Found* found) const {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Result<std::optional<journal::JournalStore::Version>> version =
+        journal_->Get(std::string_view(keys[i].data(), keys[i].size()));
+    if (!version.ok()) {
+      found[i].journal_error = version.status();
+    } else {
+      found[i].version = std::move(*version);
+    }
+  }
+}
+
+// What a lookup found (ReadAll) at `now_ms`, whatever the layout.
+Result<StoredKey> ReadFound(const Found& found, int64_t now_ms, int64_t remember_ms) {
+  if (!found.journal_error.ok()) return found.journal_error;
+  if (found.version) return ReadStoredValue(found.version->value, now_ms, remember_ms);
+  return ReadKey(found.status, found.value, now_ms, remember_ms);
+}
+
+// The journal keeps a record until its death (the grace is in the removal bound); one that
+// never dies, for ever.
+int64_t KeepUntil(int64_t death_ms) {
+  return death_ms == 0 ? std::numeric_limits<int64_t>::max() : death_ms;
+}
+
 std::vector<rocksdb::ColumnFamilyHandle*> RocksEngine::Families(
     std::shared_ptr<const ExpiryWindows::Set>* keep) const {
   std::shared_ptr<const ExpiryWindows::Set> windows = windows_->Current();
@@ -550,6 +606,13 @@ Status RocksEngine::SyncWal() {
   // numbered up to `begun` completed before the sync and is covered by it.
   const uint64_t covered = deferred_done_.load(std::memory_order_acquire);
   const uint64_t begun = deferred_begun_.load(std::memory_order_acquire);
+  if (journal_) {
+    if (Status s = journal_->Sync(); !s.ok()) return s;
+    wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+    AdvanceTo(deferred_synced_, covered);
+    if (covered == begun) AdvanceTo(durable_floor_, begun);
+    return Status::Ok();
+  }
   std::unique_lock<std::shared_mutex> no_synced_writes(synced_writes_);  // first: see above
   if (!health_->EnterSync()) return health_->Refusal();  // never SyncWAL a WAL that failed
   rocksdb::Status s = db_->SyncWAL();
@@ -569,9 +632,61 @@ Status RocksEngine::SyncWal() {
   return Status::Ok();
 }
 
+Status RocksEngine::JournalFailure() const {
+  if (!journal_) return Status::Ok();
+  Status failure = journal_->failure();
+  if (failure.ok() || failure.IsBusy()) return failure;  // Busy: the index is full
+  return Status::IOError("writes are refused until idemstore is restarted: the journal failed (" +
+                         failure.message() + ")");
+}
+
+Status RocksEngine::CommitToJournal(std::span<const journal::JournalStore::Write> writes,
+                                    int64_t now_ms, bool synced, bool* appended) {
+  if (Status s = JournalFailure(); !s.ok()) return s;
+  if (clock_mark_) {
+    // The clock mark cannot ride in the journal's entry (clock_mark.h): when due, once a second,
+    // it goes to RocksDB first (synced under kSync), so that no batch is durable while the time
+    // it was decided at is not.
+    std::shared_lock<std::shared_mutex> synced_write(synced_writes_);  // before the mark lock
+    if (health_->suspended()) return health_->Refusal();
+    rocksdb::WriteBatch mark_batch;
+    std::unique_lock<std::mutex> mark_lock;
+    if (std::optional<int64_t> mark = clock_mark_->MaybeAddTo(&mark_batch, now_ms, &mark_lock)) {
+      // Under kAsync nothing is synced per write, the mark neither (as when it rides in a
+      // RocksDB batch): it then bounds no removal until the reclaim pass writes it synced.
+      if (rocksdb::Status s = db_->Write(write_options_, &mark_batch); !s.ok()) return FromRocks(s);
+      if (write_options_.sync) clock_mark_->Synced(*mark);
+    }
+  }
+  if (Status s = journal_->Apply(writes); !s.ok()) {
+    *appended = s.IsBusy();  // a full index: the entry was written, its keys maybe indexed
+    return s;
+  }
+  *appended = true;
+  writes_.fetch_add(1, std::memory_order_relaxed);
+  if (synced) {
+    if (Status s = journal_->Sync(); !s.ok()) return s;
+    wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+  } else if (journal_->journal().sealed_unsynced() > kMaxUnsyncedSegments &&
+             !bounding_sync_.exchange(true, std::memory_order_acq_rel)) {
+    // A segment sealed since the last sync keeps its file open until a sync covers it
+    // (journal.h): where nothing syncs per write, one writer that finds too many of them
+    // syncs. Not this batch's durability (it was promised none): a failure here fails the
+    // journal, which refuses the writes after it.
+    if (journal_->Sync().ok()) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+    bounding_sync_.store(false, std::memory_order_release);
+  }
+  return Status::Ok();
+}
+
 Status RocksEngine::Recover() {
   const uint64_t done = deferred_done_.load(std::memory_order_acquire);
   const uint64_t begun = deferred_begun_.load(std::memory_order_acquire);
+  // Under the journal layout the deferred writes are in the journal, which RocksDB's flush
+  // below does not make durable.
+  if (journal_) {
+    if (Status s = journal_->Sync(); !s.ok()) return s;
+  }
   // Resume: OK at once if RocksDB has no background error (the engine suspended on its own).
   // It switches to a new WAL only if the memtable holds something: a WAL that failed while the
   // memtable was empty (say, the first write after a flush) stays in use, and the next append
@@ -685,8 +800,9 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
 
   // 2. Lock every stripe the batch touches (ascending, as sorted above: no deadlock). A batch of
   // reads needs no lock: a RocksDB Get sees either all of a committed write batch or none of it.
+  // The journal's lookups are one key at a time, so there reads lock too.
   std::optional<KeyLocks::Guard> guard;
-  if (writes_possible) guard.emplace(&locks_, std::move(stripes));
+  if (writes_possible || journal_) guard.emplace(&locks_, std::move(stripes));
 
   // 3. Read every key of the batch at once. Under the stripe locks nothing else changes them
   // before step 5 commits.
@@ -708,8 +824,10 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // 4. Decide each op against the current record (or what an earlier op of this batch left).
   results->reserve(ops.size());
   rocksdb::WriteBatch batch;
-  uint64_t admin_overrides = 0;                           // counted once the batch is committed
-  std::unordered_map<std::string_view, Pending> pending;  // for ops with may_share_key
+  std::vector<journal::JournalStore::Write> journal_writes;  // the journal layout's batch
+  std::deque<std::string> journal_values;                    // what its puts point at
+  uint64_t admin_overrides = 0;                              // counted once the batch is committed
+  std::unordered_map<std::string_view, Pending> pending;     // for ops with may_share_key
   std::string value;
   std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
   std::vector<size_t> written_stripes;    // defer_sync: the stripes this batch writes
@@ -730,7 +848,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       }
     } else {
       const Found& f = found[p.read];
-      Result<StoredKey> read = ReadKey(f.status, f.value, now_ms, p.remember_ms);
+      Result<StoredKey> read = ReadFound(f, now_ms, p.remember_ms);
       if (!read.ok()) {
         results->push_back(read.status());
         continue;
@@ -759,26 +877,42 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       }
       value.clear();
       EncodeRecord(record, &value);
-      Result<Target> target = FamilyFor(DeathOf(record, p.remember_ms));
-      if (!target.ok()) {
-        results->clear();
-        return target.status();
+      if (journal_) {
+        // The version the lookup found, unless an earlier op of this batch wrote the key.
+        const journal::JournalStore::Version* was =
+            seen == pending.end() && found[p.read].version ? &*found[p.read].version : nullptr;
+        journal_values.push_back(value);
+        journal_writes.push_back({journal::OpType::kPut, p.key, journal_values.back(),
+                                  KeepUntil(DeathOf(record, p.remember_ms)), was});
+      } else {
+        Result<Target> target = FamilyFor(DeathOf(record, p.remember_ms));
+        if (!target.ok()) {
+          results->clear();
+          return target.status();
+        }
+        // A record whose death moved to another window (or whose layout changed) moves with this
+        // same write: at no moment is it in neither family, nor live in both.
+        if (family != nullptr && family != target->family) batch.Delete(family, p.key);
+        family = target->family;
+        // In the window's filter before the write commits: a lookup that can see the write finds
+        // the bits set (ReadAll). A write that then fails leaves a false positive only.
+        if (target->filter != nullptr) target->filter->Add(WindowKeyFilter::Hash(p.key));
+        batch.Put(family, p.key, value);
       }
-      // A record whose death moved to another window (or whose layout changed) moves with this
-      // same write: at no moment is it in neither family, nor live in both.
-      if (family != nullptr && family != target->family) batch.Delete(family, p.key);
-      family = target->family;
-      // In the window's filter before the write commits: a lookup that can see the write finds
-      // the bits set (ReadAll). A write that then fails leaves a false positive only.
-      if (target->filter != nullptr) target->filter->Add(WindowKeyFilter::Hash(p.key));
-      batch.Put(family, p.key, value);
     } else if (d.write == Decision::Write::kDelete) {
-      batch.Delete(family != nullptr ? family : db_->DefaultColumnFamily(), p.key);
+      if (journal_) {
+        const journal::JournalStore::Version* was =
+            seen == pending.end() && found[p.read].version ? &*found[p.read].version : nullptr;
+        // Kept as long as the version it deletes (raised by the journal store).
+        journal_writes.push_back({journal::OpType::kDelete, p.key, {}, now_ms, was});
+      } else {
+        batch.Delete(family != nullptr ? family : db_->DefaultColumnFamily(), p.key);
+      }
       family = nullptr;
       if (d.admin_override) ++admin_overrides;
     }
     if (d.write != Decision::Write::kNone) {
-      if (defer_sync) written_stripes.push_back(p.stripe);
+      if (defer_sync || journal_) written_stripes.push_back(p.stripe);
       if (p.may_share_key)
         pending[p.key] = Pending{d.write == Decision::Write::kPut, results->size(), family};
       if (!watchers_.Empty()) written.push_back(p.key);
@@ -789,6 +923,39 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // 5. Commit every write of the batch as one RocksDB write, still under the stripe locks, so
   // no other operation on these keys can observe or act on the state before it is durable.
   // (ApplyDeferSync: durable at the caller's SyncWal, which acknowledges nothing before it.)
+  const size_t write_count = journal_ ? journal_writes.size() : batch.Count();
+  if (!journal_writes.empty()) {
+    if (defer_sync) {
+      const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
+      for (size_t stripe : written_stripes) {
+        stripe_ticket_[stripe].store(ticket, std::memory_order_release);
+      }
+    }
+    const bool synced = !defer_sync && options_.durability == Durability::kSync;
+    bool appended = false;
+    Status s = CommitToJournal(journal_writes, now_ms, synced, &appended);
+    if (!s.ok() && synced && appended) {
+      // Its fsync failed after the append, so the index may show the batch: it becomes a
+      // deferred write, which no read answers with before a sync vouches for it (ApplyImpl's
+      // unsynced_visible, and MayReadUnsynced once the journal has failed and syncs no more).
+      const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
+      for (size_t stripe : written_stripes) {
+        stripe_ticket_[stripe].store(ticket, std::memory_order_release);
+      }
+      deferred_done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    if (defer_sync) deferred_done_.fetch_add(1, std::memory_order_acq_rel);
+    if (!s.ok()) {
+      results->clear();
+      return s;
+    }
+    admin_overrides_.fetch_add(admin_overrides, std::memory_order_relaxed);
+    uint64_t bytes = 0;
+    for (const journal::JournalStore::Write& w : journal_writes) {
+      bytes += w.key.size() + w.value.size();
+    }
+    user_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
   if (batch.Count() > 0) {
     const bool synced = !defer_sync && write_options_.sync;
     std::shared_lock<std::shared_mutex> synced_write;
@@ -826,13 +993,18 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   // write not synced yet (every such write began before this point).
   bool unsynced_visible = deferred_begun_.load(std::memory_order_acquire) >
                           deferred_synced_.load(std::memory_order_acquire);
-  // While writes are suspended no sync can run: narrow it down to the keys this batch read.
-  if (unsynced_visible && health_->suspended()) unsynced_visible = MayReadUnsynced(prepared);
-  if (defer_sync) *needs_sync = batch.Count() > 0 || unsynced_visible;
+  // While writes are suspended no sync can run: narrow it down to the keys this batch read. A
+  // failed journal syncs no more; its failed synced writes are narrowed down the same way.
+  if (journal_ && !journal_->failure().ok()) {
+    unsynced_visible = MayReadUnsynced(prepared);
+  } else if (unsynced_visible && health_->suspended()) {
+    unsynced_visible = MayReadUnsynced(prepared);
+  }
+  if (defer_sync) *needs_sync = write_count > 0 || unsynced_visible;
   // A synced batch that wrote nothing may have read a deferred write not durable yet: sync
   // before answering. (A synced write fsyncs every WAL file, earlier writes included.) Never
   // true unless a server uses ApplyDeferSync.
-  if (!defer_sync && write_options_.sync && batch.Count() == 0 && unsynced_visible) {
+  if (!defer_sync && write_options_.sync && write_count == 0 && unsynced_visible) {
     if (Status s = SyncWal(); !s.ok()) {
       results->clear();
       return Status::IOError("read a write not confirmed durable yet: " + s.message());
@@ -955,6 +1127,17 @@ Result<StoreStats> RocksEngine::Stats() {
   stats.expired_unreclaimed_records = ExpiredUnreclaimed();
   if (own_clock_) stats.clock_steps = own_clock_->steps_detected();
   stats.durability = options_.durability;
+  if (journal_) {
+    stats.estimated_live_records = journal_->records();
+    stats.journal_index_bytes = journal_->index_bytes();
+    for (const journal::Journal::SegmentInfo& segment : journal_->journal().Segments()) {
+      ++stats.journal_segments;
+      stats.journal_bytes += segment.end_offset;
+    }
+    stats.sst_bytes += stats.journal_bytes;
+    stats.live_sst_bytes += stats.journal_bytes;
+    stats.compaction_bytes_written += journal_bytes_moved_.load(std::memory_order_relaxed);
+  }
   return stats;
 }
 
@@ -993,6 +1176,15 @@ Status RocksEngine::WriteClockMark() {
 }
 
 Status RocksEngine::CompactAll() {
+  if (journal_) {
+    // Every closed segment at least half dead is written again without its dead records (the
+    // store counts entry headers as not needed: a fully live segment of small records is
+    // ~80 % needed).
+    journal::JournalStore::MovePolicy compact;
+    compact.max_needed_fraction = 0.5;
+    compact.min_stay_ms = 0;
+    return ReclaimJournal(compact).status();
+  }
   if (Status s = WriteClockMark(); !s.ok()) return s;
   if (Result<size_t> dropped = DropEndedWindows(); !dropped.ok()) return dropped.status();
   rocksdb::CompactRangeOptions cro;
@@ -1044,7 +1236,35 @@ uint64_t RocksEngine::WindowFilesMax() {
   return most;
 }
 
+Result<ReclaimReport> RocksEngine::ReclaimJournal(const journal::JournalStore::MovePolicy& policy) {
+  ReclaimReport report;
+  if (Status s = WriteClockMark(); !s.ok()) return s;
+  // As for windows (DropEndedWindows): ended the grace ago, and before the synced clock mark.
+  const int64_t bound =
+      RemovableUntil(clock_->NowMillis(), options_.expiry_grace_ms, clock_mark_.get());
+  // Busy: a copy of the journal is being taken; what it kept is dropped on the next pass.
+  Result<size_t> dropped = journal_->DropEndedBy(bound);
+  if (!dropped.ok() && !dropped.status().IsBusy()) return dropped.status();
+  if (dropped.ok()) report.journal_segments_dropped = *dropped;
+  Result<journal::JournalStore::MoveReport> moved = journal_->MoveSurvivors(bound, policy);
+  if (!moved.ok() && !moved.status().IsBusy()) return moved.status();
+  if (moved.ok()) {
+    report.journal_segments_moved = moved->segments;
+    journal_bytes_moved_.fetch_add(moved->bytes_moved, std::memory_order_relaxed);
+    if (moved->skipped > 0) {
+      LogToOperator(options_.log,
+                    LogRecord(LogLevel::kWarn, "journal_segment_unmovable",
+                              "a journal segment whose records are mostly dead stays on disk "
+                              "until its last record is dead: " +
+                                  moved->first_skipped.message())
+                        .With("segments", static_cast<int64_t>(moved->skipped)));
+    }
+  }
+  return report;
+}
+
 Result<ReclaimReport> RocksEngine::ReclaimExpired() {
+  if (journal_) return ReclaimJournal(journal::JournalStore::MovePolicy());
   ReclaimReport report;
   if (Status s = WriteClockMark(); !s.ok()) return s;
   // Windows leave whole; what follows is for the default family (records of the leveled
@@ -1125,7 +1345,13 @@ Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
   }
 }
 
+Status NotUnderTheJournal(std::string_view what) {
+  return Status::NotSupported(
+      std::string(what) + " is not available yet under the journal layout (docs/operations.md)");
+}
+
 Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
+  if (journal_) return NotUnderTheJournal("backup");
   std::unique_lock<std::mutex> only(backup_mu_, std::try_to_lock);
   if (!only.owns_lock()) {
     return Status::Busy("another backup is being taken; retry when it has finished");
@@ -1138,6 +1364,7 @@ Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
 }
 
 Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
+  if (journal_) return NotUnderTheJournal("scan");
   Result<WalkRange> range =
       ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
   if (!range.ok()) return range.status();
@@ -1212,6 +1439,7 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
 }
 
 Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
+  if (journal_) return NotUnderTheJournal("purge");
   Result<WalkRange> range =
       ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
   if (!range.ok()) return range.status();
@@ -1283,6 +1511,7 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
 
 Status RocksEngine::Compact(std::string_view ns) {
   if (ns.empty()) return CompactAll();
+  if (journal_) return NotUnderTheJournal("compacting one namespace");
   Result<WalkRange> range = ResolveWalk(ns, "", "", options_.limits);
   if (!range.ok()) return range.status();
   if (Status s = WriteClockMark(); !s.ok()) return s;  // as CompactAll: before removing anything
@@ -1420,6 +1649,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
                                    "; it must be 0 (never merge) or in [2, " +
                                    std::to_string(EngineOptions::kMaxExpiryWindowMergeFiles) + "]");
   }
+  if (Status st = ValidateJournalOptions(options); !st.ok()) return st;
   // Before RocksDB sees the directory: what it would "recover" by dropping data (a damaged WAL)
   // or by starting over (a missing CURRENT) is refused here, with every file left as it is.
   if (Status st = CheckDataDirectory(dir, options); !st.ok()) return st;
@@ -1445,6 +1675,17 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   auto health = std::make_shared<WriteHealth>(
       options.log, std::chrono::milliseconds(options.recovery_stuck_after_ms));
   if (!fs) fs = rocks_options.env->GetFileSystem();
+  // The journal's files bypass the failure-safe layer (it is about RocksDB's WAL and LOG); the
+  // engine's env wraps this file system, so it lives as long as the engine.
+  const std::shared_ptr<rocksdb::FileSystem> journal_fs = fs;
+  const bool journal_layout = options.layout == EngineOptions::Layout::kJournal;
+  Result<bool> has_journal = journal::Journal::HasSegments(journal_fs.get(), JournalDir(dir));
+  if (!has_journal.ok()) return has_journal.status();
+  if (*has_journal && !journal_layout) {
+    return Status::InvalidArgument(
+        "the database in " + dir +
+        " was written with the journal layout: open it with that layout");
+  }
   fs = NewFailureSafeFileSystem(std::move(fs), health);
   // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at
   // close.
@@ -1467,6 +1708,11 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
       if (std::optional<int64_t> end = WindowFamilyEnd(name)) window_ends.push_back(*end);
     }
   }
+  const std::string other_layout =
+      "the database in " + dir +
+      " holds records of the leveled or expiry-window layout, which the journal layout cannot "
+      "open yet (no conversion): open it with the layout it was written with";
+  if (journal_layout && !window_ends.empty()) return Status::InvalidArgument(other_layout);
   if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends.empty()) {
     // Each family has its own memtables: together they stay within what one family may use.
     rocks_options.db_write_buffer_size =
@@ -1512,9 +1758,33 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     if (!mark.ok()) return mark.status();
     if (*mark) own_clock->ContinueFrom(**mark);
   }
-  return std::unique_ptr<ServingEngine>(new RocksEngine(
-      std::move(options), std::move(env), std::move(db), *reserved, std::move(io),
-      std::move(health), std::move(clock_mark), std::move(own_clock), std::move(windows)));
+  std::unique_ptr<journal::JournalStore> journal;
+  if (journal_layout) {
+    Result<bool> holds = HoldsRecords(db.get());
+    if (!holds.ok()) return holds.status();
+    if (*holds) return Status::InvalidArgument(other_layout);
+    // What earlier runs may have dropped is bounded by the clock mark persisted before each drop
+    // (ReclaimJournal), and the mark never goes back, and engine time continues from it: this
+    // bound is at least every one a drop used, so no dropped operation's replacement is missing
+    // from what this replays. Without a mark (a database written under a caller's clock) the
+    // bound is now less the grace; a caller's own clock is trusted not to go back.
+    const int64_t bound =
+        RemovableUntil(options.clock->NowMillis(), options.expiry_grace_ms, clock_mark.get());
+    Result<std::unique_ptr<journal::JournalStore>> opened = journal::JournalStore::Open(
+        journal_fs.get(), JournalDir(dir), JournalOptionsFor(options), options.clock.get(), bound);
+    if (!opened.ok()) return opened.status();
+    journal = std::move(*opened);
+    if (const auto& tail = journal->journal().repaired_tail()) {
+      options.log(LogRecord(LogLevel::kWarn, "journal_tail_repaired", tail->what)
+                      .With("segment", static_cast<int64_t>(tail->segment_number))
+                      .With("offset", static_cast<int64_t>(tail->offset))
+                      .With("bytes", static_cast<int64_t>(tail->bytes)));
+    }
+  }
+  return std::unique_ptr<ServingEngine>(
+      new RocksEngine(std::move(options), std::move(env), std::move(db), *reserved, std::move(io),
+                      std::move(health), std::move(clock_mark), std::move(own_clock),
+                      std::move(windows), std::move(journal)));
 }
 
 }  // namespace idem

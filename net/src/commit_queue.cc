@@ -222,9 +222,34 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
   bool needs_sync = false;
   Status status = ApplyBatch(ops, &results, &needs_sync);
   if (metrics_) metrics_->CountBatch(batch.size(), ops.size());
-  if (status.ok() && results.size() != ops.size()) {
+  if (status.IsInvalidArgument() && batch.size() > 1) {
+    // A batch refused whole with InvalidArgument was not applied: the engine refuses before it
+    // writes, and a remote store answers so only for a request its server refused whole (a
+    // lost connection is an IOError, whose effect is unknown: store.h). Requests that are each
+    // within the limits can exceed one together: under the journal layout a batch is one
+    // journal entry, which must fit in a segment. So each is applied, and answered, alone.
+    size_t offset = 0;
+    for (Item& item : batch) {
+      const std::span<const Op> own = std::span<const Op>(ops).subspan(offset, item.ops.size());
+      offset += item.ops.size();
+      std::vector<Result<OpResult>> mine;
+      bool own_sync = false;
+      Status own_status = ApplyBatch(own, &mine, &own_sync);
+      if (metrics_) metrics_->CountBatch(1, own.size());
+      std::vector<Item> one;
+      one.push_back(std::move(item));
+      Answer(one, own_status, own.size(), mine, own_sync);
+    }
+    return;
+  }
+  Answer(batch, status, ops.size(), results, needs_sync);
+}
+
+void CommitQueue::Answer(std::vector<Item>& batch, Status status, size_t ops,
+                         std::vector<Result<OpResult>>& results, bool needs_sync) {
+  if (status.ok() && results.size() != ops) {
     status = Status::Corruption("store returned " + std::to_string(results.size()) +
-                                " results for " + std::to_string(ops.size()) + " operations");
+                                " results for " + std::to_string(ops) + " operations");
   }
   const bool hold = sync_ && needs_sync && status.ok();
   size_t next = 0;

@@ -131,6 +131,10 @@ class CommitQueue {
   // it).
   void Commit(std::vector<Item>& batch, std::vector<Op>& ops,
               std::vector<Result<OpResult>>& results);
+  // Completes each request of `batch` with its share of `results` (`ops` in all), or holds
+  // them until a sync covers them (with sync_ and `needs_sync`).
+  void Answer(std::vector<Item>& batch, Status status, size_t ops,
+              std::vector<Result<OpResult>>& results, bool needs_sync);
 
   Store* const store_;
   ServingEngine* const engine_;  // store_ as a ServingEngine, or null for a plain Store

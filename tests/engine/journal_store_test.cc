@@ -208,6 +208,50 @@ TEST_F(JournalStoreTest, DropsDeleteOnlySegmentsWhoseOperationsAllEnded) {
   EXPECT_EQ(1u, SegmentFiles());
 }
 
+// A store that stops taking writes must not keep its last segment for ever: once everything in
+// the active segment ended, a drop seals it and deletes it.
+TEST_F(JournalStoreTest, ADropSealsAndDeletesTheActiveSegmentOnceItsOperationsAllEnded) {
+  Apply({Put("a", "1", 100)});
+  Apply({Put("b", "2", 200)});
+  const uint64_t active = ActiveSegment();
+  ASSERT_OK(store_->DropEndedBy(199).status());  // "b" is still needed: not sealed
+  EXPECT_EQ(active, ActiveSegment());
+  EXPECT_EQ("2", Get("b"));
+  Result<size_t> dropped = store_->DropEndedBy(200);
+  ASSERT_OK(dropped);
+  EXPECT_EQ(1u, *dropped);
+  EXPECT_FALSE(SegmentFileExists(active));
+  EXPECT_EQ(1u, SegmentFiles());  // the new active segment, empty
+  EXPECT_EQ(0u, store_->records());
+  EXPECT_EQ("(none)", Get("b"));
+  // An empty active segment is not sealed again, and the store takes writes as before.
+  const uint64_t next = ActiveSegment();
+  ASSERT_OK(store_->DropEndedBy(300).status());
+  EXPECT_EQ(next, ActiveSegment());
+  Apply({Put("c", "3", 1000)});
+  ASSERT_OK(store_->Sync());
+  Reopen(300);
+  EXPECT_EQ("3", Get("c"));
+  EXPECT_EQ("(none)", Get("a"));
+}
+
+// The seal prepares the next segment first: one it cannot create (a full disk) leaves the
+// journal taking writes, and the drop retries the seal next time.
+TEST_F(JournalStoreTest, ASealThatCannotCreateTheNextSegmentFailsNothing) {
+  Apply({Put("a", "1", 100)});
+  const uint64_t active = ActiveSegment();
+  fs_.fail_creates = true;
+  ASSERT_OK(store_->DropEndedBy(100).status());
+  EXPECT_EQ(active, ActiveSegment());
+  EXPECT_TRUE(store_->failure().ok()) << store_->failure().ToString();
+  Apply({Put("b", "2", 200)});
+  fs_.fail_creates = false;
+  Result<size_t> dropped = store_->DropEndedBy(200);
+  ASSERT_OK(dropped);
+  EXPECT_EQ(1u, *dropped);
+  EXPECT_EQ("(none)", Get("b"));
+}
+
 TEST_F(JournalStoreTest, DroppingTheNewerSegmentNeverBringsBackTheOlderVersion) {
   Apply({Put("k", "old", 9000)});
   FillToNextSegment("filler-a", 9000);

@@ -31,6 +31,7 @@ class GatedStore : public Store {
     cv_.wait(lock, [this] { return released_; });
     results->clear();
     if (calls_.size() == fail_call_) return Status::IOError("disk on fire");
+    if (ops.size() > max_ops_at_once_) return Status::InvalidArgument("too many at once");
     for (const Op& op : ops) {
       OpResult r;
       r.outcome = Outcome::kInserted;
@@ -51,6 +52,9 @@ class GatedStore : public Store {
     cv_.notify_all();
   }
   void FailCall(size_t n) { fail_call_ = n; }
+  // Refuses (applying nothing) a batch of more than `n` ops, as the journal layout refuses a
+  // batch that does not fit in one of its segments.
+  void RefuseMoreThan(size_t n) { max_ops_at_once_ = n; }
   std::vector<size_t> calls() {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
@@ -62,6 +66,7 @@ class GatedStore : public Store {
   std::vector<size_t> calls_;  // op count of each Apply
   bool released_ = false;
   size_t fail_call_ = 0;  // 1-based; 0 = never
+  size_t max_ops_at_once_ = SIZE_MAX;
 };
 
 // Collects the completions of submitted requests.
@@ -138,6 +143,27 @@ TEST(CommitQueueTest, ARequestAboveMaxBatchOpsFailsAlone) {
   auto results = done.WaitFor(2);
   EXPECT_EQ("INVALID_ARGUMENT", results["big"]);
   EXPECT_EQ("ok", results["small"]);
+}
+
+// Requests the store takes alone but refuses together (InvalidArgument: nothing applied) are
+// applied one by one; one it refuses alone fails alone.
+TEST(CommitQueueTest, RequestsRefusedTogetherAreAppliedAlone) {
+  GatedStore store;
+  store.RefuseMoreThan(3);
+  CommitQueue queue(&store, 100, 1);
+  Completions done;
+  queue.Submit(Gets({"a"}), done.Expect("a"));
+  store.WaitForCalls(1);
+  queue.Submit(Gets({"b1", "b2"}), done.Expect("b"));
+  queue.Submit(Gets({"c1", "c2"}), done.Expect("c"));
+  queue.Submit(Gets({"d1", "d2", "d3", "d4"}), done.Expect("d"));
+  store.Release();
+  auto results = done.WaitFor(4);
+  EXPECT_EQ((std::vector<size_t>{1, 8, 2, 2, 4}), store.calls());
+  EXPECT_EQ("a", results["a"]);
+  EXPECT_EQ("b1,b2", results["b"]);
+  EXPECT_EQ("c1,c2", results["c"]);
+  EXPECT_EQ("INVALID_ARGUMENT", results["d"]);
 }
 
 TEST(CommitQueueTest, AFailedApplyFailsEveryRequestInIt) {

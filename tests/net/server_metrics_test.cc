@@ -84,6 +84,9 @@ TEST_F(ServerMetricsTest, OperationsMoveTheirOpAndOutcomeCounters) {
   ASSERT_NE(nullptr, after.Family("idem_expiry_unreclaimed_records"));
   ASSERT_NE(nullptr, after.Family("idem_store_expiry_windows"));
   ASSERT_NE(nullptr, after.Family("idem_store_expiry_window_filter_bytes"));
+  ASSERT_NE(nullptr, after.Family("idem_store_journal_segments"));
+  ASSERT_NE(nullptr, after.Family("idem_store_journal_bytes"));
+  ASSERT_NE(nullptr, after.Family("idem_store_journal_index_bytes"));
   ASSERT_NE(nullptr, after.Family("idem_clock_steps_total"));
 }
 

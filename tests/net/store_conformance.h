@@ -50,7 +50,17 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
 // loop applies (engine_threads = 0, the default); kClientOnLoopSync: the same under
 // Durability::kSync, where a sync thread fsyncs and answers wait for it; kClientTlsAuth: as
 // kClientOnLoop over TLS, with authentication on and a token whose grant is "*:read,write,admin".
-enum class Mode { kEngine, kClient, kClientOnLoop, kClientOnLoopSync, kClientTlsAuth };
+// kEngineJournal and kClientOnLoopSyncJournal: kEngine and kClientOnLoopSync under the journal
+// layout (EngineOptions::Layout::kJournal), with small segments so that tests roll them.
+enum class Mode {
+  kEngine,
+  kClient,
+  kClientOnLoop,
+  kClientOnLoopSync,
+  kClientTlsAuth,
+  kEngineJournal,
+  kClientOnLoopSyncJournal
+};
 inline const char* ModeName(Mode mode) {
   switch (mode) {
     case Mode::kEngine:
@@ -63,14 +73,37 @@ inline const char* ModeName(Mode mode) {
       return "ClientOnLoopSync";
     case Mode::kClientTlsAuth:
       return "ClientTlsAuth";
+    case Mode::kEngineJournal:
+      return "EngineJournal";
+    case Mode::kClientOnLoopSyncJournal:
+      return "ClientOnLoopSyncJournal";
   }
   return "?";
+}
+inline bool InProcess(Mode mode) { return mode == Mode::kEngine || mode == Mode::kEngineJournal; }
+inline bool Synced(Mode mode) {
+  return mode == Mode::kClientOnLoopSync || mode == Mode::kClientOnLoopSyncJournal;
+}
+// The mode's durability and layout over `options`.
+inline EngineOptions ForMode(Mode mode, EngineOptions options) {
+  if (Synced(mode)) options.durability = Durability::kSync;
+  if (mode == Mode::kEngineJournal || mode == Mode::kClientOnLoopSyncJournal) {
+    options.layout = EngineOptions::Layout::kJournal;
+    options.journal_segment_bytes = 2 * options.limits.max_payload_bytes;
+  }
+  return options;
 }
 inline void PrintTo(Mode mode, std::ostream* os) { *os << ModeName(mode); }
 inline std::string ModeTestName(const ::testing::TestParamInfo<Mode>& info) {
   return ModeName(info.param);
 }
 inline auto AllModes() {
+  return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop,
+                           Mode::kClientOnLoopSync, Mode::kClientTlsAuth, Mode::kEngineJournal,
+                           Mode::kClientOnLoopSyncJournal);
+}
+// The modes whose layout has Scan and Purge (not the journal's yet).
+inline auto ModesWithScan() {
   return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop,
                            Mode::kClientOnLoopSync, Mode::kClientTlsAuth);
 }
@@ -121,12 +154,13 @@ inline ClientOptions ClientOptionsFor(Mode mode) {
 class StoreConformanceTest : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override {
-    if (GetParam() == Mode::kEngine) {
-      engine_ = std::move(*Engine::Open(dir_.Sub("db"), ConformanceEngineOptions(clock_)));
+    EngineOptions options = ForMode(GetParam(), ConformanceEngineOptions(clock_));
+    if (InProcess(GetParam())) {
+      Result<std::unique_ptr<Engine>> engine = Engine::Open(dir_.Sub("db"), options);
+      ASSERT_OK(engine);
+      engine_ = std::move(*engine);
       store_ = engine_.get();
     } else {
-      EngineOptions options = ConformanceEngineOptions(clock_);
-      if (GetParam() == Mode::kClientOnLoopSync) options.durability = Durability::kSync;
       server_ = std::make_unique<TestServer>(ServerOptionsFor(GetParam()), clock_, options, false);
       auto client = server_->Connect(ClientOptionsFor(GetParam()));
       ASSERT_OK(client);

@@ -111,7 +111,7 @@ TEST_P(AdminQueriesTest, CompactANamespaceOrEverything) {
   EXPECT_EQ("FOUND", Get("a"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, AdminQueriesTest, AllModes(), ModeTestName);
+INSTANTIATE_TEST_SUITE_P(Modes, AdminQueriesTest, ModesWithScan(), ModeTestName);
 
 }  // namespace
 }  // namespace idem::testing

@@ -69,10 +69,9 @@ TEST_P(StoreConformanceTest, SixteenCallersNeverHoldALockTogether) {
 class RealLeaseTest : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override {
-    EngineOptions options = TestEngineOptions(nullptr);
+    EngineOptions options = ForMode(GetParam(), TestEngineOptions(nullptr));
     options.clock = SystemClock::Default();
-    if (GetParam() == Mode::kClientOnLoopSync) options.durability = Durability::kSync;
-    if (GetParam() == Mode::kEngine) {
+    if (InProcess(GetParam())) {
       engine_ = std::move(*Engine::Open(dir_.Sub("db"), options));
       store_ = engine_.get();
     } else {

@@ -308,8 +308,7 @@ TEST_P(StoreConformanceTest, StatsCountOps) {
   EXPECT_GT(stats->next_fence, 0u);
   EXPECT_GT(stats->block_cache_capacity_bytes, 0u);  // the memory figures reach clients too
   EXPECT_LE(stats->block_cache_bytes, stats->block_cache_capacity_bytes);
-  EXPECT_EQ(GetParam() == Mode::kClientOnLoopSync ? Durability::kSync : Durability::kAsync,
-            stats->durability);
+  EXPECT_EQ(Synced(GetParam()) ? Durability::kSync : Durability::kAsync, stats->durability);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, StoreConformanceTest, AllModes(), ModeTestName);

@@ -112,5 +112,49 @@ TEST(RetentionQuickRunTest, WindowsCatchAndMissExactlyWhatReclaimDoes) {
   EXPECT_NE(std::string::npos, table.find("window"));
 }
 
+// The same seed under reclaim and journal: what a duplicate is answered does not move either;
+// nothing is flushed or compacted, what is moved out of mostly dead segments stays well under a
+// byte per byte written, and the disk empties once the last record has been dead for the grace.
+TEST(RetentionQuickRunTest, TheJournalCatchesAndMissesExactlyWhatReclaimDoes) {
+  const char* argv[] = {"idem-retention", "--quick", "--strategies", "reclaim,journal",
+                        "--ns-ttl",       "none",    "--ttls",       "1h",
+                        "--remember",     "none",    "--duration",   "3h",
+                        "--seed",         "7"};
+  auto config = ParseCommandLine(static_cast<int>(std::size(argv)), argv);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto workload = GenerateWorkload(config->workload);
+  ASSERT_TRUE(workload.ok());
+  const std::vector<Policy> policies =
+      BuildPolicies(config->ttls_ms, config->ns_ttls, config->strategies, config->remembers);
+  ASSERT_EQ(2u, policies.size());
+  SimOptions options = config->sim;
+  options.sample_every_ms = 10 * kMinute;
+  options.drain_ms = 2 * kHour;
+
+  ::idem::testing::TempDir dir;
+  std::vector<PolicyResult> results;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    auto r = RunPolicy(*workload, policies[i], options, dir.Sub("p" + std::to_string(i)));
+    ASSERT_TRUE(r.ok()) << policies[i].name << ": " << r.status().ToString();
+    results.push_back(std::move(*r));
+  }
+  const PolicyResult& reclaim = results[0];
+  const PolicyResult& journal = results[1];
+  ASSERT_EQ(Strategy::kJournal, journal.policy.strategy);
+  EXPECT_GT(reclaim.duplicates_missed, 0u);
+  EXPECT_EQ(reclaim.first_requests, journal.first_requests);
+  EXPECT_EQ(reclaim.duplicates_caught, journal.duplicates_caught);
+  EXPECT_EQ(reclaim.duplicates_expired, journal.duplicates_expired);
+  EXPECT_EQ(reclaim.duplicates_missed, journal.duplicates_missed);
+  EXPECT_GT(journal.user_bytes_written, 0u);
+  EXPECT_EQ(0u, journal.compactions);
+  EXPECT_LT(journal.WriteAmplification(), 1.5);
+  EXPECT_GT(journal.disk_bytes_peak, 100'000u);
+  EXPECT_LT(journal.disk_bytes_final, journal.disk_bytes_peak / 20) << "dead segments deleted";
+  EXPECT_GE(journal.reclaim_lag_ms, 0);
+  EXPECT_LE(journal.reclaim_lag_ms,
+            EngineOptions().expiry_grace_ms + options.reclaim_every_ms + options.sample_every_ms);
+}
+
 }  // namespace
 }  // namespace idem::retention

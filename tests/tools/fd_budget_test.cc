@@ -78,6 +78,30 @@ TEST(FdBudgetTest, GatewayClientAndUpstreamConnectionsAreReserved) {
       << refused.status().message();
 }
 
+// The journal layout keeps its segment files open beside RocksDB's (EngineOptions::
+// journal_max_open_files and a few more): reserved, not taken from RocksDB's minimum.
+TEST(FdBudgetTest, TheJournalsSegmentFilesAreReserved) {
+  EngineOptions engine;
+  EXPECT_EQ(0u, JournalDescriptors(engine));
+  engine.layout = EngineOptions::Layout::kJournal;
+  engine.journal_max_open_files = 100;
+  EXPECT_EQ(100 + kJournalOwnFds, JournalDescriptors(engine));
+  FdBudgetRequest request = Request(20'000, 20'000, 1024, false);
+  request.journal_files = JournalDescriptors(engine);
+  Result<FdBudget> b = PlanFdBudget(request);
+  ASSERT_OK(b);
+  EXPECT_EQ(1024u, b->max_connections);
+  EXPECT_EQ(20'000 - 1024 - JournalDescriptors(engine) - kRefusing - kServerOwnFds,
+            static_cast<size_t>(b->rocksdb_max_open_files));
+  request = Request(1024, 1024, kReserved > 1024 ? 1 : 1024 - kReserved, true);  // fits without
+  request.journal_files = JournalDescriptors(engine);
+  Result<FdBudget> refused = PlanFdBudget(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), std::to_string(JournalDescriptors(engine)) +
+                                                       " for the journal's segment files"))
+      << refused.status().message();
+}
+
 TEST(FdBudgetTest, TheDefaultIsLoweredToFit1024WithAWarningNamingTheNumbers) {
   Result<FdBudget> b = PlanFdBudget(Request(1024, 1024, 1024, false));
   ASSERT_OK(b);

@@ -132,6 +132,16 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 
+TEST(ServerFlagsTest, TheJournalLayoutIsAChoiceAndAnUnknownOneNamesThemAll) {
+  Result<ServerFlags> f = Parse({"--layout", "journal"});
+  ASSERT_OK(f);
+  EXPECT_EQ(EngineOptions::Layout::kJournal, f->engine.layout);
+  Result<ServerFlags> bad = Parse({"--layout", "fifo"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string::npos, bad.status().message().find("leveled, windows or journal"))
+      << bad.status().message();
+}
+
 TEST(ServerFlagsTest, LifecycleFlags) {
   Result<ServerFlags> f =
       Parse({"--default-lease", "45s", "--state-graph", "order=NEW>PAID>SHIPPED,NEW>CANCELLED"});

@@ -154,7 +154,9 @@ struct Grammar {
             "schedule), compaction-only (compaction filter in write-triggered\n"
             "compactions only), windows (the expiry-window layout: one column\n"
             "family per window of death times, dropped whole by the same\n"
-            "ReclaimExpired schedule)");
+            "ReclaimExpired schedule), journal (the journal layout: records\n"
+            "appended to segment files, deleted whole by the same schedule\n"
+            "once all their records are dead)");
   CLI::Option* window =
       Value(kPolicies, "--window", "D", "per policy: (longest TTL + remember) / 8",
             "windows: the width of an expiry window, 1s..30d. Default per\n"

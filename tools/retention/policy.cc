@@ -14,16 +14,19 @@ std::string_view StrategyName(Strategy s) {
       return "compaction-only";
     case Strategy::kWindows:
       return "windows";
+    case Strategy::kJournal:
+      return "journal";
   }
   return "?";
 }
 
 Result<Strategy> ParseStrategy(std::string_view name) {
-  for (Strategy s : {Strategy::kReclaim, Strategy::kCompactionOnly, Strategy::kWindows}) {
+  for (Strategy s :
+       {Strategy::kReclaim, Strategy::kCompactionOnly, Strategy::kWindows, Strategy::kJournal}) {
     if (name == StrategyName(s)) return s;
   }
   return Status::InvalidArgument("unknown strategy '" + std::string(name) +
-                                 "' (strategies: reclaim, compaction-only, windows)");
+                                 "' (strategies: reclaim, compaction-only, windows, journal)");
 }
 
 int64_t Policy::TtlFor(std::string_view ns) const {

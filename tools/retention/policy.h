@@ -25,9 +25,13 @@ enum class Strategy : uint8_t {
   // column family of the window its death falls in, and the same scheduled ReclaimExpired pass
   // drops every window that ended more than the expiry grace ago, whole.
   kWindows,
+  // The journal layout (EngineOptions::Layout::kJournal): records appended to segment files,
+  // which the same scheduled ReclaimExpired pass deletes once all their records are dead (the
+  // few long-lived ones of a mostly dead segment appended again first).
+  kJournal,
 };
 
-std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only", "windows"
+std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only", "windows", "journal"
 Result<Strategy> ParseStrategy(std::string_view name);
 
 struct Policy {

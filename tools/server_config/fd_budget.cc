@@ -32,10 +32,16 @@ size_t GatewayDescriptors(const GatewayOptions& gateway) {
          gateway.max_idle_upstream_connections;
 }
 
+size_t JournalDescriptors(const EngineOptions& engine) {
+  return engine.layout == EngineOptions::Layout::kJournal
+             ? engine.journal_max_open_files + kJournalOwnFds
+             : 0;
+}
+
 Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
   const uint64_t limit = request.limit.soft;
   const uint64_t others = request.max_refusing_connections + request.http_connections +
-                          request.gateway_connections + kServerOwnFds;
+                          request.gateway_connections + request.journal_files + kServerOwnFds;
   const uint64_t reserved = others + kMinRocksDbFiles;
   const std::string limit_text = "the open-files limit is " + std::to_string(limit) + " (hard " +
                                  std::to_string(request.limit.hard) + ")";
@@ -49,6 +55,9 @@ Result<FdBudget> PlanFdBudget(const FdBudgetRequest& request) {
            ? std::string()
            : std::to_string(request.gateway_connections) +
                  " for the gateway's client and upstream connections + ") +
+      (request.journal_files == 0
+           ? std::string()
+           : std::to_string(request.journal_files) + " for the journal's segment files + ") +
       std::to_string(kServerOwnFds) + " for the server itself + " +
       std::to_string(kMinRocksDbFiles) + " for RocksDB's files (its minimum)";
   if (limit <= reserved) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "idem/options.h"
 #include "idem/result.h"
 #include "idem/server.h"
 
@@ -43,6 +44,8 @@ struct FdBudgetRequest {
   size_t http_connections = 0;
   // GatewayDescriptors(options) (0 without a gateway): reserved likewise.
   size_t gateway_connections = 0;
+  // JournalDescriptors(options) (0 unless the engine uses the journal layout): reserved likewise.
+  size_t journal_files = 0;
 };
 
 struct FdBudget {
@@ -66,6 +69,13 @@ inline constexpr size_t kMinRocksDbFiles = 256;
 // kept open between requests (max_idle_upstream_connections); and connections being answered
 // 503 (max_refusing_connections).
 size_t GatewayDescriptors(const GatewayOptions& gateway);
+
+// The journal layout's share (engine/src/journal.h): the closed segments it keeps open
+// (EngineOptions::journal_max_open_files) plus kJournalOwnFds for the active and the prepared
+// segment, the directory, segments sealed since the last sync and reads in flight of closed
+// ones. 0 under the other layouts.
+inline constexpr size_t kJournalOwnFds = 16;
+size_t JournalDescriptors(const EngineOptions& engine);
 
 // Pure arithmetic: connections + refusing + HTTP + gateway + kServerOwnFds + RocksDB's share
 // must fit in

@@ -728,16 +728,24 @@ std::vector<FlagSpec> Flags(ParseState& s) {
          return ParseChoice("--memtable", v, {"hash", Memtable::kHash},
                             {"skiplist", Memtable::kSkipList}, &s.flags.engine.memtable);
        }},
-      {"layout", "leveled|windows", "leveled",
+      {"layout", "leveled|windows|journal", "leveled",
        "where records are written: leveled (one LSM; expired records\n"
-       "leave when compaction rewrites their files) or windows (one\n"
+       "leave when compaction rewrites their files), windows (one\n"
        "column family per window of death times, dropped whole once it\n"
-       "has ended; docs/design.md). Either reads what the other wrote",
+       "has ended) or journal (segment files appended to and deleted\n"
+       "once every record in them is dead; no backups, scan or purge\n"
+       "yet; docs/operations.md). leveled and windows read what the\n"
+       "other wrote; a journal database opens only as journal",
        false,
        [&s](std::string_view v) {
          using Layout = EngineOptions::Layout;
-         return ParseChoice("--layout", v, {"leveled", Layout::kLeveled},
-                            {"windows", Layout::kExpiryWindows}, &s.flags.engine.layout);
+         if (v == "journal") {
+           s.flags.engine.layout = Layout::kJournal;
+           return Status::Ok();
+         }
+         Status st = ParseChoice("--layout", v, {"leveled", Layout::kLeveled},
+                                 {"windows", Layout::kExpiryWindows}, &s.flags.engine.layout);
+         return st.ok() ? st : Bad("--layout", "expected leveled, windows or journal");
        }},
       {"expiry-window", "DUR", FormatDurationMs(engine.expiry_window_ms),
        "with --layout windows: the width of a window (1s..30d); a lookup\n"

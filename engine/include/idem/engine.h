@@ -25,6 +25,10 @@ struct ReclaimReport {
   uint64_t files_compacted = 0;
   uint64_t windows_dropped = 0;   // expiry windows removed whole (EngineOptions::layout)
   uint64_t window_files_max = 0;  // table files of the expiry window that has the most
+  // The journal layout: segment files deleted (every record dead), and deleted once their
+  // surviving records were appended again.
+  uint64_t journal_segments_dropped = 0;
+  uint64_t journal_segments_moved = 0;
 };
 
 class Engine : public Store {

@@ -180,10 +180,20 @@ struct EngineOptions {
   //                   window has ended `expiry_grace_ms` ago: expired data leaves the disk
   //                   without rewriting live records. Records that never expire stay in the
   //                   default column family.
-  // Either layout reads what the other wrote: the engine opens every window column family it
-  // finds, looks a key up in each window that may still hold it and in the default one, and a
-  // write moves its record to where the current layout keeps it (no bulk conversion).
-  enum class Layout : uint8_t { kLeveled, kExpiryWindows };
+  //   kJournal        every record is appended to a log of segment files (under `journal/` in
+  //                   the database directory) and found through an in-memory hash index; a
+  //                   segment file is deleted once every record in it has been dead for the
+  //                   grace, and the few long-lived records of a mostly dead segment are
+  //                   appended again first. Nothing is flushed or compacted; RocksDB keeps only
+  //                   the engine's own keys (fences, the clock mark). Costs memory: about 20 bytes
+  //                   of index per record. Not yet: backups, Scan, Purge and Compact, which
+  //                   return NotSupported; and no conversion (docs/operations.md).
+  // The leveled and window layouts read what the other wrote: the engine opens every window
+  // column family it finds, looks a key up in each window that may still hold it and in the
+  // default one, and a write moves its record to where the current layout keeps it (no bulk
+  // conversion). A database holds records of the journal layout or of the other two, never
+  // both: opening one with the other kind is refused with InvalidArgument.
+  enum class Layout : uint8_t { kLeveled, kExpiryWindows, kJournal };
   Layout layout = Layout::kLeveled;
   // kExpiryWindows: the width of a window. Wider: fewer windows for a lookup to probe; narrower:
   // dead records leave the disk sooner (at most one width plus the grace after their death).
@@ -197,6 +207,17 @@ struct EngineOptions {
   // window probing each newer file's Bloom filter (~0.25 µs a file here, keys in random order).
   static constexpr int kMaxExpiryWindowMergeFiles = 1024;
   int expiry_window_merge_files = 32;
+  // kJournal: a segment file's size, in [kMinJournalSegmentBytes, kMaxJournalSegmentBytes], and
+  // enough for the largest record `limits` allow (max_payload_bytes plus the other fields and
+  // 4 KiB). A batch's writes go into one segment: a batch whose writes take more than a segment
+  // is refused with InvalidArgument, nothing written. Smaller segments: dead records leave the
+  // disk sooner (a segment goes once its last record is dead), more files. And how many closed
+  // segment files stay open between reads (at least 1): the server counts them, plus 16, in its
+  // file-descriptor budget.
+  static constexpr uint64_t kMinJournalSegmentBytes = uint64_t{64} << 10;
+  static constexpr uint64_t kMaxJournalSegmentBytes = uint64_t{64} << 20;
+  uint64_t journal_segment_bytes = uint64_t{64} << 20;
+  size_t journal_max_open_files = 256;
 
   // How the memtable indexes its entries. kHash (a hash table, sorted only when flushed) makes
   // a random key's insert and lookup O(1); kSkipList is RocksDB's default, ordered at all times.

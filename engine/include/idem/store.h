@@ -44,6 +44,13 @@ struct StoreStats {
   // its key: about 1.25 bytes per record written to a window since open (or held by one at
   // open), up to twice that while a window outgrows its first size.
   uint64_t expiry_window_filter_bytes = 0;
+  // The journal layout (EngineOptions::Layout::kJournal): its segment files and the bytes of
+  // their entries (counted in sst_bytes too: the disk records take), and the memory of its
+  // index. compaction_bytes_written counts the bytes of records appended again (moved out of
+  // mostly dead segments); flush_bytes_written only the engine's own keys in RocksDB.
+  uint64_t journal_segments = 0;
+  uint64_t journal_bytes = 0;
+  uint64_t journal_index_bytes = 0;
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
   // group commit groups. 0 under Durability::kAsync.
   uint64_t wal_syncs = 0;

@@ -1,0 +1,33 @@
+// The engine's side of EngineOptions::Layout::kJournal: where the journal lives in a database
+// directory, what it is opened with, and which databases may be opened with which layout.
+//
+// A database holds records either in its journal (the journal layout) or in RocksDB (the
+// leveled and window layouts), never in both: a write cannot be atomic across the two. So a
+// database with journal segments opens only with the journal layout, and one whose RocksDB
+// holds records only with the other two. RocksDB keeps the engine's own keys whatever the
+// layout (fences, the clock mark).
+#pragma once
+
+#include <string>
+
+#include <rocksdb/db.h>
+
+#include "idem/options.h"
+#include "idem/result.h"
+#include "journal.h"
+
+namespace idem {
+
+// `db_dir`/journal.
+std::string JournalDir(const std::string& db_dir);
+// What a record's journal operation takes besides its variable fields, generously: the
+// segment, entry and operation headers and the record's fixed fields.
+inline constexpr uint64_t kJournalRecordOverheadBytes = 4096;
+// InvalidArgument naming the option for a journal option out of its range, or for segments
+// too small to hold the largest record the limits allow.
+Status ValidateJournalOptions(const EngineOptions& options);
+journal::JournalOptions JournalOptionsFor(const EngineOptions& options);
+// Whether `db`'s default column family holds a record (not only the engine's own keys).
+Result<bool> HoldsRecords(rocksdb::DB* db);
+
+}  // namespace idem

@@ -1,0 +1,281 @@
+// The engine under EngineOptions::Layout::kJournal: records live in the journal (the operations'
+// rules are the conformance suite's, run under this layout too: tests/net/store_conformance.h),
+// dead ones leave the disk with their segments, live ones never do, and a database of one kind
+// of layout is never opened with the other. Time moves only through the ManualClock.
+#include <memory>
+#include <string>
+
+#include "engine_open.h"
+#include "support/engine_fixture.h"
+#include "support/journal_fault_fs.h"
+
+namespace idem {
+namespace {
+
+using testing::Name;
+
+class JournalLayoutTest : public testing::EngineTest {
+ protected:
+  JournalLayoutTest() {
+    options_.layout = EngineOptions::Layout::kJournal;
+    options_.limits.max_payload_bytes = 16 << 10;
+    options_.journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;  // 64 KiB
+  }
+
+  StoreStats Stats() {
+    Result<StoreStats> stats = engine().Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? *stats : StoreStats{};
+  }
+  ReclaimReport Reclaim() {
+    Result<ReclaimReport> report = engine().ReclaimExpired();
+    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    return report.ok() ? *report : ReclaimReport{};
+  }
+  // `n` records of about 1 KiB in namespace "short" (they die 1 s after they are written),
+  // keys prefix0 .. prefix<n-1>.
+  void WriteShortLived(const std::string& prefix, int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ("INSERTED",
+                Insert("short", prefix + std::to_string(i), "S", std::string(1000, 'p')));
+    }
+  }
+};
+
+TEST_F(JournalLayoutTest, RecordsAreInTheJournalAndSurviveAReopen) {
+  WriteShortLived("k", 200);  // ~200 KiB: several 64 KiB segments
+  ASSERT_EQ("INSERTED", Insert("forever", "f", "S", "", "", kForever));
+  StoreStats stats = Stats();
+  EXPECT_EQ(201u, stats.estimated_live_records);
+  EXPECT_GE(stats.journal_segments, 3u);
+  EXPECT_GT(stats.journal_bytes, 200u * 1000);
+  EXPECT_GE(stats.sst_bytes, stats.journal_bytes);
+  EXPECT_GT(stats.journal_index_bytes, 0u);
+  EXPECT_EQ(0u, stats.flush_bytes_written);  // nothing is flushed: RocksDB holds no record
+  Reopen();
+  for (int i = 0; i < 200; ++i) EXPECT_EQ("FOUND", Get("short", "k" + std::to_string(i))) << i;
+  EXPECT_EQ("FOUND", Get("forever", "f"));
+  EXPECT_EQ(201u, Stats().estimated_live_records);
+}
+
+TEST_F(JournalLayoutTest, DeadRecordsLeaveTheDiskWithTheirSegmentsAndLiveOnesStay) {
+  WriteShortLived("a", 150);
+  // A record whose expiry a CompareAndSet moves far out, written among the short-lived ones:
+  // its segment must not go with them.
+  ASSERT_EQ("INSERTED", Insert("short", "extended", "S", "", "", 1000));
+  ASSERT_EQ("APPLIED", Name(engine().CompareAndSet(
+                           {.ns = "short", .key = "extended", .update = {.ttl = testing::TtlMs(10'000)}})));
+  ASSERT_EQ("INSERTED", Insert("forever", "f", "S", "", "", kForever));
+  WriteShortLived("b", 150);
+  const StoreStats before = Stats();
+  ASSERT_GE(before.journal_segments, 5u);
+
+  clock_->Advance(999);  // nothing has died yet: no segment is dropped, no record is lost
+  ReclaimReport report = Reclaim();
+  EXPECT_EQ(0u, report.journal_segments_dropped);
+  // (A segment may be moved out of already: its records all end within MovePolicy's minute
+  // but for "f", which would keep it for ever. What is still live is appended again.)
+  for (const char* prefix : {"a", "b"}) {
+    for (int i = 0; i < 150; ++i) {
+      ASSERT_EQ("FOUND", Get("short", prefix + std::to_string(i))) << prefix << i;
+    }
+  }
+
+  clock_->Advance(1);  // every short-lived record is dead (the grace is 0 here)
+  report = Reclaim();
+  EXPECT_GE(report.journal_segments_dropped, 3u);
+  // The segment holding the two long-lived records is moved out of once it stays more than
+  // MovePolicy::min_stay_ms (an hour) for them: not yet for "extended" (10 s), for ever for "f".
+  const StoreStats after = Stats();
+  EXPECT_LT(after.journal_segments, before.journal_segments);
+  EXPECT_LT(after.journal_bytes, before.journal_bytes / 2);
+  // The index forgets the dropped segments' records (the active segment's dead ones stay in it
+  // until a reopen or their segment goes).
+  EXPECT_LT(after.estimated_live_records, before.estimated_live_records / 2);
+  EXPECT_EQ("FOUND", Get("short", "extended"));
+  EXPECT_EQ("FOUND", Get("forever", "f"));
+  EXPECT_EQ("NOT_FOUND", Get("short", "a0"));
+  Reopen();
+  EXPECT_EQ("FOUND", Get("short", "extended"));
+  EXPECT_EQ("FOUND", Get("forever", "f"));
+  EXPECT_EQ("NOT_FOUND", Get("short", "b149"));
+  EXPECT_EQ(2u, Stats().estimated_live_records);
+}
+
+TEST_F(JournalLayoutTest, ARecordThatNeverDiesIsMovedOutOfADeadSegmentAndKept) {
+  ASSERT_EQ("INSERTED", Insert("forever", "f", "S", "kept", "", kForever));
+  WriteShortLived("a", 200);
+  clock_->Advance(2 * kHour);  // everything but "f" is dead, "f"'s segment would stay for ever
+  ReclaimReport report = Reclaim();
+  EXPECT_GE(report.journal_segments_dropped, 2u);
+  EXPECT_EQ(1u, report.journal_segments_moved);  // the first segment, "f" appended again
+  EXPECT_GT(Stats().compaction_bytes_written, 0u);
+  EXPECT_LE(Stats().journal_segments, 1u);  // the active one, which "f" was appended to
+  EXPECT_EQ("kept", GetRecord("forever", "f").payload);
+  Reopen();
+  EXPECT_EQ("kept", GetRecord("forever", "f").payload);
+  EXPECT_EQ(1u, Stats().estimated_live_records);  // a reopen replays only what is not dead
+}
+
+// CompactAll moves what is mostly dead, not what is live.
+TEST_F(JournalLayoutTest, CompactAllLeavesSegmentsOfLiveRecordsAlone) {
+  // Small records: entry headers make a fully live segment of them ~80 % needed.
+  for (int i = 0; i < 1500; ++i) {
+    ASSERT_EQ("INSERTED",
+              Insert("forever", "f" + std::to_string(i), "S", std::string(20, 'p'), "", kForever));
+  }
+  ASSERT_GE(Stats().journal_segments, 3u);
+  ASSERT_OK(engine().CompactAll());
+  EXPECT_EQ(0u, Stats().compaction_bytes_written);
+}
+
+TEST_F(JournalLayoutTest, CompactAllRewritesEveryClosedSegmentHoldingADeadRecord) {
+  ASSERT_EQ("INSERTED", Insert("forever", "f", "S", "", "", kForever));
+  WriteShortLived("a", 100);
+  ASSERT_EQ("INSERTED", Insert("forever", "g", "S", "", "", kForever));
+  WriteShortLived("b", 100);
+  clock_->Advance(1000);
+  ASSERT_OK(engine().CompactAll());
+  // What is left: the active segment and the one "f" and "g" moved into, at most.
+  EXPECT_LE(Stats().journal_segments, 2u);
+  EXPECT_EQ("FOUND", Get("forever", "f"));
+  EXPECT_EQ("FOUND", Get("forever", "g"));
+}
+
+// Opened with the engine's own clock (and its clock mark) after a caller's clock wrote it, the
+// journal replays what is live: without a mark, the removal bound is now less the grace.
+TEST_F(JournalLayoutTest, ADatabaseWrittenUnderACallersClockKeepsItsRecordsUnderTheEnginesOwn) {
+  ASSERT_EQ("INSERTED", Insert("forever", "k"));  // dies in an hour
+  engine_.reset();
+  options_.clock = nullptr;
+  options_.wall_clock = clock_;
+  Open();
+  EXPECT_EQ("FOUND", Get("forever", "k"));
+  Reopen();  // now with the mark the engine wrote at close
+  EXPECT_EQ("FOUND", Get("forever", "k"));
+}
+
+// Under async durability nothing syncs per write, and a segment sealed since the last sync keeps
+// its file open: the writer syncs when a few have piled up, so the files stay bounded.
+TEST_F(JournalLayoutTest, AsyncWritesKeepTheOpenSegmentFilesBounded) {
+  engine_.reset();
+  options_.durability = Durability::kAsync;
+  options_.journal_max_open_files = 4;
+  auto fs = std::make_shared<testing::JournalFaultFs>();
+  auto opened = OpenEngineOnFileSystem(dir_.Sub("db"), options_, fs);
+  ASSERT_OK(opened);
+  engine_ = std::move(*opened);
+  WriteShortLived("k", 3000);  // ~3 MB: about 45 segments
+  EXPECT_GE(Stats().journal_segments, 40u);
+  // The active and prepared segments, the closed ones kept for reads, those not synced yet,
+  // and one being created or read.
+  EXPECT_LE(fs->peak_open_files(), 2 + 4 + 5 + 1);
+  EXPECT_EQ("FOUND", Get("short", "k0"));
+}
+
+TEST_F(JournalLayoutTest, ABatchIsOneEntryAndOneTooLargeForASegmentIsRefusedWhole) {
+  const std::string payload(15 << 10, 'p');
+  std::vector<Op> ops;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5; ++i) keys.push_back("k" + std::to_string(i));  // 5 x 15 KiB > 64 KiB
+  for (const std::string& key : keys) {
+    ops.push_back(Op::Insert({.ns = "short", .key = key, .status = "S", .payload = payload}));
+  }
+  std::vector<Result<OpResult>> results;
+  Status refused = engine().Apply(ops, &results);
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused.ToString();
+  for (const std::string& key : keys) EXPECT_EQ("NOT_FOUND", Get("short", key));
+  ops.pop_back();  // 4 x 15 KiB fits
+  ASSERT_OK(engine().Apply(ops, &results));
+  Reopen();
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ("FOUND", Get("short", keys[i]));
+}
+
+TEST_F(JournalLayoutTest, WhatTheJournalLayoutCannotDoYetIsRefusedAsNotSupported) {
+  ASSERT_EQ("INSERTED", Insert("short", "k"));
+  EXPECT_EQ(Status::Code::kNotSupported, engine().Backup(dir_.Sub("backup")).status().code());
+  EXPECT_EQ(Status::Code::kNotSupported, engine().Scan({.ns = "short"}).status().code());
+  EXPECT_EQ(Status::Code::kNotSupported, engine().Purge({.ns = "short"}).status().code());
+  EXPECT_EQ(Status::Code::kNotSupported, engine().Compact("short").code());
+  EXPECT_EQ("FOUND", Get("short", "k"));
+}
+
+TEST_F(JournalLayoutTest, SegmentsTooSmallForTheLargestRecordAreRefusedAtOpen) {
+  engine_.reset();
+  options_.limits.max_payload_bytes = 1 << 20;  // more than a 64 KiB segment holds
+  Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir_.Sub("db"), options_);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
+  EXPECT_NE(std::string::npos, engine.status().message().find("journal_segment_bytes"));
+}
+
+TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
+  ASSERT_EQ("INSERTED", Insert("short", "k"));
+  engine_.reset();
+  for (EngineOptions::Layout other :
+       {EngineOptions::Layout::kLeveled, EngineOptions::Layout::kExpiryWindows}) {
+    options_.layout = other;
+    Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir_.Sub("db"), options_);
+    ASSERT_FALSE(engine.ok());
+    EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
+    EXPECT_NE(std::string::npos, engine.status().message().find("journal layout"));
+  }
+  // And the other way round: records of the leveled (or window) layout in RocksDB.
+  for (EngineOptions::Layout other :
+       {EngineOptions::Layout::kLeveled, EngineOptions::Layout::kExpiryWindows}) {
+    const std::string dir = dir_.Sub(other == EngineOptions::Layout::kLeveled ? "l" : "w");
+    options_.layout = other;
+    {
+      Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
+      ASSERT_OK(engine);
+      ASSERT_EQ("INSERTED", Name((*engine)->Insert({.ns = "short", .key = "k", .status = "S"})));
+    }
+    options_.layout = EngineOptions::Layout::kJournal;
+    Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
+    ASSERT_FALSE(engine.ok());
+    EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
+    EXPECT_NE(std::string::npos, engine.status().message().find("no conversion"));
+  }
+  // A database that holds only the engine's own keys (never written) may become a journal one;
+  // once opened with the journal layout (which creates its first segment), it stays one.
+  const std::string empty = dir_.Sub("e");
+  options_.layout = EngineOptions::Layout::kLeveled;
+  ASSERT_OK(ServingEngine::Open(empty, options_));
+  options_.layout = EngineOptions::Layout::kJournal;
+  ASSERT_OK(ServingEngine::Open(empty, options_));
+  options_.layout = EngineOptions::Layout::kLeveled;
+  EXPECT_TRUE(ServingEngine::Open(empty, options_).status().IsInvalidArgument());
+}
+
+// A journal whose sync fails takes no more writes (the pages it could not write may be gone),
+// says so to readiness probes, still answers reads, and a restart brings back every write that
+// was acknowledged.
+TEST_F(JournalLayoutTest, AFailedSyncStopsWritesUntilARestartAndLosesNothingAcknowledged) {
+  engine_.reset();
+  options_.durability = Durability::kSync;
+  auto fs = std::make_shared<testing::JournalFaultFs>();
+  auto opened = OpenEngineOnFileSystem(dir_.Sub("db"), options_, fs);
+  ASSERT_OK(opened);
+  engine_ = std::move(*opened);
+  ASSERT_EQ("INSERTED", Insert("short", "acknowledged"));
+  ASSERT_OK(engine().WriteReadiness());
+  fs->fail_syncs = true;
+  EXPECT_EQ("IO_ERROR", Insert("short", "refused"));
+  // Its entry may be in the journal's index (the fsync came after the append), but no sync
+  // vouches for it: a read must not answer with it.
+  EXPECT_EQ("IO_ERROR", Get("short", "refused"));
+  fs->fail_syncs = false;  // the disk is back; the journal still refuses until reopened
+  EXPECT_EQ("IO_ERROR", Insert("short", "later"));
+  Status readiness = engine().WriteReadiness();
+  EXPECT_TRUE(readiness.IsIOError()) << readiness.ToString();
+  EXPECT_NE(std::string::npos, readiness.message().find("restarted"));
+  EXPECT_EQ("FOUND", Get("short", "acknowledged"));
+  Reopen();
+  ASSERT_OK(engine().WriteReadiness());
+  EXPECT_EQ("FOUND", Get("short", "acknowledged"));
+  EXPECT_EQ("NOT_FOUND", Get("short", "later"));
+  EXPECT_EQ("INSERTED", Insert("short", "after"));
+}
+
+}  // namespace
+}  // namespace idem
