@@ -183,9 +183,9 @@ class Journal {
   // taken.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);
   void Activate(std::shared_ptr<Segment> segment);  // mu_ held
-  // Makes the next segment (prepared, or with `create` created now, a failure of which fails
-  // the journal) the active one after `full`. Without `create` and no segment prepared: IOError,
-  // nothing changed.
+  // Makes the next segment (prepared, or with `create` created now: a failed creation fails the
+  // journal, but for Busy when every id is taken) the active one after `full`. Without `create`
+  // and no segment prepared: IOError, nothing changed.
   Status RollFrom(const Segment& full, bool create);
   // The segment's file, opened again if it was closed; kept open (among the recent ones) only
   // with `keep`: a copy or a sync reading every segment once would otherwise push out the

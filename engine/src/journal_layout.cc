@@ -23,11 +23,11 @@ Status ValidateJournalOptions(const EngineOptions& options) {
                                 l.max_status_bytes + l.max_fingerprint_bytes + l.max_owner_bytes +
                                 kJournalRecordOverheadBytes;
   if (options.journal_segment_bytes < record_bytes) {
-    return Status::InvalidArgument(
-        "journal_segment_bytes is " + std::to_string(options.journal_segment_bytes) +
-        "; a segment must hold the largest record the limits allow (" +
-        std::to_string(record_bytes) + " bytes with max_payload_bytes " +
-        std::to_string(l.max_payload_bytes) + ")");
+    return Status::InvalidArgument("journal_segment_bytes is " +
+                                   std::to_string(options.journal_segment_bytes) +
+                                   "; a segment must hold the largest record the limits allow (" +
+                                   std::to_string(record_bytes) + " bytes with max_payload_bytes " +
+                                   std::to_string(l.max_payload_bytes) + ")");
   }
   if (options.journal_max_open_files < 1) {
     return Status::InvalidArgument("journal_max_open_files must be at least 1");
@@ -39,10 +39,9 @@ journal::JournalOptions JournalOptionsFor(const EngineOptions& options) {
   journal::JournalOptions j;
   j.segment_bytes = options.journal_segment_bytes;
   // Zeros ahead pay off only where each append is synced (docs/design.md §5, as for the WAL).
-  j.zeros_ahead_bytes =
-      options.durability == Durability::kSync ? std::min<uint64_t>(uint64_t{1} << 20,
-                                                                    options.journal_segment_bytes)
-                                              : 0;
+  j.zeros_ahead_bytes = options.durability == Durability::kSync
+                            ? std::min<uint64_t>(uint64_t{1} << 20, options.journal_segment_bytes)
+                            : 0;
   j.max_open_sealed_files = options.journal_max_open_files;
   return j;
 }

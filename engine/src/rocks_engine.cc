@@ -659,7 +659,9 @@ Status RocksEngine::CommitToJournal(std::span<const journal::JournalStore::Write
     }
   }
   if (Status s = journal_->Apply(writes); !s.ok()) {
-    *appended = s.IsBusy();  // a full index: the entry was written, its keys maybe indexed
+    // Busy may be a full index (the entry written, its keys maybe indexed); taking it as
+    // appended is only cautious when it was not (out of segment ids, a lookup retried out).
+    *appended = s.IsBusy();
     return s;
   }
   *appended = true;
@@ -671,8 +673,8 @@ Status RocksEngine::CommitToJournal(std::span<const journal::JournalStore::Write
              !bounding_sync_.exchange(true, std::memory_order_acq_rel)) {
     // A segment sealed since the last sync keeps its file open until a sync covers it
     // (journal.h): where nothing syncs per write, one writer that finds too many of them
-    // syncs. Not this batch's durability (it was promised none): a failure here fails the
-    // journal, which refuses the writes after it.
+    // syncs. Not this batch's durability (it was promised none): a failed fsync fails the
+    // journal, which refuses the writes after it; another failure leaves it to the next sync.
     if (journal_->Sync().ok()) wal_syncs_.fetch_add(1, std::memory_order_relaxed);
     bounding_sync_.store(false, std::memory_order_release);
   }
@@ -920,7 +922,8 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     results->push_back(std::move(d.result));
   }
 
-  // 5. Commit every write of the batch as one RocksDB write, still under the stripe locks, so
+  // 5. Commit every write of the batch as one RocksDB write (the journal layout: one journal
+  // entry), still under the stripe locks, so
   // no other operation on these keys can observe or act on the state before it is durable.
   // (ApplyDeferSync: durable at the caller's SyncWal, which acknowledges nothing before it.)
   const size_t write_count = journal_ ? journal_writes.size() : batch.Count();

@@ -221,7 +221,6 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
   // as if the write might have happened.
   bool needs_sync = false;
   Status status = ApplyBatch(ops, &results, &needs_sync);
-  if (metrics_) metrics_->CountBatch(batch.size(), ops.size());
   if (status.IsInvalidArgument() && batch.size() > 1) {
     // A batch refused whole with InvalidArgument was not applied: the engine refuses before it
     // writes, and a remote store answers so only for a request its server refused whole (a
@@ -242,6 +241,7 @@ void CommitQueue::Commit(std::vector<Item>& batch, std::vector<Op>& ops,
     }
     return;
   }
+  if (metrics_) metrics_->CountBatch(batch.size(), ops.size());
   Answer(batch, status, ops.size(), results, needs_sync);
 }
 

@@ -63,8 +63,9 @@ TEST_F(JournalLayoutTest, DeadRecordsLeaveTheDiskWithTheirSegmentsAndLiveOnesSta
   // A record whose expiry a CompareAndSet moves far out, written among the short-lived ones:
   // its segment must not go with them.
   ASSERT_EQ("INSERTED", Insert("short", "extended", "S", "", "", 1000));
-  ASSERT_EQ("APPLIED", Name(engine().CompareAndSet(
-                           {.ns = "short", .key = "extended", .update = {.ttl = testing::TtlMs(10'000)}})));
+  ASSERT_EQ("APPLIED",
+            Name(engine().CompareAndSet(
+                {.ns = "short", .key = "extended", .update = {.ttl = testing::TtlMs(10'000)}})));
   ASSERT_EQ("INSERTED", Insert("forever", "f", "S", "", "", kForever));
   WriteShortLived("b", 150);
   const StoreStats before = Stats();
@@ -129,7 +130,7 @@ TEST_F(JournalLayoutTest, CompactAllLeavesSegmentsOfLiveRecordsAlone) {
   EXPECT_EQ(0u, Stats().compaction_bytes_written);
 }
 
-TEST_F(JournalLayoutTest, CompactAllRewritesEveryClosedSegmentHoldingADeadRecord) {
+TEST_F(JournalLayoutTest, CompactAllMovesTheSurvivorsOfMostlyDeadSegments) {
   ASSERT_EQ("INSERTED", Insert("forever", "f", "S", "", "", kForever));
   WriteShortLived("a", 100);
   ASSERT_EQ("INSERTED", Insert("forever", "g", "S", "", "", kForever));

@@ -37,6 +37,8 @@ class Engine : public Store {
   static Result<std::unique_ptr<Engine>> Open(const std::string& dir, EngineOptions options);
 
   // Runs a full compaction: every expired record is physically removed (for tests and admins).
+  // Under the journal layout: the closed segments at least half dead are written again without
+  // their dead records, and the ended ones deleted.
   virtual Status CompactAll() = 0;
   // Compacts the table files whose expired fraction reached options.reclaim_min_expired_fraction
   // (what the background reclaimer does every reclaim_interval_ms).

@@ -66,8 +66,8 @@ class ServingEngine : public Engine {
   virtual void Unwatch(WatchId id) = 0;
 
   // Ok while the engine takes writes; while they are suspended after a disk failure (recovering,
-  // or stopped until a restart) the IOError every write is refused with. For readiness probes:
-  // cheap, no I/O.
+  // or stopped until a restart) the IOError every write is refused with (the journal layout:
+  // Busy once its index is full). For readiness probes: cheap, no I/O.
   virtual Status WriteReadiness() const = 0;
 };
 

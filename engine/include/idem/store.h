@@ -18,8 +18,10 @@
 namespace idem {
 
 struct StoreStats {
-  uint64_t estimated_live_records = 0;  // RocksDB's estimate; includes expired, not yet reclaimed
-  uint64_t sst_bytes = 0;               // bytes of table files on disk
+  // RocksDB's estimate (the journal layout: its index's entries); includes expired records not
+  // reclaimed yet.
+  uint64_t estimated_live_records = 0;
+  uint64_t sst_bytes = 0;  // bytes of table files on disk
   uint64_t memtable_bytes = 0;
   uint64_t wal_bytes = 0;
   uint64_t next_fence = 0;  // every fence handed out so far is below this
@@ -52,7 +54,8 @@ struct StoreStats {
   uint64_t journal_bytes = 0;
   uint64_t journal_index_bytes = 0;
   // WAL fsyncs since open (synced writes and syncs of deferred writes): with ops, how well
-  // group commit groups. 0 under Durability::kAsync.
+  // group commit groups. 0 under Durability::kAsync (but for the journal layout's syncs that
+  // bound its open files).
   uint64_t wal_syncs = 0;
   // Background reclaim passes (EngineOptions::reclaim_interval_ms) that failed since open; each
   // is retried at the next interval, and expired records (or ended windows) stay on disk until
