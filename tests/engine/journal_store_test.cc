@@ -214,7 +214,7 @@ TEST_F(JournalStoreTest, ADropSealsAndDeletesTheActiveSegmentOnceItsOperationsAl
   Apply({Put("a", "1", 100)});
   Apply({Put("b", "2", 200)});
   const uint64_t active = ActiveSegment();
-  ASSERT_OK(store_->DropEndedBy(199).status());  // "b" is still needed: not sealed
+  ASSERT_OK(store_->DropEndedBy(199));  // "b" is still needed: not sealed
   EXPECT_EQ(active, ActiveSegment());
   EXPECT_EQ("2", Get("b"));
   Result<size_t> dropped = store_->DropEndedBy(200);
@@ -226,7 +226,7 @@ TEST_F(JournalStoreTest, ADropSealsAndDeletesTheActiveSegmentOnceItsOperationsAl
   EXPECT_EQ("(none)", Get("b"));
   // An empty active segment is not sealed again, and the store takes writes as before.
   const uint64_t next = ActiveSegment();
-  ASSERT_OK(store_->DropEndedBy(300).status());
+  ASSERT_OK(store_->DropEndedBy(300));
   EXPECT_EQ(next, ActiveSegment());
   Apply({Put("c", "3", 1000)});
   ASSERT_OK(store_->Sync());
@@ -241,7 +241,7 @@ TEST_F(JournalStoreTest, ASealThatCannotCreateTheNextSegmentFailsNothing) {
   Apply({Put("a", "1", 100)});
   const uint64_t active = ActiveSegment();
   fs_.fail_creates = true;
-  ASSERT_OK(store_->DropEndedBy(100).status());
+  ASSERT_OK(store_->DropEndedBy(100));
   EXPECT_EQ(active, ActiveSegment());
   EXPECT_TRUE(store_->failure().ok()) << store_->failure().ToString();
   Apply({Put("b", "2", 200)});
