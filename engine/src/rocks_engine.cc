@@ -262,6 +262,12 @@ class RocksEngine final : public ServingEngine {
     }
     return false;
   }
+  // Numbers a deferred write (deferred_begun_) and marks `stripes` with it, before the write, so
+  // that a reader that can see the write also sees it counted; deferred_done_ once it is done.
+  void BeginDeferredWrite(std::span<const size_t> stripes) {
+    const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    for (size_t stripe : stripes) stripe_ticket_[stripe].store(ticket, std::memory_order_release);
+  }
   // Advances `counter` to at least `value`.
   static void AdvanceTo(std::atomic<uint64_t>& counter, uint64_t value) {
     uint64_t cur = counter.load(std::memory_order_relaxed);
@@ -832,7 +838,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   std::unordered_map<std::string_view, Pending> pending;     // for ops with may_share_key
   std::string value;
   std::vector<std::string_view> written;  // keys to notify watchers of, if anyone watches
-  std::vector<size_t> written_stripes;    // defer_sync: the stripes this batch writes
+  std::vector<size_t> written_stripes;    // defer_sync or journal: the stripes this batch writes
   for (size_t i = 0; i < ops.size(); ++i) {
     Prepared& p = prepared[i];
     if (!p.error.ok()) {
@@ -842,6 +848,9 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     StoredKey loaded;
     const Record* current = nullptr;
     rocksdb::ColumnFamilyHandle* family = nullptr;  // where the key's version is, if anywhere
+    // The journal layout: the version the lookup found, unless an earlier op of this batch wrote
+    // the key (journal_store.h, Write::found).
+    const journal::JournalStore::Version* journal_version = nullptr;
     auto seen = p.may_share_key ? pending.find(p.key) : pending.end();
     if (seen != pending.end()) {
       if (seen->second.present) {
@@ -850,6 +859,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       }
     } else {
       const Found& f = found[p.read];
+      if (f.version) journal_version = &*f.version;
       Result<StoredKey> read = ReadFound(f, now_ms, p.remember_ms);
       if (!read.ok()) {
         results->push_back(read.status());
@@ -880,12 +890,9 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       value.clear();
       EncodeRecord(record, &value);
       if (journal_) {
-        // The version the lookup found, unless an earlier op of this batch wrote the key.
-        const journal::JournalStore::Version* was =
-            seen == pending.end() && found[p.read].version ? &*found[p.read].version : nullptr;
         journal_values.push_back(value);
         journal_writes.push_back({journal::OpType::kPut, p.key, journal_values.back(),
-                                  KeepUntil(DeathOf(record, p.remember_ms)), was});
+                                  KeepUntil(DeathOf(record, p.remember_ms)), journal_version});
       } else {
         Result<Target> target = FamilyFor(DeathOf(record, p.remember_ms));
         if (!target.ok()) {
@@ -903,10 +910,8 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       }
     } else if (d.write == Decision::Write::kDelete) {
       if (journal_) {
-        const journal::JournalStore::Version* was =
-            seen == pending.end() && found[p.read].version ? &*found[p.read].version : nullptr;
         // Kept as long as the version it deletes (raised by the journal store).
-        journal_writes.push_back({journal::OpType::kDelete, p.key, {}, now_ms, was});
+        journal_writes.push_back({journal::OpType::kDelete, p.key, {}, now_ms, journal_version});
       } else {
         batch.Delete(family != nullptr ? family : db_->DefaultColumnFamily(), p.key);
       }
@@ -929,10 +934,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
   const size_t write_count = journal_ ? journal_writes.size() : batch.Count();
   if (!journal_writes.empty()) {
     if (defer_sync) {
-      const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
-      for (size_t stripe : written_stripes) {
-        stripe_ticket_[stripe].store(ticket, std::memory_order_release);
-      }
+      BeginDeferredWrite(written_stripes);
     }
     const bool synced = !defer_sync && options_.durability == Durability::kSync;
     bool appended = false;
@@ -941,10 +943,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       // Its fsync failed after the append, so the index may show the batch: it becomes a
       // deferred write, which no read answers with before a sync vouches for it (ApplyImpl's
       // unsynced_visible, and MayReadUnsynced once the journal has failed and syncs no more).
-      const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
-      for (size_t stripe : written_stripes) {
-        stripe_ticket_[stripe].store(ticket, std::memory_order_release);
-      }
+      BeginDeferredWrite(written_stripes);
       deferred_done_.fetch_add(1, std::memory_order_acq_rel);
     }
     if (defer_sync) deferred_done_.fetch_add(1, std::memory_order_acq_rel);
@@ -973,10 +972,7 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
     std::optional<int64_t> mark;
     if (clock_mark_) mark = clock_mark_->MaybeAddTo(&batch, now_ms, &mark_lock);
     if (defer_sync) {
-      const uint64_t ticket = deferred_begun_.fetch_add(1, std::memory_order_acq_rel) + 1;
-      for (size_t stripe : written_stripes) {
-        stripe_ticket_[stripe].store(ticket, std::memory_order_release);
-      }
+      BeginDeferredWrite(written_stripes);
     }
     rocksdb::Status s = db_->Write(defer_sync ? deferred_write_options_ : write_options_, &batch);
     if (s.ok() && mark && synced) clock_mark_->Synced(*mark);  // unsynced: no bound for removal

@@ -14,6 +14,34 @@
 namespace idem::retention {
 namespace {
 
+// A study of the strategies on one seed: every policy the command line gives, run on the same
+// workload, sampled every 10 minutes and drained for `drain_ms` after the last arrival.
+struct QuickStudy {
+  Workload workload;
+  SimOptions options;
+  Study study;
+};
+void RunQuickStudy(std::vector<const char*> argv, size_t policies_expected, int64_t drain_ms,
+                   QuickStudy* out) {
+  auto config = ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto workload = GenerateWorkload(config->workload);
+  ASSERT_TRUE(workload.ok());
+  out->workload = std::move(*workload);
+  const std::vector<Policy> policies =
+      BuildPolicies(config->ttls_ms, config->ns_ttls, config->strategies, config->remembers);
+  ASSERT_EQ(policies_expected, policies.size());
+  out->options = config->sim;
+  out->options.sample_every_ms = 10 * kMinute;
+  out->options.drain_ms = drain_ms;
+  ::idem::testing::TempDir dir;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    auto r = RunPolicy(out->workload, policies[i], out->options, dir.Sub("p" + std::to_string(i)));
+    ASSERT_TRUE(r.ok()) << policies[i].name << ": " << r.status().ToString();
+    out->study.results.push_back(std::move(*r));
+  }
+}
+
 TEST(RetentionQuickRunTest, LongerTtlsMissNoMoreAndReclaimEmptiesTheDisk) {
   const char* argv[] = {"idem-retention", "--quick", "--strategies", "reclaim",    "--ns-ttl",
                         "none",           "--ttls",  "1h,6h,1d,2d",  "--duration", "12h"};
@@ -49,28 +77,16 @@ TEST(RetentionQuickRunTest, LongerTtlsMissNoMoreAndReclaimEmptiesTheDisk) {
 // write amplification, and the disk empties within a window (plus the grace and the tick
 // intervals) of the last expiry.
 TEST(RetentionQuickRunTest, WindowsCatchAndMissExactlyWhatReclaimDoes) {
-  const char* argv[] = {"idem-retention", "--quick", "--strategies", "reclaim,windows",
-                        "--ns-ttl",       "none",    "--ttls",       "1h",
-                        "--remember",     "30m:2h",  "--duration",   "3h",
-                        "--seed",         "7"};
-  auto config = ParseCommandLine(static_cast<int>(std::size(argv)), argv);
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto workload = GenerateWorkload(config->workload);
-  ASSERT_TRUE(workload.ok());
-  const std::vector<Policy> policies =
-      BuildPolicies(config->ttls_ms, config->ns_ttls, config->strategies, config->remembers);
-  ASSERT_EQ(4u, policies.size());  // 1h and 30m+remember2h, under reclaim then windows
-  SimOptions options = config->sim;
-  options.sample_every_ms = 10 * kMinute;
-  options.drain_ms = 4 * kHour;  // past the remembered markers' death and their window
-
-  ::idem::testing::TempDir dir;
-  Study study;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    auto r = RunPolicy(*workload, policies[i], options, dir.Sub("p" + std::to_string(i)));
-    ASSERT_TRUE(r.ok()) << policies[i].name << ": " << r.status().ToString();
-    study.results.push_back(std::move(*r));
-  }
+  QuickStudy run;
+  // 1h and 30m+remember2h, under reclaim then windows; drained past the remembered markers'
+  // death and their window.
+  ASSERT_NO_FATAL_FAILURE(RunQuickStudy(
+      {"idem-retention", "--quick", "--strategies", "reclaim,windows", "--ns-ttl", "none", "--ttls",
+       "1h", "--remember", "30m:2h", "--duration", "3h", "--seed", "7"},
+      4, 4 * kHour, &run));
+  const Study& study = run.study;
+  const Workload* workload = &run.workload;
+  const SimOptions& options = run.options;
   for (size_t i = 0; i < 2; ++i) {
     const PolicyResult& reclaim = study.results[i];
     const PolicyResult& windows = study.results[i + 2];
@@ -116,30 +132,14 @@ TEST(RetentionQuickRunTest, WindowsCatchAndMissExactlyWhatReclaimDoes) {
 // nothing is flushed or compacted, what is moved out of mostly dead segments stays well under a
 // byte per byte written, and the disk empties once the last record has been dead for the grace.
 TEST(RetentionQuickRunTest, TheJournalCatchesAndMissesExactlyWhatReclaimDoes) {
-  const char* argv[] = {"idem-retention", "--quick", "--strategies", "reclaim,journal",
-                        "--ns-ttl",       "none",    "--ttls",       "1h",
-                        "--remember",     "none",    "--duration",   "3h",
-                        "--seed",         "7"};
-  auto config = ParseCommandLine(static_cast<int>(std::size(argv)), argv);
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto workload = GenerateWorkload(config->workload);
-  ASSERT_TRUE(workload.ok());
-  const std::vector<Policy> policies =
-      BuildPolicies(config->ttls_ms, config->ns_ttls, config->strategies, config->remembers);
-  ASSERT_EQ(2u, policies.size());
-  SimOptions options = config->sim;
-  options.sample_every_ms = 10 * kMinute;
-  options.drain_ms = 2 * kHour;
-
-  ::idem::testing::TempDir dir;
-  std::vector<PolicyResult> results;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    auto r = RunPolicy(*workload, policies[i], options, dir.Sub("p" + std::to_string(i)));
-    ASSERT_TRUE(r.ok()) << policies[i].name << ": " << r.status().ToString();
-    results.push_back(std::move(*r));
-  }
-  const PolicyResult& reclaim = results[0];
-  const PolicyResult& journal = results[1];
+  QuickStudy run;
+  ASSERT_NO_FATAL_FAILURE(RunQuickStudy(
+      {"idem-retention", "--quick", "--strategies", "reclaim,journal", "--ns-ttl", "none", "--ttls",
+       "1h", "--remember", "none", "--duration", "3h", "--seed", "7"},
+      2, 2 * kHour, &run));
+  const SimOptions& options = run.options;
+  const PolicyResult& reclaim = run.study.results[0];
+  const PolicyResult& journal = run.study.results[1];
   ASSERT_EQ(Strategy::kJournal, journal.policy.strategy);
   EXPECT_GT(reclaim.duplicates_missed, 0u);
   EXPECT_EQ(reclaim.first_requests, journal.first_requests);
