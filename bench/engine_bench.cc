@@ -8,7 +8,7 @@
 //   BM_Clock_Engine      vs BM_Clock_Wall         (read once per batch: engine time vs the
 //                                                   wall clock alone)
 //   BM_JournalStore_GetPut vs BM_RawRocksDB_GetPut, BM_JournalStore_Get vs BM_RawRocksDB_Get:
-//   the journal store (engine/src/journal_store.h, not used by the engine yet) holding the same
+//   the journal store (engine/src/journal_store.h, the journal layout's storage) holding the same
 //   records; no flush or compaction will ever follow its writes.
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
@@ -22,6 +22,9 @@
 //   BM_JournalIndex_Find/keys/hit: the journal's in-memory index (engine/src/journal_index.h)
 //   holding `keys` keys, asked about keys it holds or not; its counters give the memory per key
 //   and the candidates per lookup that belong to other keys (each would cost a read).
+//   BM_Insert_New_Journal, BM_Insert_Duplicate_Journal, BM_Get_Hit_Journal: the engine under the
+//   journal layout, same records, against the same raw baselines and the journal store's own
+//   (BM_JournalStore_GetPut, BM_JournalStore_Get).
 //   BM_Insert_New_Windows/N, BM_Insert_Duplicate_Windows/N, BM_Get_Hit_Windows/N: the same on
 //   the expiry-window layout with N live windows (docs/design.md, "Expiry windows"): a lookup
 //   probes the default column family and each of the N windows, so against the same raw
@@ -91,16 +94,18 @@ EngineOptions BenchOptions(EngineOptions::Layout layout) {
   return options;
 }
 
-// Shared databases, opened once per process and preloaded identically.
+// Shared databases, opened once per process and preloaded identically. Under the leveled layout
+// a raw RocksDB on the same options holds the same records, the floor of the engine's figures.
 struct Fixture {
   std::string dir;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<rocksdb::DB> raw;
+  std::unique_ptr<rocksdb::DB> raw;                   // the leveled layout's only
   std::atomic<uint64_t> next_new_key{1'000'000'000};  // never collides with preloaded keys
 
-  Fixture() {
-    dir = FreshDir("idem_microbench");
-    EngineOptions options = BenchOptions(EngineOptions::Layout::kLeveled);
+  explicit Fixture(EngineOptions::Layout layout) {
+    const bool leveled = layout == EngineOptions::Layout::kLeveled;
+    dir = FreshDir(leveled ? "idem_microbench" : "idem_microbench_layout");
+    EngineOptions options = BenchOptions(layout);
     // IDEM_MICROBENCH_MEMTABLE=skiplist measures RocksDB's default memtable (both sides).
     const char* memtable = std::getenv("IDEM_MICROBENCH_MEMTABLE");
     if (memtable != nullptr && std::string(memtable) == "skiplist") {
@@ -110,10 +115,12 @@ struct Fixture {
     auto opened = Engine::Open(dir + "/engine", options);
     if (!opened.ok()) Die("engine open: " + opened.status().ToString());
     engine = std::move(*opened);
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(MakeRocksOptions(engine->options()), dir + "/raw", &db);
-    if (!s.ok()) Die("raw open: " + s.ToString());
-    raw.reset(db);
+    if (leveled) {
+      rocksdb::DB* db = nullptr;
+      rocksdb::Status s = rocksdb::DB::Open(MakeRocksOptions(engine->options()), dir + "/raw", &db);
+      if (!s.ok()) Die("raw open: " + s.ToString());
+      raw.reset(db);
+    }
     Preload();
   }
   ~Fixture() {
@@ -132,6 +139,7 @@ struct Fixture {
         ops.push_back(Op::Insert({.ns = kNs, .key = k, .status = "DONE", .payload = kPayload}));
       std::vector<Result<OpResult>> results;
       if (!engine->Apply(ops, &results).ok()) std::abort();
+      if (!raw) continue;
       rocksdb::WriteBatch batch;
       for (size_t j = 0; j < results.size(); ++j) {
         std::string value;
@@ -141,11 +149,12 @@ struct Fixture {
       if (!raw->Write(rocksdb::WriteOptions(), &batch).ok()) std::abort();
     }
     // Half in SSTs, the rest stays in the memtable, as in a store that has been running.
-    if (!engine->Flush().ok() || !raw->Flush(rocksdb::FlushOptions()).ok()) std::abort();
+    if (!engine->Flush().ok() || (raw && !raw->Flush(rocksdb::FlushOptions()).ok())) std::abort();
     for (int i = kPreloaded; i < kPreloaded + 100'000; ++i) {
       std::string key = KeyOf(i);
       if (!engine->Insert({.ns = kNs, .key = key, .status = "DONE", .payload = kPayload}).ok())
         std::abort();
+      if (!raw) continue;
       Record r;
       r.status = "DONE";
       r.payload = kPayload;
@@ -156,13 +165,9 @@ struct Fixture {
   }
 };
 
+// Built on first use (thread-safe), destroyed at exit.
 Fixture& F() {
-  static Fixture* fixture = new Fixture();  // lives until exit; destroyed by atexit below
-  static const bool registered = [] {
-    std::atexit([] { delete &F(); });
-    return true;
-  }();
-  (void)registered;
+  static const auto fixture = std::make_unique<Fixture>(EngineOptions::Layout::kLeveled);
   return *fixture;
 }
 
@@ -485,37 +490,50 @@ void BM_Get_AtScale(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 
-void BM_Insert_New(benchmark::State& state) {
-  Engine& engine = *F().engine;
+void InsertNew(benchmark::State& state, Fixture& fixture) {
   for (auto _ : state) {
-    std::string key = KeyOf(F().next_new_key.fetch_add(1));
-    auto r = engine.Insert({.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload});
+    std::string key = KeyOf(fixture.next_new_key.fetch_add(1));
+    auto r =
+        fixture.engine->Insert({.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kInserted) state.SkipWithError("insert failed");
   }
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_Insert_Duplicate(benchmark::State& state) {
-  Engine& engine = *F().engine;
+void InsertDuplicate(benchmark::State& state, Fixture& fixture) {
   uint64_t i = state.thread_index() * 7919;
   for (auto _ : state) {
     std::string key = KeyOf((i += 104729) % kHotSet);
-    auto r = engine.Insert({.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload});
+    auto r =
+        fixture.engine->Insert({.ns = kNs, .key = key, .status = "PENDING", .payload = kPayload});
     if (!r.ok() || r->outcome != Outcome::kExists) state.SkipWithError("expected EXISTS");
   }
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_Get_Hit(benchmark::State& state) {
-  Engine& engine = *F().engine;
+void GetHit(benchmark::State& state, Fixture& fixture) {
   uint64_t i = state.thread_index() * 7919;
   for (auto _ : state) {
     std::string key = KeyOf((i += 104729) % kHotSet);
-    auto r = engine.Get({.ns = kNs, .key = key});
+    auto r = fixture.engine->Get({.ns = kNs, .key = key});
     if (!r.ok() || r->outcome != Outcome::kFound) state.SkipWithError("expected FOUND");
   }
   state.SetItemsProcessed(state.iterations());
 }
+
+void BM_Insert_New(benchmark::State& state) { InsertNew(state, F()); }
+void BM_Insert_Duplicate(benchmark::State& state) { InsertDuplicate(state, F()); }
+void BM_Get_Hit(benchmark::State& state) { GetHit(state, F()); }
+
+// The journal layout (EngineOptions::Layout::kJournal) with the same records: a lookup is one
+// probe of the in-memory index and one read of the record from its segment (page cache).
+Fixture& FJ() {
+  static const auto fixture = std::make_unique<Fixture>(EngineOptions::Layout::kJournal);
+  return *fixture;
+}
+void BM_Insert_New_Journal(benchmark::State& state) { InsertNew(state, FJ()); }
+void BM_Insert_Duplicate_Journal(benchmark::State& state) { InsertDuplicate(state, FJ()); }
+void BM_Get_Hit_Journal(benchmark::State& state) { GetHit(state, FJ()); }
 
 // The expiry-window layout with `windows` live windows and the same data as Fixture: 200k keys
 // flushed, 100k more in the memtables, key i in window i % windows, so every window has a table
@@ -911,6 +929,9 @@ BENCHMARK(BM_Insert_New)->Apply(Threads);
 BENCHMARK(BM_Insert_Duplicate)->Apply(Threads);
 BENCHMARK(BM_CompareAndSet)->Apply(Threads);
 BENCHMARK(BM_Get_Hit)->Apply(Threads);
+BENCHMARK(BM_Insert_New_Journal)->Apply(Threads);
+BENCHMARK(BM_Insert_Duplicate_Journal)->Apply(Threads);
+BENCHMARK(BM_Get_Hit_Journal)->Apply(Threads);
 BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_InsertRandom)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();

@@ -9,6 +9,8 @@
 
 #include "fence_allocator.h"
 #include "idem/version.h"
+#include "journal_layout.h"
+#include "journal_store.h"
 #include "rocks_status.h"
 
 namespace idem {
@@ -17,6 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kIncompleteSuffix[] = ".incomplete";
+constexpr char kJournalCopySuffix[] = ".incomplete.journal";
 
 std::string UtcStamp(int64_t ms) {
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
@@ -68,12 +71,13 @@ Status CheckTarget(const std::string& dir, std::string* final_dir, std::string* 
     return Status::InvalidArgument("cannot back up into " + *final_dir + ": its parent " + *parent +
                                    " is not an existing directory");
   }
-  const std::string staging = *final_dir + kIncompleteSuffix;
-  for (const std::string& path : {*final_dir, staging}) {
+  for (const std::string& path :
+       {*final_dir, *final_dir + kIncompleteSuffix, *final_dir + kJournalCopySuffix}) {
     if (fs::symlink_status(path, ec).type() != fs::file_type::not_found) {
       return Status::InvalidArgument(
           path + " already exists: give a new directory" +
-          (path == staging ? " (or remove this one, left by a backup that did not finish)" : ""));
+          (path == *final_dir ? ""
+                              : " (or remove this one, left by a backup that did not finish)"));
     }
   }
   return Status::Ok();
@@ -81,30 +85,37 @@ Status CheckTarget(const std::string& dir, std::string* final_dir, std::string* 
 
 }  // namespace
 
-Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
+Result<BackupManifest> WriteBackup(rocksdb::DB* db, const journal::JournalStore* journal,
+                                   const std::string& dir,
                                    const std::function<uint64_t()>& fence_high_water,
                                    int64_t now_ms) {
   std::string final_dir, parent;
   if (Status st = CheckTarget(dir, &final_dir, &parent); !st.ok()) return st;
   const std::string staging = final_dir + kIncompleteSuffix;
+  const std::string journal_copy = final_dir + kJournalCopySuffix;
   rocksdb::FileSystem* const files = db->GetFileSystem();
 
-  // Every failure from here on removes the staging directory: nothing half-written stays
+  // Every failure from here on removes the staging directories: nothing half-written stays
   // behind to fill the disk or to be taken for a backup. (RocksDB removes its own scratch
   // directory, `staging`.tmp, when the checkpoint fails.)
   auto fail = [&](const Status& cause) -> Status {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
-    if (ec) {
-      return Status::FromCode(static_cast<uint32_t>(cause.code()),
-                              cause.message() + "; and " + staging + " could not be removed (" +
-                                  ec.message() + "): remove it");
+    std::string left;
+    for (const std::string& path : {staging, journal_copy}) {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+      if (ec) left += "; and " + path + " could not be removed (" + ec.message() + "): remove it";
     }
-    return cause;
+    if (left.empty()) return cause;
+    return Status::FromCode(static_cast<uint32_t>(cause.code()), cause.message() + left);
   };
 
+  if (journal != nullptr) {
+    if (Status st = journal->journal().CopyTo(journal_copy); !st.ok()) return fail(st);
+  }
   rocksdb::Checkpoint* raw = nullptr;
-  if (rocksdb::Status s = rocksdb::Checkpoint::Create(db, &raw); !s.ok()) return FromRocks(s);
+  if (rocksdb::Status s = rocksdb::Checkpoint::Create(db, &raw); !s.ok()) {
+    return fail(FromRocks(s));
+  }
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   // log_size_for_flush 0: always flush. The memtables of every column family (which hold every
   // acknowledged write, in async mode too) go to table files, so the backup does not depend on WAL
@@ -114,6 +125,13 @@ Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
       !s.ok()) {
     return fail(FromRocks(s));
   }
+  if (journal != nullptr) {  // made durable by the sync of `staging` below
+    if (rocksdb::IOStatus s =
+            files->RenameFile(journal_copy, JournalDir(staging), rocksdb::IOOptions(), nullptr);
+        !s.ok()) {
+      return fail(FromRocks(s));
+    }
+  }
   BackupManifest manifest;
   manifest.created_ms = now_ms;
   manifest.created_utc = UtcStamp(now_ms);
@@ -121,8 +139,11 @@ Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
   manifest.fence_high_water = fence_high_water();
   manifest.fence_floor = manifest.fence_high_water + kBackupFenceMargin;
   uint64_t keys = 0;
-  // Summed over every column family: under the expiry-window layout most records are in windows.
-  if (db->GetAggregatedIntProperty("rocksdb.estimate-num-keys", &keys)) {
+  if (journal != nullptr) {
+    manifest.estimated_records = journal->records();  // the source's now, not the copy's
+  } else if (db->GetAggregatedIntProperty("rocksdb.estimate-num-keys", &keys)) {
+    // Summed over every column family: under the expiry-window layout most records are in
+    // windows.
     manifest.estimated_records = keys;
   }
   // The manifest and its directory entry are durable before the rename, and the rename is

@@ -13,11 +13,19 @@
 
 namespace idem {
 
+namespace journal {
+class JournalStore;
+}
+
 // Checkpoints `db` into `dir`.incomplete, writes and syncs the manifest there, then renames it
 // to `dir` (and syncs the parent): a directory named `dir` is always a complete backup.
-// `fence_high_water` is called once the checkpoint is complete; it must return a number above
-// every fence handed out so far. `now_ms` stamps the manifest.
-Result<BackupManifest> WriteBackup(rocksdb::DB* db, const std::string& dir,
+// `journal`, under the journal layout (else null): its copy is taken first, into
+// `dir`.incomplete.journal, and becomes `dir`/journal; the checkpoint comes after the copy's cut,
+// so the clock mark it holds bounds every drop of a segment missing from the copy, and its fence
+// reservation every fence in it. `fence_high_water` is called once the checkpoint is complete;
+// it must return a number above every fence handed out so far. `now_ms` stamps the manifest.
+Result<BackupManifest> WriteBackup(rocksdb::DB* db, const journal::JournalStore* journal,
+                                   const std::string& dir,
                                    const std::function<uint64_t()>& fence_high_water,
                                    int64_t now_ms);
 

@@ -1350,16 +1350,18 @@ Status NotUnderTheJournal(std::string_view what) {
 }
 
 Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
-  if (journal_) return NotUnderTheJournal("backup");
   std::unique_lock<std::mutex> only(backup_mu_, std::try_to_lock);
   if (!only.owns_lock()) {
     return Status::Busy("another backup is being taken; retry when it has finished");
   }
   // Not while writes are suspended: the checkpoint flushes and lists the WALs (Stats says why
-  // listing them then is unsafe), and a flush is what the recovery owns.
+  // listing them then is unsafe), and a flush is what the recovery owns. Nor once the journal
+  // failed: after a failed fdatasync the kernel may have dropped pages that a copy would read
+  // back as they were before the write, and a backup must hold what was acknowledged.
   if (health_->suspended()) return health_->Refusal();
+  if (Status s = JournalFailure(); !s.ok() && !s.IsBusy()) return s;
   return WriteBackup(
-      db_.get(), dir, [this] { return fences_.next(); }, clock_->NowMillis());
+      db_.get(), journal_.get(), dir, [this] { return fences_.next(); }, clock_->NowMillis());
 }
 
 Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {

@@ -47,9 +47,38 @@ class BackupTest : public EngineTest {
   }
 };
 
-class BackupUnderWritesTest : public BackupTest, public ::testing::WithParamInterface<Durability> {
+using Layout = EngineOptions::Layout;
+
+// Under the journal layout, with segments small enough that the records written fill several.
+void UseLayout(Layout layout, EngineOptions* options) {
+  options->layout = layout;
+  if (layout == Layout::kJournal) {
+    options->limits.max_payload_bytes = 16 << 10;
+    options->journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;
+  }
+}
+std::string LayoutName(Layout layout) { return layout == Layout::kJournal ? "Journal" : "Leveled"; }
+
+// The tests every layout must pass.
+class BackupLayoutTest : public BackupTest, public ::testing::WithParamInterface<Layout> {
  protected:
-  BackupUnderWritesTest() { options_.durability = GetParam(); }
+  BackupLayoutTest() { UseLayout(GetParam(), &options_); }
+};
+
+struct WritesCase {
+  Durability durability;
+  Layout layout;
+};
+void PrintTo(const WritesCase& c, std::ostream* os) {
+  *os << DurabilityName(c.durability) << LayoutName(c.layout);
+}
+
+class BackupUnderWritesTest : public BackupTest, public ::testing::WithParamInterface<WritesCase> {
+ protected:
+  BackupUnderWritesTest() {
+    options_.durability = GetParam().durability;
+    UseLayout(GetParam().layout, &options_);
+  }
 };
 
 TEST_P(BackupUnderWritesTest, HoldsEveryRecordAcknowledgedBeforeItBegan) {
@@ -76,11 +105,17 @@ TEST_P(BackupUnderWritesTest, HoldsEveryRecordAcknowledgedBeforeItBegan) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Durability, BackupUnderWritesTest,
-                         ::testing::Values(Durability::kSync, Durability::kAsync),
-                         testing::DurabilityName);
+INSTANTIATE_TEST_SUITE_P(Cases, BackupUnderWritesTest,
+                         ::testing::Values(WritesCase{Durability::kSync, Layout::kLeveled},
+                                           WritesCase{Durability::kAsync, Layout::kLeveled},
+                                           WritesCase{Durability::kSync, Layout::kJournal},
+                                           WritesCase{Durability::kAsync, Layout::kJournal}),
+                         [](const ::testing::TestParamInfo<WritesCase>& p) {
+                           return std::string(DurabilityName(p.param.durability)) +
+                                  LayoutName(p.param.layout);
+                         });
 
-TEST_F(BackupTest, RestoredStoreServesTheRecordsAsTheyWere) {
+TEST_P(BackupLayoutTest, RestoredStoreServesTheRecordsAsTheyWere) {
   EXPECT_EQ("INSERTED", Insert("forever", "a", "PENDING", "payload-a"));
   EXPECT_EQ("INSERTED", Insert("forever", "b", "DONE"));
   ASSERT_OK(engine().Backup(dir_.Sub("backup")));
@@ -100,7 +135,7 @@ TEST_F(BackupTest, RestoredStoreServesTheRecordsAsTheyWere) {
   EXPECT_EQ("NOT_FOUND", Get("forever", "new"));
 }
 
-TEST_F(BackupTest, ManifestRecordsTheBackup) {
+TEST_P(BackupLayoutTest, ManifestRecordsTheBackup) {
   clock_->Advance(365 * 24 * kHour);
   for (int i = 0; i < 10; ++i) EXPECT_EQ("INSERTED", Insert("forever", "k" + std::to_string(i)));
   Started(engine(), "job");
@@ -117,11 +152,12 @@ TEST_F(BackupTest, ManifestRecordsTheBackup) {
   EXPECT_GE(manifest->estimated_records, 11u);
   EXPECT_EQ(returned->fence_floor, manifest->fence_floor);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("backup.incomplete")));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("backup.incomplete.journal")));
 }
 
 // A holder that began after the backup may still present its fence to the restored store; a
 // fence handed out again there would let a stale holder pass the fencing check.
-TEST_F(BackupTest, RestoredStoreNeverHandsOutAFenceTheSourceHandedOut) {
+TEST_P(BackupLayoutTest, RestoredStoreNeverHandsOutAFenceTheSourceHandedOut) {
   uint64_t highest = Started(engine(), "before");
   auto manifest = engine().Backup(dir_.Sub("backup"));
   ASSERT_OK(manifest);
@@ -144,6 +180,56 @@ TEST_F(BackupTest, RestoredStoreNeverHandsOutAFenceTheSourceHandedOut) {
   restored = OpenRestored(dir_.Sub("backup"));
   ASSERT_NE(nullptr, restored);
   EXPECT_GT(Started(*restored, "reopened"), first);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, BackupLayoutTest,
+                         ::testing::Values(Layout::kLeveled, Layout::kJournal),
+                         [](const ::testing::TestParamInfo<Layout>& p) {
+                           return LayoutName(p.param);
+                         });
+
+class BackupJournalTest : public BackupTest {
+ protected:
+  BackupJournalTest() { UseLayout(Layout::kJournal, &options_); }
+  uint64_t Segments(ServingEngine& engine) {
+    Result<StoreStats> stats = engine.Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? stats->journal_segments : 0;
+  }
+};
+
+// The backup copies the journal's segments as they stand after drops (numbered with a gap):
+// every one of them, and the records of each.
+TEST_F(BackupJournalTest, HoldsEverySegmentLeftAfterDropsAndTheirRecords) {
+  const std::string kilobyte(1000, 'p');
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_EQ("INSERTED", Insert("short", "s" + std::to_string(i), "S", kilobyte));  // 1 s
+  }
+  clock_->Advance(1000);  // every "short" record is dead (the grace is 0 here)
+  Result<ReclaimReport> reclaimed = engine().ReclaimExpired();
+  ASSERT_OK(reclaimed);
+  ASSERT_GE(reclaimed->journal_segments_dropped, 2u);
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_EQ("INSERTED", Insert("forever", "f" + std::to_string(i), "S", kilobyte));
+  }
+  const uint64_t segments = Segments(engine());
+  ASSERT_GE(segments, 3u);
+  ASSERT_OK(engine().Backup(dir_.Sub("backup")));
+  ASSERT_TRUE(std::filesystem::is_directory(dir_.Sub("backup/journal")));
+
+  engine_.reset();  // the restored store must not depend on the source
+  auto restored = OpenRestored(dir_.Sub("backup"));
+  ASSERT_NE(nullptr, restored);
+  for (int i = 0; i < 150; ++i) {
+    auto f = restored->Get({.ns = "forever", .key = "f" + std::to_string(i)});
+    ASSERT_TRUE(f.ok() && f->record) << i << ": " << Name(f);
+    EXPECT_EQ(kilobyte, f->record->payload);
+    EXPECT_EQ("NOT_FOUND", Name(restored->Get({.ns = "short", .key = "s" + std::to_string(i)})));
+  }
+  Result<StoreStats> stats = restored->Stats();
+  ASSERT_OK(stats);
+  EXPECT_EQ(150u, stats->estimated_live_records);
+  EXPECT_EQ(segments, stats->journal_segments);
 }
 
 TEST_F(BackupTest, RefusesADirectoryWhoseParentDoesNotExist) {
@@ -201,14 +287,22 @@ class BackupFaultTest : public BackupTest {
   std::shared_ptr<FaultInjectionFs> fs_;
 };
 
-// The disk fills while RocksDB writes the checkpoint (its CURRENT, its copy of the WAL), or
-// while the manifest is written: a clear error, nothing left behind, the store goes on serving
-// and the next backup into the same directory succeeds.
-TEST_F(BackupFaultTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn) {
+class BackupFaultLayoutTest : public BackupFaultTest, public ::testing::WithParamInterface<Layout> {
+ protected:
+  BackupFaultLayoutTest() { UseLayout(GetParam(), &options_); }
+};
+
+// The disk fills while RocksDB writes the checkpoint (its CURRENT, its copy of the WAL), while
+// the journal is copied, or while the manifest is written: a clear error, nothing left behind,
+// the store goes on serving and the next backup into the same directory succeeds.
+TEST_P(BackupFaultLayoutTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn) {
   EXPECT_EQ("INSERTED", Insert("forever", "before"));
   const std::string backup = dir_.Sub("backup");
-  // The checkpoint's scratch directory and the staging directory the manifest goes into.
-  for (const std::string& full : {backup + ".incomplete.tmp/", backup + ".incomplete/"}) {
+  // The checkpoint's scratch directory, the journal's copy and the staging directory the
+  // manifest goes into.
+  std::vector<std::string> fills = {backup + ".incomplete.tmp/", backup + ".incomplete/"};
+  if (GetParam() == Layout::kJournal) fills.push_back(backup + ".incomplete.journal/");
+  for (const std::string& full : fills) {
     SCOPED_TRACE(full);
     fs_->FailWritesUnder(full, FaultInjectionFs::Fault::kNoSpace);
     auto r = engine().Backup(backup);
@@ -216,7 +310,8 @@ TEST_F(BackupFaultTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(Status::Code::kIOError, r.status().code()) << r.status().ToString();
     EXPECT_THAT(r.status().message(), HasSubstr("No space left"));
-    for (const std::string& left : {backup, backup + ".incomplete", backup + ".incomplete.tmp"}) {
+    for (const std::string& left : {backup, backup + ".incomplete", backup + ".incomplete.tmp",
+                                    backup + ".incomplete.journal"}) {
       EXPECT_FALSE(std::filesystem::exists(left)) << left << " was left behind";
     }
     EXPECT_TRUE(engine().WriteReadiness().ok());
@@ -228,6 +323,12 @@ TEST_F(BackupFaultTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn) {
   ASSERT_NE(nullptr, restored);
   EXPECT_EQ("FOUND", Name(restored->Get({.ns = "forever", .key = "before"})));
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, BackupFaultLayoutTest,
+                         ::testing::Values(Layout::kLeveled, Layout::kJournal),
+                         [](const ::testing::TestParamInfo<Layout>& p) {
+                           return LayoutName(p.param);
+                         });
 
 // A second backup while one is being taken is refused (Busy), whatever its directory: two
 // checkpoints into one directory would share RocksDB's scratch directory and clear each other's
@@ -270,11 +371,15 @@ TEST_F(BackupTest, RefusesAnExistingDirectory) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(Status::Code::kInvalidArgument, r.status().code());
   EXPECT_THAT(r.status().message(), HasSubstr("already exists"));
-  std::filesystem::create_directories(dir_.Sub("half.incomplete"));
-  r = engine().Backup(dir_.Sub("half"));
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("did not finish"));
-  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("half")));
+  for (const char* left : {"half.incomplete", "half.incomplete.journal"}) {
+    SCOPED_TRACE(left);
+    std::filesystem::create_directories(dir_.Sub(left));
+    r = engine().Backup(dir_.Sub("half"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr("did not finish"));
+    EXPECT_FALSE(std::filesystem::exists(dir_.Sub("half")));
+    std::filesystem::remove_all(dir_.Sub(left));
+  }
 }
 
 TEST_F(BackupTest, ADirectoryWithAnUnreadableManifestIsNotOpened) {
@@ -301,7 +406,7 @@ TEST(BackupWindowsTest, HoldsAndCountsTheRecordsOfEveryExpiryWindow) {
   {
     auto db = OpenAllFamilies(rocks, rocks, source, OpenMode::kReadWrite);
     ASSERT_OK(db);
-    auto manifest = WriteBackup((*db)->db(), backup, [] { return uint64_t{200}; }, 1'000);
+    auto manifest = WriteBackup((*db)->db(), nullptr, backup, [] { return uint64_t{200}; }, 1'000);
     ASSERT_OK(manifest);
     EXPECT_EQ(5u, manifest->estimated_records);
     ASSERT_OK((*db)->Close());

@@ -1,12 +1,15 @@
 // Crash durability: a child process writes (from several threads) and reports each acknowledged
 // insert through a pipe; the parent SIGKILLs it mid-stream, reopens the database and checks that
-// every acknowledged record is there and that fences never go backwards.
+// every acknowledged record is there and that fences never go backwards. Under each durability,
+// and under the journal layout with segments small enough that the writers roll them.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <map>
+#include <ostream>
+#include <string>
 #include <thread>
 
 #include "idem/engine.h"
@@ -28,11 +31,31 @@ std::string AckKey(const Ack& a) {
          std::to_string(a.seq);
 }
 
-[[noreturn]] void RunWriter(const std::string& path, Durability durability, uint32_t life, int fd) {
+struct CrashCase {
+  Durability durability;
+  EngineOptions::Layout layout;
+};
+
+std::string CaseName(const CrashCase& c) {
+  return std::string(c.durability == Durability::kSync ? "sync" : "async") +
+         (c.layout == EngineOptions::Layout::kJournal ? "Journal" : "");
+}
+void PrintTo(const CrashCase& c, std::ostream* os) { *os << CaseName(c); }
+
+EngineOptions OptionsFor(const CrashCase& c) {
   EngineOptions options;
-  options.durability = durability;
+  options.durability = c.durability;
   options.reclaim_interval_ms = 0;
-  auto engine = Engine::Open(path, options);
+  options.layout = c.layout;
+  if (c.layout == EngineOptions::Layout::kJournal) {
+    options.limits.max_payload_bytes = 16 << 10;
+    options.journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;  // ~500 inserts
+  }
+  return options;
+}
+
+[[noreturn]] void RunWriter(const std::string& path, const CrashCase& c, uint32_t life, int fd) {
+  auto engine = Engine::Open(path, OptionsFor(c));
   if (!engine.ok()) _exit(2);
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < 4; ++t) {
@@ -53,7 +76,7 @@ std::string AckKey(const Ack& a) {
   _exit(0);
 }
 
-class EngineCrashTest : public ::testing::TestWithParam<Durability> {};
+class EngineCrashTest : public ::testing::TestWithParam<CrashCase> {};
 
 TEST_P(EngineCrashTest, KilledWriterLosesNoAcknowledgedInsert) {
   testing::TempDir dir;
@@ -83,10 +106,13 @@ TEST_P(EngineCrashTest, KilledWriterLosesNoAcknowledgedInsert) {
   }
   ASSERT_GE(acks.size(), 800u);
 
-  EngineOptions options;
-  options.reclaim_interval_ms = 0;
-  auto engine = Engine::Open(path, options);
+  auto engine = Engine::Open(path, OptionsFor(GetParam()));
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  if (GetParam().layout == EngineOptions::Layout::kJournal) {
+    auto stats = (*engine)->Stats();
+    ASSERT_TRUE(stats.ok());
+    ASSERT_GE(stats->journal_segments, 2u) << "the writers never rolled a segment";
+  }
   uint64_t max_fence = 0;
   for (const Ack& a : acks) {
     auto r = (*engine)->Get({.ns = "crash", .key = AckKey(a)});
@@ -100,9 +126,13 @@ TEST_P(EngineCrashTest, KilledWriterLosesNoAcknowledgedInsert) {
   EXPECT_GT(next->record->fence, max_fence);
 }
 
-INSTANTIATE_TEST_SUITE_P(Durability, EngineCrashTest,
-                         ::testing::Values(Durability::kSync, Durability::kAsync),
-                         testing::DurabilityName);
+INSTANTIATE_TEST_SUITE_P(
+    Durability, EngineCrashTest,
+    ::testing::Values(CrashCase{Durability::kSync, EngineOptions::Layout::kLeveled},
+                      CrashCase{Durability::kAsync, EngineOptions::Layout::kLeveled},
+                      CrashCase{Durability::kSync, EngineOptions::Layout::kJournal},
+                      CrashCase{Durability::kAsync, EngineOptions::Layout::kJournal}),
+    [](const ::testing::TestParamInfo<CrashCase>& p) { return CaseName(p.param); });
 
 }  // namespace
 }  // namespace idem

@@ -50,8 +50,10 @@ inline EngineOptions ConformanceEngineOptions(const std::shared_ptr<ManualClock>
 // loop applies (engine_threads = 0, the default); kClientOnLoopSync: the same under
 // Durability::kSync, where a sync thread fsyncs and answers wait for it; kClientTlsAuth: as
 // kClientOnLoop over TLS, with authentication on and a token whose grant is "*:read,write,admin".
-// kEngineJournal and kClientOnLoopSyncJournal: kEngine and kClientOnLoopSync under the journal
-// layout (EngineOptions::Layout::kJournal), with small segments so that tests roll them.
+// The journal modes run kEngine, kClient and kClientOnLoopSync under the journal layout
+// (EngineOptions::Layout::kJournal), with small segments so that tests roll them;
+// kEngineSyncJournal runs kEngine under Durability::kSync, where each batch's own write fsyncs the
+// journal (the server's modes defer that to their sync thread).
 enum class Mode {
   kEngine,
   kClient,
@@ -59,6 +61,8 @@ enum class Mode {
   kClientOnLoopSync,
   kClientTlsAuth,
   kEngineJournal,
+  kEngineSyncJournal,
+  kClientJournal,
   kClientOnLoopSyncJournal
 };
 inline const char* ModeName(Mode mode) {
@@ -75,19 +79,34 @@ inline const char* ModeName(Mode mode) {
       return "ClientTlsAuth";
     case Mode::kEngineJournal:
       return "EngineJournal";
+    case Mode::kEngineSyncJournal:
+      return "EngineSyncJournal";
+    case Mode::kClientJournal:
+      return "ClientJournal";
     case Mode::kClientOnLoopSyncJournal:
       return "ClientOnLoopSyncJournal";
   }
   return "?";
 }
-inline bool InProcess(Mode mode) { return mode == Mode::kEngine || mode == Mode::kEngineJournal; }
+inline bool InProcess(Mode mode) {
+  return mode == Mode::kEngine || mode == Mode::kEngineJournal || mode == Mode::kEngineSyncJournal;
+}
 inline bool Synced(Mode mode) {
-  return mode == Mode::kClientOnLoopSync || mode == Mode::kClientOnLoopSyncJournal;
+  return mode == Mode::kClientOnLoopSync || mode == Mode::kEngineSyncJournal ||
+         mode == Mode::kClientOnLoopSyncJournal;
+}
+inline bool Journaled(Mode mode) {
+  return mode == Mode::kEngineJournal || mode == Mode::kEngineSyncJournal ||
+         mode == Mode::kClientJournal || mode == Mode::kClientOnLoopSyncJournal;
+}
+// Whether the server applies on an engine thread rather than on its event loop.
+inline bool OnEngineThread(Mode mode) {
+  return mode == Mode::kClient || mode == Mode::kClientJournal;
 }
 // The mode's durability and layout over `options`.
 inline EngineOptions ForMode(Mode mode, EngineOptions options) {
   if (Synced(mode)) options.durability = Durability::kSync;
-  if (mode == Mode::kEngineJournal || mode == Mode::kClientOnLoopSyncJournal) {
+  if (Journaled(mode)) {
     options.layout = EngineOptions::Layout::kJournal;
     options.journal_segment_bytes = 2 * options.limits.max_payload_bytes;
   }
@@ -100,6 +119,7 @@ inline std::string ModeTestName(const ::testing::TestParamInfo<Mode>& info) {
 inline auto AllModes() {
   return ::testing::Values(Mode::kEngine, Mode::kClient, Mode::kClientOnLoop,
                            Mode::kClientOnLoopSync, Mode::kClientTlsAuth, Mode::kEngineJournal,
+                           Mode::kEngineSyncJournal, Mode::kClientJournal,
                            Mode::kClientOnLoopSyncJournal);
 }
 // The modes whose layout has Scan and Purge (not the journal's yet).
@@ -134,7 +154,7 @@ inline const SecureServerFiles& SecureFiles() {
 
 inline ServerOptions ServerOptionsFor(Mode mode) {
   ServerOptions options;
-  options.engine_threads = mode == Mode::kClient ? 1 : 0;
+  options.engine_threads = OnEngineThread(mode) ? 1 : 0;
   if (mode == Mode::kClientTlsAuth) {
     const SecureServerFiles& files = SecureFiles();
     options.tls = TlsOptions{files.tls.cert_file, files.tls.key_file, ""};

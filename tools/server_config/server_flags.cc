@@ -733,8 +733,8 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        "leave when compaction rewrites their files), windows (one\n"
        "column family per window of death times, dropped whole once it\n"
        "has ended) or journal (segment files appended to and deleted\n"
-       "once every record in them is dead; no backups, scan or purge\n"
-       "yet; docs/operations.md). leveled and windows read what the\n"
+       "once every record in them is dead; no scan or purge yet;\n"
+       "docs/operations.md). leveled and windows read what the\n"
        "other wrote; a journal database opens only as journal",
        false,
        [&s](std::string_view v) {

@@ -2,10 +2,12 @@
 //
 // A backup is a RocksDB checkpoint of the serving database — table files hard-linked where the
 // backup directory is on the same file system as the database, copied otherwise; the live WAL
-// copied — plus a manifest file, IDEMSTORE-BACKUP. It is consistent: it holds exactly the writes
-// committed before one instant during the backup, among them every write acknowledged before
-// the backup began (in either durability mode: the checkpoint flushes the memtable first, and
-// copies the WAL written since). Writes go on while it is taken; they wait only while the
+// copied — plus a manifest file, IDEMSTORE-BACKUP; under the journal layout, plus a copy of the
+// journal's segments (journal/), taken before the checkpoint. It is consistent: it holds exactly
+// the writes committed before one instant during the backup, among them every write acknowledged
+// before the backup began (in either durability mode: the checkpoint flushes the memtable first,
+// and copies the WAL written since; the journal's copy reads what was written, synced or not).
+// Writes go on while it is taken; they wait only while the
 // memtable is switched for that flush, as at any flush.
 //
 // Restoring is opening: Engine::Open (idemstored --data DIR) on the backup directory, or on a
@@ -36,7 +38,8 @@
 //   fence_floor 1099511758848     fence_high_water + kBackupFenceMargin: the restored store's
 //                                 fences are >= this
 //   estimated_records 5000        RocksDB's estimate of the keys (records and meta keys) of
-//                                 every column family
+//                                 every column family; under the journal layout, the keys
+//                                 its index held
 //
 // Readers ignore names they do not know (later versions may add lines); fence_floor is required.
 #pragma once

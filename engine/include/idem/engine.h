@@ -55,12 +55,13 @@ class Engine : public Store {
   // what it holds, and why a store opened on it never repeats a fence). `dir` must not exist;
   // its parent must be an existing directory. On success `dir` is complete, manifest included,
   // durably (a crash after success cannot lose it), and the manifest is returned. Errors:
-  // InvalidArgument if the parent is missing or `dir` (or `dir`.incomplete, what a crash in
-  // the middle of a backup leaves: remove it) exists; Busy while another backup of this engine
-  // is being taken (one at a time); IOError if writes are suspended or writing the backup fails
-  // (a full disk), in which case neither `dir` nor `dir`.incomplete is left behind and the
-  // engine goes on serving. Blocks the calling thread for the checkpoint's flush and the links
-  // or copies.
+  // InvalidArgument if the parent is missing or `dir` (or `dir`.incomplete or
+  // `dir`.incomplete.journal, what a crash in the middle of a backup leaves: remove them)
+  // exists; Busy while another backup of this engine is being taken (one at a time); IOError if
+  // writes are suspended (under the journal layout: refused after a journal failure) or writing
+  // the backup fails (a full disk), in which case none of those is left behind and the engine
+  // goes on serving. Blocks the calling thread for the checkpoint's flush and the links or
+  // copies (under the journal layout, a copy of the journal's bytes).
   virtual Result<BackupManifest> Backup(const std::string& dir) = 0;
   // The options in force (after defaults were filled in).
   virtual const EngineOptions& options() const = 0;

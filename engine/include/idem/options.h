@@ -186,7 +186,7 @@ struct EngineOptions {
   //                   grace, and the few long-lived records of a mostly dead segment are
   //                   appended again first. Nothing is flushed or compacted; RocksDB keeps only
   //                   the engine's own keys (fences, the clock mark). Costs memory: about 20 bytes
-  //                   of index per record. Not yet: backups, Scan, Purge and Compact of one
+  //                   of index per record. Not yet: Scan, Purge and Compact of one
   //                   namespace, which return NotSupported; and no conversion
   //                   (docs/operations.md).
   // The leveled and window layouts read what the other wrote: the engine opens every window
