@@ -51,11 +51,7 @@ using Layout = EngineOptions::Layout;
 
 // Under the journal layout, with segments small enough that the records written fill several.
 void UseLayout(Layout layout, EngineOptions* options) {
-  options->layout = layout;
-  if (layout == Layout::kJournal) {
-    options->limits.max_payload_bytes = 16 << 10;
-    options->journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;
-  }
+  if (layout == Layout::kJournal) testing::UseSmallJournal(options);
 }
 std::string LayoutName(Layout layout) { return layout == Layout::kJournal ? "Journal" : "Leveled"; }
 

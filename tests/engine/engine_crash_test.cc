@@ -46,11 +46,7 @@ EngineOptions OptionsFor(const CrashCase& c) {
   EngineOptions options;
   options.durability = c.durability;
   options.reclaim_interval_ms = 0;
-  options.layout = c.layout;
-  if (c.layout == EngineOptions::Layout::kJournal) {
-    options.limits.max_payload_bytes = 16 << 10;
-    options.journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;  // ~500 inserts
-  }
+  if (c.layout == EngineOptions::Layout::kJournal) testing::UseSmallJournal(&options);
   return options;
 }
 

@@ -17,11 +17,7 @@ using testing::Name;
 
 class JournalLayoutTest : public testing::EngineTest {
  protected:
-  JournalLayoutTest() {
-    options_.layout = EngineOptions::Layout::kJournal;
-    options_.limits.max_payload_bytes = 16 << 10;
-    options_.journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;  // 64 KiB
-  }
+  JournalLayoutTest() { testing::UseSmallJournal(&options_); }
 
   StoreStats Stats() {
     Result<StoreStats> stats = engine().Stats();

@@ -17,6 +17,14 @@
 
 namespace idem::testing {
 
+// The journal layout with its smallest segments (64 KiB), so that a test's few hundred records
+// fill several; the payload limit lowered to what such a segment holds.
+inline void UseSmallJournal(EngineOptions* options) {
+  options->layout = EngineOptions::Layout::kJournal;
+  options->limits.max_payload_bytes = 16 << 10;
+  options->journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   static constexpr int64_t kHour = 3600 * 1000;
