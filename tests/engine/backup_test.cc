@@ -320,6 +320,43 @@ TEST_P(BackupFaultLayoutTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn
   EXPECT_EQ("FOUND", Name(restored->Get({.ns = "forever", .key = "before"})));
 }
 
+// A rename or a directory sync fails at each step that stages or publishes the backup: the
+// journal's copy moved into the checkpoint, the staging directory's entries synced, the staging
+// directory renamed to its name, and that name synced into the parent (after which the complete
+// backup is removed again: its name might not survive a crash). A clear error, nothing left
+// behind, and the next backup into the same directory succeeds.
+TEST_P(BackupFaultLayoutTest, AFailedRenameOrDirectorySyncLeavesNothing) {
+  EXPECT_EQ("INSERTED", Insert("forever", "before"));
+  const std::string backup = dir_.Sub("backup");
+  const std::string staging = backup + ".incomplete";
+  struct Step {
+    std::string rename_of, sync_of;
+  };
+  std::vector<Step> steps = {{staging, ""}, {"", staging}, {"", dir_.path()}};
+  if (GetParam() == Layout::kJournal) steps.push_back({backup + ".incomplete.journal", ""});
+  for (const Step& step : steps) {
+    SCOPED_TRACE("rename of '" + step.rename_of + "', sync of '" + step.sync_of + "'");
+    const int injected = fs_->injected();
+    fs_->FailRenamesOf(step.rename_of);
+    fs_->FailDirectorySyncsOf(step.sync_of);
+    auto r = engine().Backup(backup);
+    fs_->ClearAll();
+    EXPECT_GT(fs_->injected(), injected) << "the fault was not reached";
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(Status::Code::kIOError, r.status().code()) << r.status().ToString();
+    EXPECT_THAT(r.status().message(), HasSubstr("Input/output error"));
+    for (const std::string& left :
+         {backup, staging, backup + ".incomplete.tmp", backup + ".incomplete.journal"}) {
+      EXPECT_FALSE(std::filesystem::exists(left)) << left << " was left behind";
+    }
+    EXPECT_EQ("INSERTED", Insert("forever", "during-" + std::to_string(fs_->injected())));
+  }
+  ASSERT_OK(engine().Backup(backup));
+  auto restored = OpenRestored(backup);
+  ASSERT_NE(nullptr, restored);
+  EXPECT_EQ("FOUND", Name(restored->Get({.ns = "forever", .key = "before"})));
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, BackupFaultLayoutTest,
                          ::testing::Values(Layout::kLeveled, Layout::kJournal),
                          [](const ::testing::TestParamInfo<Layout>& p) {

@@ -13,50 +13,62 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// `op` encoded in an ApplyRequest frame and decoded as the server does.
-Op RoundTrip(const Op& op) {
-  FrameBytes bytes = EncodeApplyRequest(1, std::vector<Op>{op});
+// `op` encoded in an ApplyRequest frame and decoded as the server does. The decoded op's strings
+// borrow from the frame, so the two are kept together.
+struct RoundTripped {
+  FrameBytes frame;
+  Op op;
+};
+RoundTripped RoundTrip(const Op& op) {
+  RoundTripped out{EncodeApplyRequest(1, std::vector<Op>{op}), Op{}};
   const size_t prefix = 4;  // the frame's length
-  const wire::Frame* frame = VerifyFrame(bytes.data() + prefix, bytes.size() - prefix);
+  const wire::Frame* frame = VerifyFrame(out.frame.data() + prefix, out.frame.size() - prefix);
   EXPECT_NE(nullptr, frame);
-  if (frame == nullptr) return Op{};
+  if (frame == nullptr) return out;
   Result<Op> decoded = DecodeOp(*frame->body_as_ApplyRequest()->ops()->Get(0), Limits());
   EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
-  return decoded.ok() ? *decoded : Op{};
+  if (decoded.ok()) out.op = *decoded;
+  return out;
 }
 
 TEST(ProtocolCodec, DurationsNotGivenStayNotGiven) {
-  Op op = RoundTrip(Op::Begin({.ns = "pay", .key = "k"}));
+  const RoundTripped begin = RoundTrip(Op::Begin({.ns = "pay", .key = "k"}));
+  const Op& op = begin.op;
   EXPECT_EQ(std::nullopt, op.lease);
   EXPECT_EQ(std::nullopt, op.wait);
   EXPECT_EQ(std::nullopt, op.ttl);
-  EXPECT_EQ(std::nullopt, RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k"})).update.ttl);
+  EXPECT_EQ(std::nullopt, RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k"})).op.update.ttl);
 }
 
 TEST(ProtocolCodec, ZeroDurationsStayZero) {
-  Op op = RoundTrip(Op::Begin({.ns = "pay", .key = "k", .lease = 0ms, .wait = 0ms, .ttl = 0ms}));
+  const RoundTripped begin =
+      RoundTrip(Op::Begin({.ns = "pay", .key = "k", .lease = 0ms, .wait = 0ms, .ttl = 0ms}));
+  const Op& op = begin.op;
   EXPECT_EQ(std::optional(0ms), op.lease);
   EXPECT_EQ(std::optional(0ms), op.wait);
   EXPECT_EQ(std::optional<Ttl>(0ms), op.ttl);
-  EXPECT_EQ(
-      std::optional<Ttl>(0ms),
-      RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k", .update = {.ttl = 0ms}})).update.ttl);
+  EXPECT_EQ(std::optional<Ttl>(0ms),
+            RoundTrip(Op::CompareAndSet({.ns = "pay", .key = "k", .update = {.ttl = 0ms}}))
+                .op.update.ttl);
 }
 
 TEST(ProtocolCodec, GivenDurationsAndForeverRoundTrip) {
-  Op op = RoundTrip(
+  const RoundTripped begin = RoundTrip(
       Op::Begin({.ns = "pay", .key = "k", .lease = 30s, .wait = 2s, .ttl = Ttl::Forever()}));
+  const Op& op = begin.op;
   EXPECT_EQ(std::optional(30'000ms), op.lease);
   EXPECT_EQ(std::optional(2'000ms), op.wait);
   EXPECT_EQ(std::optional(Ttl::Forever()), op.ttl);
   EXPECT_EQ(std::optional<Ttl>(-5ms),
-            RoundTrip(Op::Insert({.ns = "p", .key = "k", .ttl = -5ms})).ttl);
+            RoundTrip(Op::Insert({.ns = "p", .key = "k", .ttl = -5ms})).op.ttl);
 }
 
 // Checkpoint is op type 15, appended in protocol version 2: it carries the fence and the payload,
 // and the number after it is still unknown.
 TEST(ProtocolCodec, CheckpointIsOpTypeFifteen) {
-  Op op = RoundTrip(Op::Checkpoint({.ns = "jobs", .key = "k", .fence = 9, .payload = "charged"}));
+  const RoundTripped checkpoint =
+      RoundTrip(Op::Checkpoint({.ns = "jobs", .key = "k", .fence = 9, .payload = "charged"}));
+  const Op& op = checkpoint.op;
   EXPECT_EQ(OpType::kCheckpoint, op.type);
   EXPECT_EQ(15, static_cast<int>(op.type));
   EXPECT_EQ(std::optional<uint64_t>(9), op.condition.fence);

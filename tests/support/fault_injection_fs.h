@@ -42,9 +42,21 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     under_prefix_ = prefix;
     under_ = f;
   }
+  // Renames of the file or directory `from`, and syncs of the directory `dir` (its entries),
+  // fail with EIO. Empty: none.
+  void FailRenamesOf(const std::string& from) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    rename_from_ = from;
+  }
+  void FailDirectorySyncsOf(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    directory_sync_ = dir;
+  }
   void ClearAll() {
     wal_append_ = wal_sync_ = table_write_ = create_ = info_log_ = Fault::kNone;
     FailWritesUnder("", Fault::kNone);
+    FailRenamesOf("");
+    FailDirectorySyncsOf("");
   }
   // Called at the start of every WAL sync, on the syncing thread (so a test can hold a sync in
   // flight); returning true fails that sync with EIO. Null: none.
@@ -90,6 +102,23 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
                                        wal     ? Kind::kWal
                                        : table ? Kind::kTable
                                                : Kind::kInfoLog);
+    }
+    return s;
+  }
+  rocksdb::IOStatus RenameFile(const std::string& from, const std::string& to,
+                               const rocksdb::IOOptions& options,
+                               rocksdb::IODebugContext* dbg) override {
+    if (Chosen(rename_from_, from)) {
+      return Inject(Fault::kIoError, "While renaming a file to " + to, from);
+    }
+    return target()->RenameFile(from, to, options, dbg);
+  }
+  rocksdb::IOStatus NewDirectory(const std::string& name, const rocksdb::IOOptions& options,
+                                 std::unique_ptr<rocksdb::FSDirectory>* result,
+                                 rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewDirectory(name, options, result, dbg);
+    if (s.ok() && Chosen(directory_sync_, name)) {
+      *result = std::make_unique<Directory>(std::move(*result), this, name);
     }
     return s;
   }
@@ -156,6 +185,29 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
     const Fault chosen_;  // kChosen: FailWritesUnder's fault when the file was created
   };
 
+  // A directory whose syncs fail (FailDirectorySyncsOf).
+  class Directory final : public rocksdb::FSDirectoryWrapper {
+   public:
+    Directory(std::unique_ptr<rocksdb::FSDirectory> d, FaultInjectionFs* fs, std::string name)
+        : FSDirectoryWrapper(std::move(d)), fs_(fs), name_(std::move(name)) {}
+    rocksdb::IOStatus Fsync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
+      return fs_->Inject(Fault::kIoError, "While fsync a directory", name_);
+    }
+    rocksdb::IOStatus FsyncWithDirOptions(const rocksdb::IOOptions&, rocksdb::IODebugContext*,
+                                          const rocksdb::DirFsyncOptions&) override {
+      return fs_->Inject(Fault::kIoError, "While fsync a directory", name_);
+    }
+
+   private:
+    FaultInjectionFs* const fs_;
+    const std::string name_;
+  };
+
+  bool Chosen(const std::string& chosen, const std::string& path) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    return !chosen.empty() && path == chosen;
+  }
+
   bool RunWalSyncHook() {
     std::function<bool()> hook;
     {
@@ -190,6 +242,8 @@ class FaultInjectionFs final : public rocksdb::FileSystemWrapper {
   std::function<void(const std::string&)> create_hook_;  // guarded by hook_mu_
   std::string under_prefix_;                             // guarded by hook_mu_
   Fault under_ = Fault::kNone;                           // guarded by hook_mu_
+  std::string rename_from_;                              // guarded by hook_mu_
+  std::string directory_sync_;                           // guarded by hook_mu_
 };
 
 }  // namespace idem::testing
