@@ -280,6 +280,13 @@ class BackupFaultTest : public BackupTest {
     ASSERT_OK(engine);
     engine_ = std::move(*engine);
   }
+  // Nothing of a failed backup into `backup` is left: neither it nor what staged it.
+  static void ExpectNothingLeftOf(const std::string& backup) {
+    for (const std::string& left : {backup, backup + ".incomplete", backup + ".incomplete.tmp",
+                                    backup + ".incomplete.journal"}) {
+      EXPECT_FALSE(std::filesystem::exists(left)) << left << " was left behind";
+    }
+  }
   std::shared_ptr<FaultInjectionFs> fs_;
 };
 
@@ -306,10 +313,7 @@ TEST_P(BackupFaultLayoutTest, ADiskFullMidBackupLeavesNothingAndTheStoreServesOn
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(Status::Code::kIOError, r.status().code()) << r.status().ToString();
     EXPECT_THAT(r.status().message(), HasSubstr("No space left"));
-    for (const std::string& left : {backup, backup + ".incomplete", backup + ".incomplete.tmp",
-                                    backup + ".incomplete.journal"}) {
-      EXPECT_FALSE(std::filesystem::exists(left)) << left << " was left behind";
-    }
+    ExpectNothingLeftOf(backup);
     EXPECT_TRUE(engine().WriteReadiness().ok());
     EXPECT_EQ("INSERTED", Insert("forever", "during-" + std::to_string(fs_->injected())));
   }
@@ -345,10 +349,7 @@ TEST_P(BackupFaultLayoutTest, AFailedRenameOrDirectorySyncLeavesNothing) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(Status::Code::kIOError, r.status().code()) << r.status().ToString();
     EXPECT_THAT(r.status().message(), HasSubstr("Input/output error"));
-    for (const std::string& left :
-         {backup, staging, backup + ".incomplete.tmp", backup + ".incomplete.journal"}) {
-      EXPECT_FALSE(std::filesystem::exists(left)) << left << " was left behind";
-    }
+    ExpectNothingLeftOf(backup);
     EXPECT_EQ("INSERTED", Insert("forever", "during-" + std::to_string(fs_->injected())));
   }
   ASSERT_OK(engine().Backup(backup));
