@@ -2,16 +2,18 @@
 // (Engine) and tools/server_config/ (ParseServerFlags, PlanFdBudget); this file only wires them
 // and logs start and stop.
 //
-// The log (stderr, --log-format text|json; idem/log.h): one line at start (event "start"), one
-// at stop ("stop"), one per error condition (a refused start: "start_failed"; the engine's and
-// the server's own events), nothing per request. Only a bad command line is reported before the
-// format is known: a plain "idemstored: ..." line and exit 2.
+// The log (stderr, --log-format text|json; idem/log.h): one line when the database starts opening
+// (event "opening": clients are answered BUSY until the next), one once it serves ("start", with
+// how long the open took), one at stop ("stop"), one per error condition (a refused start:
+// "start_failed"; the engine's and the server's own events), nothing per request. Only a bad
+// command line is reported before the format is known: a plain "idemstored: ..." line and exit 2.
 //
 // Exit codes: 0 after a clean stop (SIGINT/SIGTERM) and after --help, --version and
 // --print-config, 2 for bad flags or a bad --config file (including a --max-connections the
 // open-files limit cannot serve), 1 when the database or the listening socket cannot be opened.
 // Flags, the descriptor budget and the listening socket are checked before the database is opened:
 // a refused start creates no data directory.
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -99,6 +101,17 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Opening can take a while (a journal is replayed): clients are told BUSY "opening" meanwhile.
+  if (idem::Status s = (*server)->AnswerWhileOpening(); !s.ok()) {
+    start_failed(s.ToString());
+    return 1;
+  }
+  log(idem::LogRecord(idem::LogLevel::kInfo, "opening",
+                      "opening database " + flags->data_dir +
+                          "; clients are answered BUSY until "
+                          "it is open")
+          .With("data", flags->data_dir));
+  const auto open_began = std::chrono::steady_clock::now();
   idem::EngineOptions engine_options = flags->engine;
   engine_options.log = log;
   engine_options.max_open_files = budget->rocksdb_max_open_files;
@@ -108,6 +121,7 @@ int main(int argc, char** argv) {
     start_failed("cannot open " + flags->data_dir + ": " + engine.status().ToString());
     return 1;
   }
+  const auto opened = std::chrono::steady_clock::now();
   if (idem::Status s = (*server)->Serve(engine->get()); !s.ok()) {
     start_failed(s.ToString());
     return 1;
@@ -145,7 +159,10 @@ int main(int argc, char** argv) {
           .With("background", background)
           .With("malloc", IDEM_ALLOCATOR)
           .With("open_files", limit->soft)
-          .With("rocksdb_max_open_files", engine_options.max_open_files));
+          .With("rocksdb_max_open_files", engine_options.max_open_files)
+          .With(
+              "open_ms",
+              std::chrono::duration_cast<std::chrono::milliseconds>(opened - open_began).count()));
 
   (*server)->Wait();
   (*server)->Stop();  // drains connections and the commit queue

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -171,7 +172,13 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
   std::sort(numbers.begin(), numbers.end());
 
   std::unique_ptr<Journal> journal(new Journal(fs, dir, options, clock));
-  std::string bytes;
+  // The segment being scanned and the one before it, in turns: Read serves them from here.
+  // Not zero-filled first: the read overwrites what the scan looks at.
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;
+    size_t capacity = 0;
+  };
+  std::array<Buffer, 2> buffers;
   // Past a sealed segment that ends torn, nothing was ever synced (Sync syncs segments in
   // order), so nothing there was acknowledged as durable: those segments are checked for that
   // and deleted, keeping the journal a prefix of what was written.
@@ -203,9 +210,15 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       return FromRocks(s);
     }
     segment->file = Shared(std::move(file));
-    bytes.resize(size);
+    journal->scanned_[i % 2].reset();  // its buffer is about to take this segment's bytes
+    Buffer& buffer = buffers[i % 2];
+    if (buffer.capacity < size) {
+      buffer.bytes.reset();  // freed before the larger one is taken
+      buffer.bytes.reset(new char[size]);
+      buffer.capacity = size;
+    }
     rocksdb::Slice read;
-    if (rocksdb::IOStatus s = segment->file->Read(0, size, io, &read, bytes.data(), nullptr);
+    if (rocksdb::IOStatus s = segment->file->Read(0, size, io, &read, buffer.bytes.get(), nullptr);
         !s.ok()) {
       return FromRocks(s);
     }
@@ -213,7 +226,8 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       return Status::IOError(segment->path + ": read " + std::to_string(read.size()) + " of " +
                              std::to_string(size) + " bytes");
     }
-    const std::string_view data(read.data(), read.size());
+    if (read.data() != buffer.bytes.get()) std::memcpy(buffer.bytes.get(), read.data(), size);
+    const std::string_view data(buffer.bytes.get(), size);
     Result<SegmentHeader> header = DecodeSegmentHeader(data);
     if (!header.ok()) {
       // Created, and the crash came before its header was synced: it never held an entry, since
@@ -244,6 +258,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     segment->salt = header->salt;
     const uint32_t id = segment->id;
     journal->by_id_[id] = segment;  // readable by the replay
+    journal->scanned_[i % 2] = ScannedSegment{id, data};
     Result<SegmentScan> scan = ScanSegment(
         data, journal->last_sequence_, [&](const OpView& op, uint64_t offset, uint64_t seq) {
           if (replay) replay(*journal, op, Location{id, static_cast<uint32_t>(offset)}, seq);
@@ -285,6 +300,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       journal->KeepOpenWhileRecent(segment.get(), &closing);
     }
   }
+  journal->scanned_ = {};
   if (!past_cut.empty()) {
     for (const std::string& path : past_cut) {
       if (rocksdb::IOStatus s = fs->DeleteFile(path, io, nullptr); !s.ok()) return FromRocks(s);
@@ -573,6 +589,12 @@ Status Journal::Sync() {
 }
 
 Status Journal::Read(Location at, size_t bytes, std::string* out) const {
+  for (const std::optional<ScannedSegment>& scanned : scanned_) {
+    if (scanned && scanned->id == at.segment) {
+      out->assign(scanned->data.substr(std::min<size_t>(at.offset, scanned->data.size()), bytes));
+      return Status::Ok();
+    }
+  }
   std::shared_ptr<Segment> segment;
   Result<File> file = File();
   {

@@ -23,6 +23,7 @@
 // may equally be found whole at the next open: its outcome is unknown, never half applied.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -84,9 +86,10 @@ class Journal {
   };
 
   // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
-  // for each operation of each intact entry, and readies the last segment for appends (synced
-  // first; the segments before it are left to the first Sync, and until it no entry says they
-  // were synced). A last segment whose header does not decode and that holds nothing but zeros
+  // for each operation of each intact entry (holding the segment being scanned and the one
+  // before it in memory: up to twice segment_bytes), and readies the last segment for appends
+  // (synced first; the segments before it are left to the first Sync, and until it no entry says
+  // they were synced). A last segment whose header does not decode and that holds nothing but zeros
   // after it (a crash while creating it) is deleted. A torn tail is overwritten with zeros and
   // synced, so the next entry goes where it began; after a sealed segment's, the segments after
   // it are deleted (above) and a new one is started. Corruption if a segment is damaged
@@ -236,6 +239,16 @@ class Journal {
   Status failed_;                            // the first failure, if any
   std::atomic<bool> has_failed_{false};      // failed_ is set (read without mu_)
   std::optional<TailRepair> repaired_tail_;  // set by Open only
+  // While Open scans (its thread alone, empty once it returns): the bytes of the segment being
+  // scanned and of the one before it, which Read serves from memory. A replayed update finds
+  // the version it replaces there nearly always (a completion follows its begin within
+  // seconds), instead of reading it back from the file: one pread per update made reopening a
+  // journal of completions ten times slower than one of inserts.
+  struct ScannedSegment {
+    uint32_t id = 0;
+    std::string_view data;
+  };
+  std::array<std::optional<ScannedSegment>, 2> scanned_;
 };
 
 }  // namespace idem::journal

@@ -23,7 +23,9 @@
 // Open replays every segment, oldest first, into a fresh index: an operation whose keep-until
 // is at or before the owner's removal bound is treated as absent, as is a key whose last
 // operation is a delete. Each operation on a key already indexed reads that key's candidates
-// back (one pread each) to tell which is its own.
+// back to tell which is its own: from memory when they are in the segment being scanned or the
+// one before it (Journal::Open), as an update's earlier version nearly always is; one pread
+// each otherwise.
 //
 // The removal bound must never go back: the bound given to Open is at least every bound given
 // to DropEndedBy before (the engine persists it, as its clock mark). Otherwise a restart could

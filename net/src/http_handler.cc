@@ -241,6 +241,11 @@ void HttpHandler::Handle(const HttpRequest& request, std::string_view peer_addre
                                        "not ready: " + ready.message()));
     return;
   }
+  if (apply_ == nullptr) {
+    Status ready = options_.readiness ? options_.readiness() : Status::Busy("no store");
+    reply(ProblemResponse(http::status::service_unavailable, ready.code(), ready.message()));
+    return;
+  }
   // Everything past the probes needs a token when authentication is on: each request is
   // authenticated on its own (HTTP is stateless), and counted against the peer like a Hello.
   std::shared_ptr<const Principal> principal;

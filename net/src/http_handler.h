@@ -61,7 +61,8 @@ class HttpHandler {
     ServerMetrics* server_metrics = nullptr;  // counts the 403s of /metrics and the backup
   };
 
-  // `apply` must outlive the handler.
+  // `apply` must outlive the handler. Null: a server without a store yet (the database is
+  // opening), which answers /healthz 200 and every other request 503 with readiness()'s error.
   HttpHandler(ApplyPath* apply, Options options) : apply_(apply), options_(std::move(options)) {}
 
   // Calls `reply` exactly once, maybe before returning, maybe later from another thread. The

@@ -181,13 +181,13 @@ class BasicHttpConnection final : public ListenedConnection,
     keep_alive_ = request.keep_alive() && !draining_;
     busy_ = true;
     Lowest().expires_never();  // the engine's time is not the client's idleness
-    server_->handler_->Handle(request, peer_.address,
-                              [self = this->shared_from_this()](HttpResponse response) {
-                                asio::post(self->stream_.get_executor(),
-                                           [self, response = std::move(response)]() mutable {
-                                             self->Send(std::move(response));
-                                           });
-                              });
+    server_->handler_.load()->Handle(request, peer_.address,
+                                     [self = this->shared_from_this()](HttpResponse response) {
+                                       asio::post(self->stream_.get_executor(),
+                                                  [self, response = std::move(response)]() mutable {
+                                                    self->Send(std::move(response));
+                                                  });
+                                     });
   }
 
   void Send(HttpResponse response) {

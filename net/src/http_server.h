@@ -23,6 +23,7 @@
 // threads are posted onto it. Listen/Serve/Stop are called from the Server's lifecycle thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -71,6 +72,9 @@ class HttpServer {
   Status Listen();
   // Starts accepting; `handler` must outlive the HttpServer.
   void Serve(HttpHandler* handler);
+  // Requests read from now on, on every connection, go to `handler` (which must outlive the
+  // HttpServer); those being answered finish with the one they had. After Serve().
+  void SwitchHandler(HttpHandler* handler) { handler_.store(handler); }
   // Stops accepting, lets requests being answered finish (up to `grace`), closes the rest.
   // Not from an io thread.
   void Stop(std::chrono::milliseconds grace);
@@ -87,7 +91,7 @@ class HttpServer {
   ServerMetrics* const metrics_;
   const std::optional<Tls> tls_;
   uint16_t port_ = 0;
-  HttpHandler* handler_ = nullptr;
+  std::atomic<HttpHandler*> handler_{nullptr};
   ListenerCore core_;  // the accept loop and the connections
 };
 

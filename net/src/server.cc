@@ -11,6 +11,7 @@
 //  - The thread that calls Wait()/Stop() (idemstored's main thread) only waits and coordinates.
 #include "idem/server.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
@@ -61,6 +62,7 @@ class ServerImpl final : public Server {
   ~ServerImpl() override { Stop(); }
 
   Status Listen();
+  Status AnswerWhileOpening() override;
   Status Serve(ServingEngine* engine) override;
 
   uint16_t port() const override { return port_; }
@@ -132,7 +134,12 @@ class ServerImpl final : public Server {
     return tls_context_;
   }
 
-  enum class State { kListening, kServing, kStopped };
+  // What a client is told before there is a store (AnswerWhileOpening).
+  static Status Opening() { return Status::Busy("the database is opening; retry later"); }
+  // Starts accepting and the I/O threads (lifecycle_mu_ held).
+  void StartThreads();
+
+  enum class State { kListening, kOpening, kServing, kStopped };
 
   const ServerOptions options_;
   const LogSink log_;        // options_.log, or stderr
@@ -146,11 +153,14 @@ class ServerImpl final : public Server {
   std::unique_ptr<CommitQueue> queue_;
   std::unique_ptr<OpWaiter> waiter_;
   std::unique_ptr<RequestHandler> handler_;
+  // handler_ once Serve() has built it: null while opening (connections are refused).
+  std::atomic<RequestHandler*> serving_handler_{nullptr};
   asio::io_context io_;
   // The HTTP listener (options_.http) and what answers it; after io_, so destroyed before it.
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<ApplyPath> http_apply_;
   std::unique_ptr<HttpHandler> http_handler_;
+  std::unique_ptr<HttpHandler> http_opening_handler_;  // AnswerWhileOpening()'s
   // The gateway (options_.gateway): its listener, upstream pool and handler; after io_ too.
   std::unique_ptr<GatewayServer> gateway_;
   std::unique_ptr<UpstreamPool> upstream_;
@@ -330,11 +340,34 @@ Status ServerImpl::Reload() {
   return Status::Ok();
 }
 
-Status ServerImpl::Serve(ServingEngine* engine) {
+Status ServerImpl::AnswerWhileOpening() {
   std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
   if (state_ != State::kListening) {
+    return Status::InvalidArgument(
+        "AnswerWhileOpening: the server is already answering, serving or stopped");
+  }
+  state_ = State::kOpening;
+  if (http_) {
+    HttpHandler::Options http_options;
+    http_options.readiness = [] { return Opening(); };
+    http_opening_handler_ = std::make_unique<HttpHandler>(nullptr, std::move(http_options));
+    http_->Serve(http_opening_handler_.get());
+  }
+  StartThreads();
+  return Status::Ok();
+}
+
+void ServerImpl::StartThreads() {
+  asio::post(accept_strand_, [this] { DoAccept(); });
+  for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+}
+
+Status ServerImpl::Serve(ServingEngine* engine) {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  if (state_ != State::kListening && state_ != State::kOpening) {
     return Status::InvalidArgument("Serve: the server is already serving or stopped");
   }
+  const bool opening = state_ == State::kOpening;
   state_ = State::kServing;
   queue_ = std::make_unique<CommitQueue>(
       engine, options_.limits.max_batch_ops, options_.engine_threads,
@@ -344,6 +377,7 @@ Status ServerImpl::Serve(ServingEngine* engine) {
   handler_ = std::make_unique<RequestHandler>(engine, queue_.get(), waiter_.get(),
                                               MakeInfo(options_), &metrics_, engine, auth_.get());
   engine_.store(engine);
+  serving_handler_.store(handler_.get());
   if (http_) {
     http_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
     HttpHandler::Options http_options;
@@ -366,7 +400,11 @@ Status ServerImpl::Serve(ServingEngine* engine) {
       RunRemoteBackup(queue_.get(), engine, std::move(to), std::move(done));
     };
     http_handler_ = std::make_unique<HttpHandler>(http_apply_.get(), std::move(http_options));
-    http_->Serve(http_handler_.get());
+    if (opening) {
+      http_->SwitchHandler(http_handler_.get());
+    } else {
+      http_->Serve(http_handler_.get());
+    }
   }
   if (gateway_) {
     gateway_apply_ = std::make_unique<ApplyPath>(queue_.get(), waiter_.get(), &metrics_);
@@ -388,8 +426,7 @@ Status ServerImpl::Serve(ServingEngine* engine) {
     signals_.add(SIGHUP);
     WaitForSignal();
   }
-  asio::post(accept_strand_, [this] { DoAccept(); });
-  for (int i = 0; i < options_.io_threads; ++i) io_threads_.emplace_back([this] { io_.run(); });
+  if (!opening) StartThreads();
   return Status::Ok();
 }
 
@@ -451,17 +488,21 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
   metrics_.ConnectionAccepted();
   Connection::Options connection_options = connection_options_;
   connection_options.tls = tls_context();
+  RequestHandler* const handler = serving_handler_.load();
   auto connection =
-      std::make_shared<Connection>(std::move(socket), handler_.get(), connection_options,
+      std::make_shared<Connection>(std::move(socket), handler, connection_options,
                                    [this](const std::shared_ptr<Connection>& c) { OnClosed(c); });
+  const bool opening = handler == nullptr;
   bool reject;
   bool first_refusal = false;
   bool pause;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    reject = served_ >= options_.max_connections;
+    reject = opening || served_ >= options_.max_connections;
     connections_.insert(connection);
-    if (reject) {
+    if (opening) {
+      rejected_.insert(connection.get());
+    } else if (reject) {
       rejected_.insert(connection.get());
       first_refusal = refused_in_episode_++ == 0;
     } else {
@@ -469,7 +510,10 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     }
     pause = accept_paused_ = rejected_.size() >= options_.max_refusing_connections;
   }
-  if (reject) {
+  if (opening) {
+    metrics_.ConnectionRefused();
+    connection->Reject(Opening());
+  } else if (reject) {
     metrics_.ConnectionRefused();
     // Once per episode: a flood would otherwise write a line per refused connection.
     if (first_refusal) {
@@ -570,7 +614,7 @@ void ServerImpl::Stop() {
   live.clear();
   // 5. Apply what is still queued (responses to closed connections are dropped), then stop the
   // I/O threads. The caller may close the Store after this returns.
-  queue_->Stop();
+  if (queue_) queue_->Stop();  // none if stopped while opening
   io_.stop();
   if (upstream_) upstream_->Clear();
   for (std::thread& t : io_threads_) t.join();

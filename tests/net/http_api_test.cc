@@ -483,6 +483,69 @@ TEST_F(HttpApiTest, HealthReadinessAndMetrics) {
   ExpectProblem(client_->Send(http::verb::get, "/readyz"), 503, "SHUTDOWN", "stopping");
 }
 
+// Both listeners on ports of their own choosing, answering while the database opens.
+class OpeningServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.port = 0;
+    options_.http = HttpListenerOptions{};
+    options_.http->port = 0;
+    options_.log = [](const LogRecord&) {};
+    Result<std::unique_ptr<Server>> server = Server::Listen(options_);
+    ASSERT_OK(server);
+    server_ = std::move(*server);
+    ASSERT_OK(server_->AnswerWhileOpening());
+  }
+  ServerOptions options_;
+  std::unique_ptr<Server> server_;
+};
+
+// Opening a database can take a while (a journal's replay): clients that connect meanwhile are
+// told so at once, as Redis answers LOADING, instead of waiting unanswered in the listen queue
+// (a liveness probe that times out there gets the server restarted mid-open).
+TEST_F(OpeningServerTest, BothListenersSayTheDatabaseIsOpeningUntilServeAndThenServe) {
+  EXPECT_TRUE(server_->AnswerWhileOpening().IsInvalidArgument()) << "twice";
+
+  ClientOptions client_options;
+  client_options.address = "127.0.0.1:" + std::to_string(server_->port());
+  Result<std::unique_ptr<Client>> early = Client::Connect(client_options);
+  ASSERT_FALSE(early.ok());
+  EXPECT_TRUE(early.status().IsBusy()) << early.status().ToString();
+  EXPECT_NE(std::string::npos, early.status().message().find("opening"))
+      << early.status().ToString();
+
+  HttpClient http_client(server_->http_port());
+  Reply health = http_client.Send(http::verb::get, "/healthz");
+  EXPECT_EQ(200, health.status) << "alive while opening";
+  ExpectProblem(http_client.Send(http::verb::get, "/readyz"), 503, "BUSY", "opening");
+  ExpectProblem(http_client.Send(http::verb::get, "/v1/records/ns/k"), 503, "BUSY", "opening");
+  ExpectProblem(http_client.Send(http::verb::get, "/metrics"), 503, "BUSY", "opening");
+
+  testing::TempDir dir;
+  auto engine = ServingEngine::Open(dir.Sub("db"),
+                                    testing::TestEngineOptions(std::make_shared<ManualClock>()));
+  ASSERT_OK(engine);
+  ASSERT_OK(server_->Serve(engine->get()));
+  EXPECT_TRUE(server_->AnswerWhileOpening().IsInvalidArgument()) << "after Serve";
+  Result<std::unique_ptr<Client>> client = Client::Connect(client_options);
+  ASSERT_OK(client);
+  ASSERT_OK((*client)->Insert({.ns = "ns", .key = "k", .status = "NEW"}));
+  // The same keep-alive HTTP connection is served now.
+  EXPECT_EQ(200, http_client.Send(http::verb::get, "/readyz").status);
+  EXPECT_EQ(200, http_client.Send(http::verb::get, "/v1/records/ns/k").status);
+  client->reset();
+  server_->Stop();
+}
+
+TEST_F(OpeningServerTest, AServerStoppedWhileOpeningStopsAndFreesItsPorts) {
+  HttpClient http_client(server_->http_port());
+  EXPECT_EQ(200, http_client.Send(http::verb::get, "/healthz").status);
+  options_.port = server_->port();
+  options_.http->port = server_->http_port();
+  server_.reset();  // Stop() without Serve(): the database could not be opened
+  ASSERT_OK(Server::Listen(options_));
+}
+
 TEST_F(HttpApiTest, OversizedBodyIs413BeforeItIsRead) {
   HttpListenerOptions small;
   small.max_body_bytes = 4096;

@@ -119,20 +119,25 @@ TEST(IdemstoredLogTest, TextStartAndStopLinesAndNothingPerRequest) {
   ASSERT_NO_FATAL_FAILURE(ServeRequestsAndStop(server, dir.Sub("db"), {}));
 
   const std::vector<std::string> lines = Lines(server.output());
-  ASSERT_EQ(3u, lines.size()) << server.output();
+  ASSERT_EQ(4u, lines.size()) << server.output();
   const std::string ts = kTimestamp;
   EXPECT_TRUE(std::regex_match(
-      lines[0],
-      std::regex(ts + " info  event=start idemstored \\S+: listening on " + server.address() +
-                 " http=off data=\\S+ durability=sync io_threads=1 engine_threads=0 .*")))
+      lines[0], std::regex(ts + " info  event=opening opening database \\S+; clients are "
+                                "answered BUSY until it is open data=\\S+")))
       << lines[0];
   EXPECT_TRUE(std::regex_match(
       lines[1],
-      std::regex(ts + " info  event=stop_requested received SIGTERM; stopping signal=SIGTERM")))
+      std::regex(ts + " info  event=start idemstored \\S+: listening on " + server.address() +
+                 " http=off data=\\S+ durability=sync io_threads=1 engine_threads=0 .* "
+                 "open_ms=[0-9]+")))
       << lines[1];
-  EXPECT_TRUE(std::regex_match(lines[2], std::regex(ts + " info  event=stop idemstored \\S+: "
-                                                         "stopped; database .* closed data=.*")))
+  EXPECT_TRUE(std::regex_match(
+      lines[2],
+      std::regex(ts + " info  event=stop_requested received SIGTERM; stopping signal=SIGTERM")))
       << lines[2];
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex(ts + " info  event=stop idemstored \\S+: "
+                                                         "stopped; database .* closed data=.*")))
+      << lines[3];
 }
 
 TEST(IdemstoredLogTest, JsonStartAndStopLinesAndNothingPerRequest) {
@@ -141,14 +146,17 @@ TEST(IdemstoredLogTest, JsonStartAndStopLinesAndNothingPerRequest) {
   ASSERT_NO_FATAL_FAILURE(ServeRequestsAndStop(server, dir.Sub("db"), {"--log-format", "json"}));
 
   const std::vector<nlohmann::json> records = JsonLines(server.output());
-  ASSERT_EQ(3u, records.size()) << server.output();
+  ASSERT_EQ(4u, records.size()) << server.output();
   const std::regex ts(kTimestamp);
   for (const nlohmann::json& r : records) {
     EXPECT_TRUE(std::regex_match(r.value("ts", ""), ts)) << r;
     EXPECT_EQ("info", r.value("level", "")) << r;
   }
-  const nlohmann::json& start = records[0];
+  EXPECT_EQ("opening", records[0].value("event", ""));
+  EXPECT_EQ(dir.Sub("db"), records[0].value("data", ""));
+  const nlohmann::json& start = records[1];
   EXPECT_EQ("start", start.value("event", ""));
+  ASSERT_TRUE(start.contains("open_ms") && start["open_ms"].is_number_integer()) << start;
   EXPECT_NE(std::string::npos, start.value("msg", "").find("listening on " + server.address()))
       << start;
   EXPECT_EQ("off", start.value("http", ""));
@@ -157,10 +165,10 @@ TEST(IdemstoredLogTest, JsonStartAndStopLinesAndNothingPerRequest) {
   ASSERT_TRUE(start.contains("io_threads") && start["io_threads"].is_number_integer()) << start;
   EXPECT_EQ(1, start["io_threads"].get<int>());
   EXPECT_TRUE(start["max_connections"].is_number_integer()) << start;
-  EXPECT_EQ("stop_requested", records[1].value("event", ""));
-  EXPECT_EQ("SIGTERM", records[1].value("signal", ""));
-  EXPECT_EQ("stop", records[2].value("event", ""));
-  EXPECT_EQ(dir.Sub("db"), records[2].value("data", ""));
+  EXPECT_EQ("stop_requested", records[2].value("event", ""));
+  EXPECT_EQ("SIGTERM", records[2].value("signal", ""));
+  EXPECT_EQ("stop", records[3].value("event", ""));
+  EXPECT_EQ(dir.Sub("db"), records[3].value("data", ""));
 }
 
 // A peer's malformed frame is an error condition: one warn line, with the peer. A second one

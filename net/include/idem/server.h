@@ -8,8 +8,8 @@
 //   (*server)->Stop();   // drain, then the engine may be closed
 //
 // A program that must not create a database for a server that cannot listen (idemstored)
-// binds first and serves later: Server::Listen(options), then ServingEngine::Open, then
-// Serve(engine).
+// binds first and serves later: Server::Listen(options), AnswerWhileOpening() (optional), then
+// ServingEngine::Open, then Serve(engine).
 //
 // Threads: `io_threads` threads run the event loop (accept, read, parse, write);
 // `engine_threads` threads run the Store (see commit_queue.h). With engine_threads == 0 the
@@ -195,8 +195,17 @@ class Server {
   // Listen(), then Serve(engine).
   static Result<std::unique_ptr<Server>> Start(ServingEngine* engine, ServerOptions options);
 
-  // Starts the threads and accepting; `engine` must outlive the Server. Once: a second call, or
-  // one after Stop(), is InvalidArgument.
+  // Optional, between Listen() and Serve(): starts the threads and accepting before there is a
+  // store, so that clients that connect while the database opens (replaying a journal can take
+  // tens of seconds) are told so at once instead of waiting unanswered: a binary connection is
+  // sent the error BUSY "the database is opening; retry later" and closed; the HTTP listener
+  // answers /healthz 200 (the process is alive) and every other request 503 with that error
+  // (Retry-After: 1). The gateway accepts nothing before Serve(). InvalidArgument after it, after
+  // Stop(), or a second time.
+  virtual Status AnswerWhileOpening() = 0;
+  // Starts serving `engine`, which must outlive the Server (starting the threads and accepting
+  // unless AnswerWhileOpening() did). Once: a second call, or one after Stop(), is
+  // InvalidArgument.
   virtual Status Serve(ServingEngine* engine) = 0;
 
   virtual ~Server() = default;  // implies Stop()
