@@ -242,8 +242,8 @@ class Journal {
   // While Open scans (its thread alone, empty once it returns): the bytes of the segment being
   // scanned and of the one before it, which Read serves from memory. A replayed update finds
   // the version it replaces there nearly always (a completion follows its begin within
-  // seconds), instead of reading it back from the file: one pread per update made reopening a
-  // journal of completions ten times slower than one of inserts.
+  // seconds) instead of reading it back from the file: a pread per update, ~2 µs from the page
+  // cache and a disk read after a reboot.
   struct ScannedSegment {
     uint32_t id = 0;
     std::string_view data;

@@ -318,8 +318,8 @@ TEST_F(JournalStoreTest, AgreesWithAModelAcrossReopens) {
 
 // A completion follows its begin closely: a reopen finds the version an update replaces in
 // the segment it is scanning or the one before, which it holds in memory, instead of reading
-// the record back from its file (one read per update made reopening a journal of completions
-// 10x slower than one of inserts). An update of an older segment's record still reads it.
+// the record back from its file (a read per update). An update of an older segment's record
+// still reads it.
 TEST_F(JournalStoreTest, AReopenReadsEachSegmentOnceWhenUpdatesFollowTheirRecords) {
   Apply({Put("early", "begun", 1000)});
   for (int i = 0; i < 300; ++i) {
