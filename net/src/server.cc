@@ -500,20 +500,16 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
     std::lock_guard<std::mutex> lock(mu_);
     reject = opening || served_ >= options_.max_connections;
     connections_.insert(connection);
-    if (opening) {
+    if (reject) {
       rejected_.insert(connection.get());
-    } else if (reject) {
-      rejected_.insert(connection.get());
-      first_refusal = refused_in_episode_++ == 0;
+      // While opening every connection is refused: no episode of the connection limit.
+      first_refusal = !opening && refused_in_episode_++ == 0;
     } else {
       ++served_;
     }
     pause = accept_paused_ = rejected_.size() >= options_.max_refusing_connections;
   }
-  if (opening) {
-    metrics_.ConnectionRefused();
-    connection->Reject(Opening());
-  } else if (reject) {
+  if (reject) {
     metrics_.ConnectionRefused();
     // Once per episode: a flood would otherwise write a line per refused connection.
     if (first_refusal) {
@@ -523,8 +519,10 @@ void ServerImpl::OnAccepted(const boost::system::error_code& ec, tcp::socket soc
               .With("max_connections", options_.max_connections)
               .With("peer", connection->peer()));
     }
-    connection->Reject(Status::Busy("server has " + std::to_string(options_.max_connections) +
-                                    " connections open; retry later"));
+    connection->Reject(opening
+                           ? Opening()
+                           : Status::Busy("server has " + std::to_string(options_.max_connections) +
+                                          " connections open; retry later"));
   } else {
     connection->Start();
   }
