@@ -26,7 +26,9 @@ inline constexpr uint64_t kJournalRecordOverheadBytes = 4096;
 // InvalidArgument naming the option for a journal option out of its range, or for segments
 // too small to hold the largest record the limits allow.
 Status ValidateJournalOptions(const EngineOptions& options);
-journal::JournalOptions JournalOptionsFor(const EngineOptions& options);
+// `os_files`: the journal's file system is the operating system's own, whose files reads may
+// map (JournalOptions::mapped_reads); not one a caller gave (a test's, which sees every read).
+journal::JournalOptions JournalOptionsFor(const EngineOptions& options, bool os_files);
 // Whether `db`'s default column family holds a record (not only the engine's own keys).
 Result<bool> HoldsRecords(rocksdb::DB* db);
 

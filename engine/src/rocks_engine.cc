@@ -1675,6 +1675,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   }
   auto health = std::make_shared<WriteHealth>(
       options.log, std::chrono::milliseconds(options.recovery_stuck_after_ms));
+  const bool os_files = fs == nullptr;
   if (!fs) fs = rocks_options.env->GetFileSystem();
   // The journal's files bypass the failure-safe layer (it is about RocksDB's WAL and LOG); the
   // engine's env wraps this file system, so it lives as long as the engine.
@@ -1772,7 +1773,8 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     const int64_t bound =
         RemovableUntil(options.clock->NowMillis(), options.expiry_grace_ms, clock_mark.get());
     Result<std::unique_ptr<journal::JournalStore>> opened = journal::JournalStore::Open(
-        journal_fs.get(), JournalDir(dir), JournalOptionsFor(options), options.clock.get(), bound);
+        journal_fs.get(), JournalDir(dir), JournalOptionsFor(options, os_files),
+        options.clock.get(), bound);
     if (!opened.ok()) return opened.status();
     journal = std::move(*opened);
     if (const auto& tail = journal->journal().repaired_tail()) {
