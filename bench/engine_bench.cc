@@ -250,22 +250,12 @@ struct JournalFixture {
   }
 };
 
-JournalFixture& J() {
-  static JournalFixture* fixture = new JournalFixture(/*mapped_reads=*/true);
-  static const bool registered = [] {
-    std::atexit([] { delete &J(); });
-    return true;
-  }();
-  (void)registered;
-  return *fixture;
-}
-JournalFixture& JPread() {
-  static JournalFixture* fixture = new JournalFixture(/*mapped_reads=*/false);
-  static const bool registered = [] {
-    std::atexit([] { delete &JPread(); });
-    return true;
-  }();
-  (void)registered;
+JournalFixture& J(bool mapped_reads = true) {
+  if (mapped_reads) {
+    static const auto fixture = std::make_unique<JournalFixture>(true);
+    return *fixture;
+  }
+  static const auto fixture = std::make_unique<JournalFixture>(false);
   return *fixture;
 }
 
@@ -292,7 +282,9 @@ void JournalStoreGet(benchmark::State& state, journal::JournalStore& store) {
   state.SetItemsProcessed(state.iterations());
 }
 void BM_JournalStore_Get(benchmark::State& state) { JournalStoreGet(state, *J().store); }
-void BM_JournalStore_Get_Pread(benchmark::State& state) { JournalStoreGet(state, *JPread().store); }
+void BM_JournalStore_Get_Pread(benchmark::State& state) {
+  JournalStoreGet(state, *J(/*mapped_reads=*/false).store);
+}
 
 // A Get hit, then a new version of the key, as a completion does: with `given` 1 the write is
 // given the version the Get found (JournalStore::Write::found), with 0 it looks the key up again.
