@@ -9,7 +9,9 @@
 //                                                   wall clock alone)
 //   BM_JournalStore_GetPut vs BM_RawRocksDB_GetPut, BM_JournalStore_Get vs BM_RawRocksDB_Get:
 //   the journal store (engine/src/journal_store.h, the journal layout's storage) holding the same
-//   records; no flush or compaction will ever follow its writes.
+//   records; no flush or compaction will ever follow its writes. BM_JournalStore_Get_Pread vs
+//   BM_JournalStore_Get: the same reads with a pread each instead of a copy out of the mapped
+//   segment (JournalOptions::mapped_reads).
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
 //   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
@@ -212,16 +214,19 @@ void BM_RawRocksDB_Get(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// The journal store, preloaded with the raw database's records (same keys and values).
+// The journal store, preloaded with the raw database's records (same keys and values); its reads
+// copy out of mapped segments as the engine's do, or with `mapped_reads` off pread each record.
 struct JournalFixture {
   std::string dir = FreshDir("idem_microbench_journal");
   ManualClock clock;
   std::unique_ptr<journal::JournalStore> store;
   std::atomic<uint64_t> next_new_key{2'000'000'000};
 
-  JournalFixture() {
-    auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
-                                              journal::JournalOptions(), &clock, 0);
+  explicit JournalFixture(bool mapped_reads) {
+    journal::JournalOptions options;
+    options.mapped_reads = mapped_reads;
+    auto opened =
+        journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir, options, &clock, 0);
     if (!opened.ok()) Die("journal open: " + opened.status().ToString());
     store = std::move(*opened);
     Record r;
@@ -245,13 +250,12 @@ struct JournalFixture {
   }
 };
 
-JournalFixture& J() {
-  static JournalFixture* fixture = new JournalFixture();
-  static const bool registered = [] {
-    std::atexit([] { delete &J(); });
-    return true;
-  }();
-  (void)registered;
+JournalFixture& J(bool mapped_reads = true) {
+  if (mapped_reads) {
+    static const auto fixture = std::make_unique<JournalFixture>(true);
+    return *fixture;
+  }
+  static const auto fixture = std::make_unique<JournalFixture>(false);
   return *fixture;
 }
 
@@ -268,8 +272,7 @@ void BM_JournalStore_GetPut(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_JournalStore_Get(benchmark::State& state) {
-  journal::JournalStore& store = *J().store;
+void JournalStoreGet(benchmark::State& state, journal::JournalStore& store) {
   uint64_t i = state.thread_index() * 7919;
   for (auto _ : state) {
     std::string key = RecordKey(kNs, KeyOf((i += 104729) % kHotSet));
@@ -277,6 +280,10 @@ void BM_JournalStore_Get(benchmark::State& state) {
     if (!got.ok() || !*got) state.SkipWithError("expected a hit");
   }
   state.SetItemsProcessed(state.iterations());
+}
+void BM_JournalStore_Get(benchmark::State& state) { JournalStoreGet(state, *J().store); }
+void BM_JournalStore_Get_Pread(benchmark::State& state) {
+  JournalStoreGet(state, *J(/*mapped_reads=*/false).store);
 }
 
 // A Get hit, then a new version of the key, as a completion does: with `given` 1 the write is
@@ -905,6 +912,7 @@ BENCHMARK(BM_RawRocksDB_GetPut)->Apply(Threads);
 BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);
 BENCHMARK(BM_JournalStore_GetPut)->Apply(Threads);
 BENCHMARK(BM_JournalStore_Get)->Apply(Threads);
+BENCHMARK(BM_JournalStore_Get_Pread)->Apply(Threads);
 BENCHMARK(BM_Journal_ReadSealed)->Arg(32)->Arg(1);
 BENCHMARK(BM_JournalStore_Update)->ArgName("given")->Arg(0)->Arg(1);
 BENCHMARK(BM_Get_AtScale)

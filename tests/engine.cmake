@@ -22,6 +22,7 @@ idem_add_test(crc32c_test engine/crc32c_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_format_test engine/journal_format_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_index_test engine/journal_index_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_test engine/journal_test.cc LIBS idem_engine_internal)
+idem_add_test(mapped_file_test engine/mapped_file_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_store_test engine/journal_store_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_layout_test engine/journal_layout_test.cc LIBS idem_engine_internal)
 # A crash test's child process (a fresh process, not a fork of the test: RocksDB's thread pools

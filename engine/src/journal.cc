@@ -9,6 +9,7 @@
 
 #include <rocksdb/file_system.h>
 
+#include "mapped_file.h"
 #include "rocks_status.h"
 
 namespace idem::journal {
@@ -67,6 +68,10 @@ struct Journal::Segment {
   // the lock by the appender, and by Open and CreateSegment before others can see the segment:
   // a file that must stay open (below) is never closed or replaced.
   Journal::File file;
+  // Guarded by Journal::mu_, as `file` (with mapped_reads): null until a read maps the file, and
+  // again once it is closed. Mapped at segment_bytes (at least), so that an active segment's
+  // appends show in it.
+  Journal::Mapping mapped;
   // Guarded by Journal::mu_: whether the file must stay open. While a segment is active, or
   // sealed with writes of this process that no Sync has covered yet: a writeback error is
   // reported to the files open when it happens, so this file's Sync is the one to see it.
@@ -295,7 +300,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
       // file may close meanwhile: this process wrote nothing in it.
       journal->sealed_unsynced_.push_back(segment);
       segment->keep_open = false;
-      std::vector<File> closing;
+      Closing closing;
       std::lock_guard<std::mutex> lock(journal->mu_);
       journal->KeepOpenWhileRecent(segment.get(), &closing);
     }
@@ -572,7 +577,7 @@ Status Journal::Sync() {
     if (rocksdb::IOStatus s = (*file)->Sync(rocksdb::IOOptions(), nullptr); !s.ok()) {
       return Fail(FromRocks(s));
     }
-    std::vector<File> closing;  // closed after the lock is released
+    Closing closing;  // closed after the lock is released
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) return failed_;  // failed meanwhile (an append, a roll): it stays failed
     segment->synced = std::max(segment->synced, end);
@@ -596,15 +601,24 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
     }
   }
   std::shared_ptr<Segment> segment;
+  Mapping mapped;
   Result<File> file = File();
+  uint64_t end = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (at.segment < by_id_.size() && by_id_[at.segment] != reserved_) {
       segment = by_id_[at.segment];
     }
-    if (segment) file = OpenFileOf(segment.get());
+    if (segment) {
+      end = segment->end;
+      mapped = MappingOf(segment.get());
+      if (!mapped && !options_.mapped_reads) file = OpenFileOf(segment.get());
+    }
   }
   if (!segment) return Status::NotFound("no journal segment " + std::to_string(at.segment));
+  bytes = at.offset < end ? std::min<uint64_t>(bytes, end - at.offset) : 0;
+  if (!mapped && options_.mapped_reads) mapped = Map(segment);
+  if (mapped) return mapped->CopyOut(at.offset, bytes, out);
   if (*file == nullptr) file = FileOf(segment, Keep::kYes);
   if (!file.ok()) return file.status();
   out->resize(bytes);
@@ -615,6 +629,22 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
   if (read.data() != out->data()) out->assign(read.data(), read.size());
   out->resize(read.size());
   return Status::Ok();
+}
+
+Journal::Mapping Journal::Map(const std::shared_ptr<Segment>& segment) const {
+  Result<Mapping> mapped = MappedFile::Map(segment->path, options_.segment_bytes);
+  if (!mapped.ok()) return nullptr;
+  Closing closing;  // released after the lock is
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Mapping other = MappingOf(segment.get())) {  // mapped meanwhile by another reader
+    closing.mappings.push_back(std::move(*mapped));
+    return other;
+  }
+  if (segment->id < by_id_.size() && by_id_[segment->id] == segment) {
+    segment->mapped = *mapped;
+    if (!segment->keep_open) KeepOpenWhileRecent(segment.get(), &closing);
+  }
+  return std::move(*mapped);
 }
 
 Status Journal::DeleteSegment(uint32_t id) {
@@ -662,7 +692,7 @@ Status Journal::DeleteSegment(uint32_t id) {
     s = fs_->NewDirectory(dir_, rocksdb::IOOptions(), &directory, nullptr);
     if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
   }
-  std::vector<File> closing;  // closed after the lock is released
+  Closing closing;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
   --deletes_in_progress_;
   if (deletes_in_progress_ == 0) deletes_cv_.notify_all();
@@ -670,7 +700,8 @@ Status Journal::DeleteSegment(uint32_t id) {
     by_id_[id].reset();
     if (s.ok()) {  // durably gone, it needs no sync: Open will not find it
       std::erase(sealed_unsynced_, segment);
-      closing.push_back(std::move(segment->file));
+      closing.files.push_back(std::move(segment->file));
+      closing.mappings.push_back(std::move(segment->mapped));
     }  // else still on Sync's list, with its file open, until a Sync covers it
   } else {
     by_id_[id] = segment;  // still there: deleted by a later attempt
@@ -686,6 +717,13 @@ Journal::File Journal::OpenFileOf(Segment* segment) const {
   return segment->file;
 }
 
+Journal::Mapping Journal::MappingOf(Segment* segment) const {
+  if (segment->mapped && segment->recent) {
+    recent_.splice(recent_.begin(), recent_, *segment->recent);
+  }
+  return segment->mapped;
+}
+
 Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment, Keep keep) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -695,10 +733,10 @@ Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment, K
   const rocksdb::IOStatus s =
       fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &opened, nullptr);
   File file = Shared(std::move(opened));
-  std::vector<File> closing;  // closed after the lock is released
+  Closing closing;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
   if (File other = OpenFileOf(segment.get())) {  // opened meanwhile (by a delete, a reader)
-    closing.push_back(std::move(file));
+    closing.files.push_back(std::move(file));
     return other;
   }
   const bool listed = segment->id < by_id_.size() && by_id_[segment->id] == segment;
@@ -716,8 +754,8 @@ Result<Journal::File> Journal::FileOf(const std::shared_ptr<Segment>& segment, K
   return file;
 }
 
-void Journal::KeepOpenWhileRecent(Segment* segment, std::vector<File>* closing) const {
-  if (!segment->file) return;
+void Journal::KeepOpenWhileRecent(Segment* segment, Closing* closing) const {
+  if (!segment->file && !segment->mapped) return;
   if (segment->recent) {
     recent_.splice(recent_.begin(), recent_, *segment->recent);
   } else {
@@ -728,7 +766,8 @@ void Journal::KeepOpenWhileRecent(Segment* segment, std::vector<File>* closing) 
     Segment* oldest = recent_.back();
     recent_.pop_back();
     oldest->recent.reset();
-    closing->push_back(std::move(oldest->file));
+    closing->files.push_back(std::move(oldest->file));
+    closing->mappings.push_back(std::move(oldest->mapped));
   }
 }
 

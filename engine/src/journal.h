@@ -47,6 +47,10 @@ class FileSystem;
 class FSRandomRWFile;
 }  // namespace rocksdb
 
+namespace idem {
+class MappedFile;
+}  // namespace idem
+
 namespace idem::journal {
 
 struct JournalOptions {
@@ -66,6 +70,12 @@ struct JournalOptions {
   // deleted before a Sync covered them (until one does), plus one per read, copy or sync in
   // flight and the one an open is scanning. At least 1.
   size_t max_open_sealed_files = 256;
+  // Reads copy out of the segment files mapped into memory (mapped_file.h) instead of reading
+  // them with a system call each: for files the operating system's own, not those of a
+  // FileSystem that stands for something else (a test's, which must see every read). A segment
+  // is mapped on its first read and stays mapped while its file would stay open (above): a
+  // mapping holds no descriptor. A file that cannot be mapped is read as without this.
+  bool mapped_reads = false;
 };
 
 class Journal {
@@ -132,9 +142,10 @@ class Journal {
   // taken. A prepared segment is not listed by Segments() until a roll takes it. Concurrent with
   // Append, Sync and Read.
   Status PrepareNextSegment();
-  // Reads up to `bytes` bytes at `at` into `out` (fewer at the end of the segment's file),
-  // opening the segment's file again if it was closed (max_open_sealed_files).
-  // NotFound if the segment is gone (deleted), IOError if the open or the read fails. An id reused
+  // Reads up to `bytes` bytes at `at` into `out` (fewer past where the segment's entries end),
+  // opening (or mapping) the segment's file again if it was closed (max_open_sealed_files).
+  // NotFound if the segment is gone (deleted), IOError if the open or the read fails (a mapped
+  // read: a page the file no longer has). An id reused
   // since the Location was taken reads the new segment's bytes: the operation's checksum and key
   // tell the caller.
   Status Read(Location at, size_t bytes, std::string* out) const;
@@ -195,12 +206,22 @@ class Journal {
   // files reads use. NotFound if the segment was deleted meanwhile, IOError if the file cannot
   // be opened.
   using File = std::shared_ptr<rocksdb::FSRandomRWFile>;
+  using Mapping = std::shared_ptr<const MappedFile>;
   enum class Keep : bool { kNo, kYes };
   Result<File> FileOf(const std::shared_ptr<Segment>& segment, Keep keep) const;
-  File OpenFileOf(Segment* segment) const;  // mu_ held: its file if open (now the most recent)
-  // Lists the segment's open file among those that may be closed (mu_ held), most recently
-  // used first, moving the files it closes to `closing` (closed by the caller, mu_ released).
-  void KeepOpenWhileRecent(Segment* segment, std::vector<File>* closing) const;
+  File OpenFileOf(Segment* segment) const;    // mu_ held: its file if open (now the most recent)
+  Mapping MappingOf(Segment* segment) const;  // mu_ held: its mapping if any (now the most recent)
+  // Maps the segment's file and keeps the mapping among the recent ones; null if it cannot be
+  // mapped (or was deleted meanwhile): the caller reads the file.
+  Mapping Map(const std::shared_ptr<Segment>& segment) const;
+  // What KeepOpenWhileRecent let go, for the caller to close and unmap with mu_ released.
+  struct Closing {
+    std::vector<File> files;
+    std::vector<Mapping> mappings;
+  };
+  // Lists the segment's open file or mapping among those that may be closed (mu_ held), most
+  // recently used first, moving what it closes to `closing`.
+  void KeepOpenWhileRecent(Segment* segment, Closing* closing) const;
   void ForgetRecent(Segment* segment) const;  // mu_ held
   void PrepareLoop();
   Status Fail(Status s);  // records the first failure; returns it
@@ -224,7 +245,7 @@ class Journal {
   mutable size_t copies_in_progress_ = 0;  // CopyTo calls past their cut
   mutable std::condition_variable deletes_cv_;  // deletes_in_progress_ went down
   // Sealed segments whose files may be closed (not written since a Sync covered them, or
-  // replayed by Open), open ones only, most recently used first.
+  // replayed by Open), open or mapped ones only, most recently used first.
   mutable std::list<Segment*> recent_;
   uint64_t last_sequence_ = 0;
   std::shared_ptr<Segment> spare_;  // prepared for the next roll, if any

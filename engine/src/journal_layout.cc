@@ -35,7 +35,7 @@ Status ValidateJournalOptions(const EngineOptions& options) {
   return Status::Ok();
 }
 
-journal::JournalOptions JournalOptionsFor(const EngineOptions& options) {
+journal::JournalOptions JournalOptionsFor(const EngineOptions& options, bool os_files) {
   journal::JournalOptions j;
   j.segment_bytes = options.journal_segment_bytes;
   // Zeros ahead pay off only where each append is synced (docs/design.md §5, as for the WAL).
@@ -43,6 +43,7 @@ journal::JournalOptions JournalOptionsFor(const EngineOptions& options) {
                             ? std::min<uint64_t>(uint64_t{1} << 20, options.journal_segment_bytes)
                             : 0;
   j.max_open_sealed_files = options.journal_max_open_files;
+  j.mapped_reads = os_files;
   return j;
 }
 

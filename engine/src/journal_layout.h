@@ -8,6 +8,8 @@
 // layout (fences, the clock mark).
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include <rocksdb/db.h>
@@ -26,7 +28,14 @@ inline constexpr uint64_t kJournalRecordOverheadBytes = 4096;
 // InvalidArgument naming the option for a journal option out of its range, or for segments
 // too small to hold the largest record the limits allow.
 Status ValidateJournalOptions(const EngineOptions& options);
-journal::JournalOptions JournalOptionsFor(const EngineOptions& options);
+// `os_files`: the journal's file system is the operating system's own, whose files reads may
+// map (JournalOptions::mapped_reads); not one a caller gave (a test's, which sees every read).
+journal::JournalOptions JournalOptionsFor(const EngineOptions& options, bool os_files);
+// The journal keeps a record until its death (remembered_key.h's DeathOf; the grace is in the
+// removal bound); one that never dies, for ever.
+inline int64_t JournalKeepUntil(int64_t death_ms) {
+  return death_ms == 0 ? std::numeric_limits<int64_t>::max() : death_ms;
+}
 // Whether `db`'s default column family holds a record (not only the engine's own keys).
 Result<bool> HoldsRecords(rocksdb::DB* db);
 

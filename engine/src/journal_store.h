@@ -17,8 +17,9 @@
 // deleted. It weighs each segment by an estimate of its needed bytes kept as writes replace
 // versions; what it moves, it decides from the index and the segment's own bytes.
 //
-// Lookups: a key's hash finds candidate locations in the index; each is read (one pread of the
-// record when it is under kReadAhead bytes) and its key compared.
+// Lookups: a key's hash finds candidate locations in the index; each is read (one read of the
+// record when it is under kReadAhead bytes: a copy out of the mapped segment with
+// JournalOptions::mapped_reads, a pread otherwise) and its key compared.
 //
 // Open replays every segment, oldest first, into a fresh index: an operation whose keep-until
 // is at or before the owner's removal bound is treated as absent, as is a key whose last

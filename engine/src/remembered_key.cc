@@ -1,5 +1,7 @@
 #include "remembered_key.h"
 
+#include <limits>
+
 #include "idem/operation.h"
 
 namespace idem {
@@ -16,6 +18,14 @@ RememberPeriods::RememberPeriods(const EngineOptions& options)
 int64_t RememberPeriods::For(std::string_view ns) const {
   auto it = by_ns_.find(ns);
   return it == by_ns_.end() ? default_ms_ : it->second;
+}
+
+int64_t DeathOf(const Record& record, int64_t remember_ms) {
+  if (record.expires_at_ms == kNeverExpires) return 0;
+  if (record.expires_at_ms > std::numeric_limits<int64_t>::max() - remember_ms) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return record.expires_at_ms + remember_ms;
 }
 
 bool LeavesMarker(const Record& record) {

@@ -52,6 +52,10 @@ class RememberPeriods {
   bool none_ = true;
 };
 
+// When the record can be removed at the earliest: its expiry, plus the remember period its
+// marker may keep it for; 0: never.
+int64_t DeathOf(const Record& record, int64_t remember_ms);
+
 // Whether `record`, once expired, leaves a marker (see the top of this file).
 bool LeavesMarker(const Record& record);
 

@@ -36,6 +36,7 @@
 #include "idem/engine.h"
 #include "idem/serving.h"
 #include "io_accounting.h"
+#include "journal_conversion.h"
 #include "journal_layout.h"
 #include "journal_store.h"
 #include "key_codec.h"
@@ -351,16 +352,6 @@ Result<StoredKey> ReadKey(const rocksdb::Status& read, const rocksdb::Slice& val
   return ReadStoredValue(std::string_view(value.data(), value.size()), now_ms, remember_ms);
 }
 
-// When the record can be removed at the earliest: its expiry, plus the remember period its
-// marker may keep it for; 0: never.
-int64_t DeathOf(const Record& record, int64_t remember_ms) {
-  if (record.expires_at_ms == kNeverExpires) return 0;
-  if (record.expires_at_ms > std::numeric_limits<int64_t>::max() - remember_ms) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return record.expires_at_ms + remember_ms;
-}
-
 // Whether a version read from a family answers the lookup: it is live or remembered at now_ms,
 // or it does not decode (reported, never skipped: it may be the record).
 bool Answers(const rocksdb::Status& read, const rocksdb::PinnableSlice& value, int64_t now_ms,
@@ -506,12 +497,6 @@ Result<StoredKey> ReadFound(const Found& found, int64_t now_ms, int64_t remember
   if (!found.journal_error.ok()) return found.journal_error;
   if (found.version) return ReadStoredValue(found.version->value, now_ms, remember_ms);
   return ReadKey(found.status, found.value, now_ms, remember_ms);
-}
-
-// The journal keeps a record until its death (the grace is in the removal bound); one that
-// never dies, for ever.
-int64_t KeepUntil(int64_t death_ms) {
-  return death_ms == 0 ? std::numeric_limits<int64_t>::max() : death_ms;
 }
 
 std::vector<rocksdb::ColumnFamilyHandle*> RocksEngine::Families(
@@ -892,7 +877,8 @@ Status RocksEngine::ApplyImpl(std::span<const Op> ops, std::vector<Result<OpResu
       if (journal_) {
         journal_values.push_back(value);
         journal_writes.push_back({journal::OpType::kPut, p.key, journal_values.back(),
-                                  KeepUntil(DeathOf(record, p.remember_ms)), journal_version});
+                                  JournalKeepUntil(DeathOf(record, p.remember_ms)),
+                                  journal_version});
       } else {
         Result<Target> target = FamilyFor(DeathOf(record, p.remember_ms));
         if (!target.ok()) {
@@ -1675,6 +1661,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   }
   auto health = std::make_shared<WriteHealth>(
       options.log, std::chrono::milliseconds(options.recovery_stuck_after_ms));
+  const bool os_files = fs == nullptr;
   if (!fs) fs = rocks_options.env->GetFileSystem();
   // The journal's files bypass the failure-safe layer (it is about RocksDB's WAL and LOG); the
   // engine's env wraps this file system, so it lives as long as the engine.
@@ -1709,11 +1696,12 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
       if (std::optional<int64_t> end = WindowFamilyEnd(name)) window_ends.push_back(*end);
     }
   }
-  const std::string other_layout =
-      "the database in " + dir +
-      " holds records of the leveled or expiry-window layout, which the journal layout cannot "
-      "open yet (no conversion): open it with the layout it was written with";
-  if (journal_layout && !window_ends.empty()) return Status::InvalidArgument(other_layout);
+  if (journal_layout && !window_ends.empty()) {
+    return Status::InvalidArgument(
+        "the database in " + dir +
+        " holds records of the expiry-window layout, which the journal layout cannot convert "
+        "(only the leveled layout's): open it with the windows layout");
+  }
   if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends.empty()) {
     // Each family has its own memtables: together they stay within what one family may use.
     rocks_options.db_write_buffer_size =
@@ -1761,9 +1749,6 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   }
   std::unique_ptr<journal::JournalStore> journal;
   if (journal_layout) {
-    Result<bool> holds = HoldsRecords(db.get());
-    if (!holds.ok()) return holds.status();
-    if (*holds) return Status::InvalidArgument(other_layout);
     // What earlier runs may have dropped is bounded by the clock mark persisted before each drop
     // (ReclaimJournal), and the mark never goes back, and engine time continues from it: this
     // bound is at least every one a drop used, so no dropped operation's replacement is missing
@@ -1771,8 +1756,24 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     // bound is now less the grace; a caller's own clock is trusted not to go back.
     const int64_t bound =
         RemovableUntil(options.clock->NowMillis(), options.expiry_grace_ms, clock_mark.get());
+    const journal::JournalOptions journal_options = JournalOptionsFor(options, os_files);
+    Result<std::optional<JournalConversion>> converted = ConvertToJournal(
+        db.get(), journal_fs.get(), dir, options, journal_options, options.clock.get(), bound);
+    if (!converted.ok()) return converted.status();
+    if (const std::optional<JournalConversion>& c = *converted) {
+      options.log(
+          LogRecord(LogLevel::kInfo, "journal_conversion",
+                    c->finished_earlier
+                        ? "finished converting " + dir +
+                              " to the journal layout: deleted the records left in RocksDB"
+                        : "converted " + dir + " from the leveled layout to the journal layout")
+              .With("records", c->records)
+              .With("dead_records", c->dead_records)
+              .With("bytes", c->bytes)
+              .With("ms", c->ms));
+    }
     Result<std::unique_ptr<journal::JournalStore>> opened = journal::JournalStore::Open(
-        journal_fs.get(), JournalDir(dir), JournalOptionsFor(options), options.clock.get(), bound);
+        journal_fs.get(), JournalDir(dir), journal_options, options.clock.get(), bound);
     if (!opened.ok()) return opened.status();
     journal = std::move(*opened);
     if (const auto& tail = journal->journal().repaired_tail()) {

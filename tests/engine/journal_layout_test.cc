@@ -1,12 +1,16 @@
 // The engine under EngineOptions::Layout::kJournal: records live in the journal (the operations'
 // rules are the conformance suite's, run under this layout too: tests/net/store_conformance.h),
-// dead ones leave the disk with their segments, live ones never do, and a database of one kind
-// of layout is never opened with the other. Time moves only through the ManualClock.
+// dead ones leave the disk with their segments, live ones never do, a database of one kind of
+// layout is never opened with the other, and a leveled database is converted whole, whatever
+// point a crash interrupts the conversion at. Time moves only through the ManualClock.
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "engine_open.h"
+#include "journal_conversion.h"
 #include "support/engine_fixture.h"
 #include "support/journal_fault_fs.h"
 
@@ -217,11 +221,11 @@ TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
     EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
     EXPECT_NE(std::string::npos, engine.status().message().find("journal layout"));
   }
-  // And the other way round: records of the leveled (or window) layout in RocksDB.
-  for (EngineOptions::Layout other :
-       {EngineOptions::Layout::kLeveled, EngineOptions::Layout::kExpiryWindows}) {
-    const std::string dir = dir_.Sub(other == EngineOptions::Layout::kLeveled ? "l" : "w");
-    options_.layout = other;
+  // And the other way round: records of the expiry-window layout (the leveled layout's are
+  // converted: JournalConversionTest).
+  {
+    const std::string dir = dir_.Sub("w");
+    options_.layout = EngineOptions::Layout::kExpiryWindows;
     {
       Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
       ASSERT_OK(engine);
@@ -231,7 +235,7 @@ TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
     Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
     ASSERT_FALSE(engine.ok());
     EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
-    EXPECT_NE(std::string::npos, engine.status().message().find("no conversion"));
+    EXPECT_NE(std::string::npos, engine.status().message().find("expiry-window layout"));
   }
   // A database that holds only the engine's own keys (never written) may become a journal one;
   // once opened with the journal layout (which creates its first segment), it stays one.
@@ -242,6 +246,141 @@ TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
   ASSERT_OK(ServingEngine::Open(empty, options_));
   options_.layout = EngineOptions::Layout::kLeveled;
   EXPECT_TRUE(ServingEngine::Open(empty, options_).status().IsInvalidArgument());
+}
+
+// A leveled database opened with the journal layout: its records move into a journal.
+class JournalConversionTest : public JournalLayoutTest {
+ protected:
+  JournalConversionTest() {
+    options_.layout = EngineOptions::Layout::kLeveled;
+    options_.retention["remembering"] =
+        RetentionPolicy{.default_ttl_ms = 1000, .max_ttl_ms = 10'000, .remember_ms = 60'000};
+    options_.log = [this](const LogRecord& record) {
+      if (record.event == "journal_conversion") conversions_.push_back(record.message);
+    };
+  }
+  // Writes, under the leveled layout, records of every kind a conversion must keep or drop;
+  // returns the live ones, as read back before the conversion.
+  std::map<std::string, Record> WriteEveryKind() {
+    WriteShortLived("s", 300);  // more than one 64 KiB segment's worth
+    EXPECT_EQ("INSERTED", Insert("forever", "f", "DONE", "kept", "fp", kForever));
+    EXPECT_EQ("INSERTED", Insert("short", "completed", "PENDING", "", "fp"));
+    EXPECT_EQ(
+        "APPLIED",
+        Name(engine().CompareAndSet(
+            {.ns = "short",
+             .key = "completed",
+             .update = {.status = "DONE", .payload = "response", .ttl = testing::TtlMs(5000)}})));
+    EXPECT_EQ("INSERTED", Insert("remembering", "expired-remembered", "DONE", "", "fp"));
+    EXPECT_EQ("INSERTED", Insert("short", "dead", "DONE"));
+    clock_->Advance(500);
+    WriteShortLived("t", 100);  // die at 1500: ~100 KiB, two segments' worth
+    clock_->Advance(600);       // 1100: "s*", "dead" and "expired-remembered" have expired
+    std::map<std::string, Record> live;
+    for (int i = 0; i < 100; ++i)
+      live["short/t" + std::to_string(i)] = GetRecord("short", "t" + std::to_string(i));
+    live["forever/f"] = GetRecord("forever", "f");
+    live["short/completed"] = GetRecord("short", "completed");
+    EXPECT_EQ("EXPIRED", Insert("remembering", "expired-remembered", "DONE", "", "fp"));
+    return live;
+  }
+  void OpenAs(EngineOptions::Layout layout, const std::string& dir) {
+    engine_.reset();
+    options_.layout = layout;
+    Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
+    ASSERT_OK(engine);
+    engine_ = std::move(*engine);
+  }
+  // What the database holds now, under the journal layout, is `live` and nothing that had died.
+  void ExpectHolds(const std::map<std::string, Record>& live) {
+    for (const auto& [name, record] : live) {
+      const size_t slash = name.find('/');
+      EXPECT_EQ(record, GetRecord(name.substr(0, slash), name.substr(slash + 1))) << name;
+    }
+    EXPECT_EQ("NOT_FOUND", Get("short", "s0"));
+    EXPECT_EQ("NOT_FOUND", Get("short", "dead"));
+    EXPECT_EQ("EXPIRED", Insert("remembering", "expired-remembered", "DONE", "", "fp"));
+    EXPECT_EQ(live.size() + 1, Stats().estimated_live_records);  // and the remembered marker
+  }
+
+  std::vector<std::string> conversions_;
+};
+
+TEST_F(JournalConversionTest, ALeveledDatabaseIsConvertedAtItsFirstOpenWithTheJournalLayout) {
+  Reopen();  // leveled
+  const std::map<std::string, Record> live = WriteEveryKind();
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  ASSERT_EQ(1u, conversions_.size());
+  EXPECT_NE(std::string::npos, conversions_[0].find("converted")) << conversions_[0];
+  ExpectHolds(live);
+  EXPECT_GE(Stats().journal_segments, 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("db/journal/") + kConversionMark));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("db/journal.converting")));
+  // It is a journal database now: no second conversion, and the leveled layout refuses it.
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  EXPECT_EQ(1u, conversions_.size());
+  ExpectHolds(live);
+  engine_.reset();
+  options_.layout = EngineOptions::Layout::kLeveled;
+  EXPECT_TRUE(ServingEngine::Open(dir_.Sub("db"), options_).status().IsInvalidArgument());
+}
+
+TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished) {
+  Reopen();  // leveled
+  const std::map<std::string, Record> live = WriteEveryKind();
+  engine_.reset();
+  // Killed before its rename: a staging journal beside the database, RocksDB untouched.
+  const std::string before = dir_.Sub("before");
+  std::filesystem::copy(dir_.Sub("db"), before, std::filesystem::copy_options::recursive);
+  std::filesystem::create_directory(before + "/journal.converting");
+  std::ofstream(before + "/journal.converting/0000000000000001.jnl") << "half a segment";
+  // Killed after its rename: the journal whole, with its mark, and RocksDB still holding every
+  // record (the journal of a conversion of the same database, finished elsewhere).
+  const std::string after = dir_.Sub("after");
+  std::filesystem::copy(dir_.Sub("db"), after, std::filesystem::copy_options::recursive);
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  engine_.reset();
+  std::filesystem::copy(dir_.Sub("db/journal"), after + "/journal");
+  std::ofstream(after + "/journal/" + kConversionMark) << "mark";
+
+  conversions_.clear();
+  OpenAs(EngineOptions::Layout::kJournal, before);
+  ASSERT_EQ(1u, conversions_.size());
+  EXPECT_NE(std::string::npos, conversions_[0].find("converted")) << conversions_[0];
+  ExpectHolds(live);
+  EXPECT_FALSE(std::filesystem::exists(before + "/journal.converting"));
+
+  conversions_.clear();
+  engine_.reset();
+  options_.layout = EngineOptions::Layout::kLeveled;  // the journal is the database's already
+  EXPECT_TRUE(ServingEngine::Open(after, options_).status().IsInvalidArgument());
+  OpenAs(EngineOptions::Layout::kJournal, after);
+  ASSERT_EQ(1u, conversions_.size());
+  EXPECT_NE(std::string::npos, conversions_[0].find("finished")) << conversions_[0];
+  ExpectHolds(live);
+  EXPECT_FALSE(std::filesystem::exists(after + "/journal/" + kConversionMark));
+  OpenAs(EngineOptions::Layout::kJournal, after);  // nothing left to do
+  EXPECT_EQ(1u, conversions_.size());
+  ExpectHolds(live);
+}
+
+TEST_F(JournalConversionTest, AConversionThatFailsLeavesTheDatabaseAsItWasForTheNextOpen) {
+  Reopen();  // leveled
+  const std::map<std::string, Record> live = WriteEveryKind();
+  engine_.reset();
+  options_.layout = EngineOptions::Layout::kJournal;
+  auto fs = std::make_shared<testing::JournalFaultFs>();
+  fs->writes_before_failure = 4;  // the disk fills up partway through the journal's writes
+  Result<std::unique_ptr<ServingEngine>> failed =
+      OpenEngineOnFileSystem(dir_.Sub("db"), options_, fs);
+  ASSERT_FALSE(failed.ok()) << (conversions_.empty() ? "" : conversions_[0]);
+  EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
+  EXPECT_TRUE(conversions_.empty());
+  OpenAs(EngineOptions::Layout::kLeveled, dir_.Sub("db"));  // still the leveled database
+  EXPECT_EQ(live.at("forever/f"), GetRecord("forever", "f"));
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  ASSERT_EQ(1u, conversions_.size());
+  ExpectHolds(live);
 }
 
 // A journal whose sync fails takes no more writes (the pages it could not write may be gone),

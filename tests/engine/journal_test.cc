@@ -1012,6 +1012,76 @@ TEST_F(JournalTest, AnAppendThatFailsLeavesNothingBehind) {
   EXPECT_EQ("a", replayed[0].key);
 }
 
+// Mapped reads (JournalOptions::mapped_reads): no read goes through the file system, appends
+// made after a segment was mapped read back from the mapping, a mapping counts among the sealed
+// files kept open, and a segment whose file lost pages under its mapping reads as an IOError.
+class JournalMappedReadsTest : public JournalTest {
+ protected:
+  JournalMappedReadsTest() { options_.mapped_reads = true; }
+  // Mappings of this journal's segment files in the process ("(deleted)" ones too).
+  int MappedSegmentFiles() const {
+    std::ifstream maps("/proc/self/maps");
+    int count = 0;
+    for (std::string line; std::getline(maps, line);) {
+      if (line.find(dir_.Sub("journal/")) != std::string::npos) ++count;
+    }
+    return count;
+  }
+};
+
+TEST_F(JournalMappedReadsTest, ReadsCopyFromTheMappingWithoutAReadOfTheFile) {
+  options_.segment_bytes = 4096;
+  options_.zeros_ahead_bytes = 0;  // the active file grows with each append, past its mapping's
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_TRUE(journal);
+  std::atomic<int> reads{0};
+  fs_.after_read = [&reads](const std::string&) { ++reads; };
+  std::vector<Replayed> all;
+  for (int i = 0; i < 400; ++i) {
+    for (Replayed& r : Append(journal.get(), {"k" + std::to_string(i)})) all.push_back(r);
+    EXPECT_EQ(all.back().key, ReadKey(*journal, all.back().at));  // maps the new active segment
+  }
+  ASSERT_GT(journal->Segments().size(), 4u);
+  ASSERT_OK(journal->Sync());
+  for (const Replayed& r : all) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
+  fs_.after_read = nullptr;
+  EXPECT_EQ(0, reads.load());
+}
+
+TEST_F(JournalMappedReadsTest, SealedSegmentsKeepAtMostTheConfiguredFilesMapped) {
+  options_.segment_bytes = 4096;
+  options_.max_open_sealed_files = 2;
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_TRUE(journal);
+  const std::vector<Replayed> all = FillSegments(journal.get(), 8);
+  ASSERT_OK(journal->Sync());
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Replayed& r : all) EXPECT_EQ(r.key, ReadKey(*journal, r.at));
+  }
+  EXPECT_EQ(2 + 1, MappedSegmentFiles());  // and the active one
+  // A deleted segment's mapping goes with it.
+  const Journal::SegmentInfo last_sealed = journal->Segments().at(journal->Segments().size() - 2);
+  ASSERT_OK(journal->DeleteSegment(last_sealed.id));
+  EXPECT_EQ(1 + 1, MappedSegmentFiles());
+}
+
+TEST_F(JournalMappedReadsTest, ASegmentTruncatedUnderItsMappingReadsAsAnIOError) {
+  options_.segment_bytes = 64 << 10;
+  std::unique_ptr<Journal> journal = MustOpen();
+  ASSERT_TRUE(journal);
+  const std::vector<Replayed> all = FillSegments(journal.get(), 2);
+  ASSERT_OK(journal->Sync());
+  const Replayed& far = all.at(all.size() / 2);  // past the first pages of segment 1
+  ASSERT_GT(far.at.offset, 16u << 10);
+  ASSERT_EQ(far.key, ReadKey(*journal, far.at));
+  std::filesystem::resize_file(Path(1), 4096);  // damage from outside
+  std::string bytes;
+  const Status read = journal->Read(far.at, 64, &bytes);
+  EXPECT_TRUE(read.IsIOError()) << read.ToString();
+  EXPECT_NE(std::string::npos, read.message().find(Path(1))) << read.ToString();
+  EXPECT_EQ(all.back().key, ReadKey(*journal, all.back().at));  // the rest reads on
+}
+
 TEST_F(JournalTest, BadOptionsAreRefused) {
   options_.segment_bytes = kMaxSegmentBytes + 1;
   EXPECT_TRUE(OpenJournal().status().IsInvalidArgument());

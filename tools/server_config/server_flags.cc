@@ -735,7 +735,8 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        "has ended) or journal (segment files appended to and deleted\n"
        "once every record in them is dead; no scan or purge yet;\n"
        "docs/operations.md). leveled and windows read what the\n"
-       "other wrote; a journal database opens only as journal",
+       "other wrote; journal converts a leveled database at its first\n"
+       "start, for good; a journal database opens only as journal",
        false,
        [&s](std::string_view v) {
          using Layout = EngineOptions::Layout;

@@ -187,13 +187,15 @@ struct EngineOptions {
   //                   appended again first. Nothing is flushed or compacted; RocksDB keeps only
   //                   the engine's own keys (fences, the clock mark). Costs memory: about 20 bytes
   //                   of index per record. Not yet: Scan, Purge and Compact of one
-  //                   namespace, which return NotSupported; and no conversion
-  //                   (docs/operations.md).
+  //                   namespace, which return NotSupported (docs/operations.md).
   // The leveled and window layouts read what the other wrote: the engine opens every window
   // column family it finds, looks a key up in each window that may still hold it and in the
   // default one, and a write moves its record to where the current layout keeps it (no bulk
   // conversion). A database holds records of the journal layout or of the other two, never
-  // both: opening one with the other kind is refused with InvalidArgument.
+  // both. A leveled database opened with kJournal is converted first, in place and for good:
+  // its live records move into a journal (engine/src/journal_conversion.h; a crash during it
+  // is finished or started over by the next open). A journal database opened with the other
+  // two, or a window database with kJournal, is refused with InvalidArgument.
   enum class Layout : uint8_t { kLeveled, kExpiryWindows, kJournal };
   Layout layout = Layout::kLeveled;
   // kExpiryWindows: the width of a window. Wider: fewer windows for a lookup to probe; narrower:
