@@ -154,6 +154,23 @@ std::optional<uint32_t> Journal::FreeId() {
 Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
                                                const Replay& replay) {
+  return OpenOrCheck(fs, dir, options, clock, replay, nullptr);
+}
+
+Result<Journal::CheckReport> Journal::Check(rocksdb::FileSystem* fs, const std::string& dir,
+                                            const Replay& replay) {
+  CheckReport report;
+  Result<std::unique_ptr<Journal>> checked = OpenOrCheck(
+      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, &report);
+  if (!checked.ok()) return checked.status();
+  return report;
+}
+
+Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
+                                                      const std::string& dir,
+                                                      const JournalOptions& options,
+                                                      const Clock* clock, const Replay& replay,
+                                                      CheckReport* check) {
   if (options.max_open_sealed_files == 0) {
     return Status::InvalidArgument("journal max_open_sealed_files must be at least 1");
   }
@@ -165,7 +182,11 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
         std::to_string(kMaxSegmentBytes));
   }
   const rocksdb::IOOptions io;
-  if (rocksdb::IOStatus s = fs->CreateDirIfMissing(dir, io, nullptr); !s.ok()) return FromRocks(s);
+  if (check == nullptr) {
+    if (rocksdb::IOStatus s = fs->CreateDirIfMissing(dir, io, nullptr); !s.ok()) {
+      return FromRocks(s);
+    }
+  }
   std::vector<std::string> children;
   if (rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr); !s.ok()) {
     return FromRocks(s);
@@ -306,6 +327,22 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
     }
   }
   journal->scanned_ = {};
+  if (check != nullptr) {
+    for (const auto& segment : journal->by_id_) {
+      if (!segment) continue;
+      ++check->segments;
+      check->entry_bytes += segment->end;
+    }
+    check->last_sequence = journal->last_sequence_;
+    if (journal->repaired_tail_) {
+      const TailRepair& tail = *journal->repaired_tail_;
+      check->tail_to_repair = "segment " + std::to_string(tail.segment_number) + " offset " +
+                              std::to_string(tail.offset) + ": " + std::to_string(tail.bytes) +
+                              " bytes of " + tail.what;
+    }
+    check->segments_to_delete = past_cut.size();
+    return std::unique_ptr<Journal>();
+  }
   if (!past_cut.empty()) {
     for (const std::string& path : past_cut) {
       if (rocksdb::IOStatus s = fs->DeleteFile(path, io, nullptr); !s.ok()) return FromRocks(s);

@@ -110,6 +110,19 @@ class Journal {
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
                                                const Replay& replay);
+  // What Open would find in `dir`, changing nothing (to verify a journal no process has open):
+  // the same checks, the same errors, `replay` called the same way, but no tail zeroed, no
+  // segment deleted or created, nothing synced. IOError if `dir` cannot be listed.
+  struct CheckReport {
+    size_t segments = 0;       // the segments Open would keep
+    uint64_t entry_bytes = 0;  // up to where their entries end, summed
+    uint64_t last_sequence = 0;
+    // What Open would zero (TailRepair below), and the segments after it that it would delete.
+    std::optional<std::string> tail_to_repair;
+    size_t segments_to_delete = 0;
+  };
+  static Result<CheckReport> Check(rocksdb::FileSystem* fs, const std::string& dir,
+                                   const Replay& replay);
   // Whether `dir` holds a segment file: false if it does not exist; IOError if it cannot be
   // listed.
   static Result<bool> HasSegments(rocksdb::FileSystem* fs, const std::string& dir);
@@ -193,6 +206,12 @@ class Journal {
   struct Segment;
   Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
           const Clock* clock);
+  // Open, or with `check` (non-null) Check: the scan alone, the journal returned null.
+  static Result<std::unique_ptr<Journal>> OpenOrCheck(rocksdb::FileSystem* fs,
+                                                      const std::string& dir,
+                                                      const JournalOptions& options,
+                                                      const Clock* clock, const Replay& replay,
+                                                      CheckReport* check);
   // Creates segment `number`, synced, its id held until Activate takes it. Busy if every id is
   // taken.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);

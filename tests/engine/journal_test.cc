@@ -338,6 +338,23 @@ TEST_F(JournalTest, ASealedSegmentEndingTornWithNothingSyncedAfterItEndsTheJourn
   WriteAt(Path(1), in_first.back().at.offset, std::string(8, '\xAB'));  // the last entry torn
   in_first.pop_back();
 
+  // Checked first: the same replay and what Open would repair, with nothing changed.
+  const std::string first_file = ReadFile(Path(1));
+  std::vector<Replayed> checked;
+  Result<Journal::CheckReport> check = Journal::Check(
+      &fs_, dir_.Sub("journal"), [&](const Journal&, const OpView& op, Location at, uint64_t seq) {
+        checked.push_back({std::string(op.key), std::string(op.value), op.type, at, seq});
+      });
+  ASSERT_OK(check);
+  EXPECT_EQ(in_first, checked);
+  EXPECT_EQ(1u, check->segments);
+  EXPECT_EQ(2u, check->segments_to_delete);
+  ASSERT_TRUE(check->tail_to_repair.has_value());
+  EXPECT_EQ(0u, check->tail_to_repair->rfind("segment 1 offset ", 0)) << *check->tail_to_repair;
+  EXPECT_EQ(first_file, ReadFile(Path(1)));
+  EXPECT_TRUE(std::filesystem::exists(Path(2)));
+  EXPECT_TRUE(std::filesystem::exists(Path(3)));
+
   std::vector<Replayed> replayed;
   std::unique_ptr<Journal> journal = MustOpen(&replayed);
   ASSERT_TRUE(journal);

@@ -1,8 +1,10 @@
 // VerifyDatabase (idem/verify.h): counts what a sound backup holds, and finds a damaged table
-// file or a value that does not decode.
+// file, a damaged journal segment or a value that does not decode.
 #include "idem/verify.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <rocksdb/db.h>
@@ -80,6 +82,75 @@ TEST_F(VerifyTest, FindsAValueThatDoesNotDecode) {
   EXPECT_THAT(report.status().message(),
               HasSubstr("1 stored value does not decode in " + backup +
                         "; the first: namespace 'forever' key 'bad\\x01'"));
+}
+
+// A database of the journal layout: its segments are what holds the records.
+class JournalVerifyTest : public VerifyTest {
+ protected:
+  // kRecords records of ~1 KiB in several 64 KiB segments; the engine closed. Returns the
+  // segment files, oldest first.
+  std::vector<std::string> WriteJournalDatabase() {
+    engine_.reset();
+    testing::UseSmallJournal(&options_);
+    Open();
+    for (int i = 0; i < kRecords; ++i) {
+      EXPECT_EQ("INSERTED",
+                Insert("forever", "k" + std::to_string(i), "S", std::string(1000, 'p')));
+    }
+    engine_.reset();
+    std::vector<std::string> segments;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("db/journal"))) {
+      if (e.path().extension() == ".jnl") segments.push_back(e.path().string());
+    }
+    std::sort(segments.begin(), segments.end());
+    return segments;
+  }
+};
+
+TEST_F(JournalVerifyTest, ReadsEverySegmentAndChangesNothing) {
+  const std::vector<std::string> segments = WriteJournalDatabase();
+  ASSERT_GE(segments.size(), 3u);
+  const testing::DirSnapshot before = testing::WithoutInfoLogs(testing::Snapshot(dir_.Sub("db")));
+  auto report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_OK(report);
+  EXPECT_EQ(uint64_t{kRecords}, report->records);
+  EXPECT_EQ(segments.size(), report->journal_segments);
+  EXPECT_GT(report->journal_bytes, uint64_t{kRecords} * 1000);
+  EXPECT_EQ("", report->journal_torn_tail);
+  EXPECT_EQ(before, testing::WithoutInfoLogs(testing::Snapshot(dir_.Sub("db"))));
+}
+
+TEST_F(JournalVerifyTest, FindsADamagedSegmentByItsFileAndOffset) {
+  const std::vector<std::string> segments = WriteJournalDatabase();
+  std::string bytes = testing::ReadWholeFile(segments[0]);
+  const size_t at = bytes.find(std::string(64, 'p'), bytes.size() / 2);
+  ASSERT_NE(std::string::npos, at);
+  {
+    std::fstream f(segments[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put('q');  // a record's payload, as a bad sector would change it
+  }
+  auto report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(Status::Code::kCorruption, report.status().code()) << report.status().ToString();
+  EXPECT_THAT(report.status().message(), HasSubstr(segments[0]));
+}
+
+TEST_F(JournalVerifyTest, ReportsATornTailWithoutRepairingIt) {
+  const std::vector<std::string> segments = WriteJournalDatabase();
+  const std::string last = testing::ReadWholeFile(segments.back());
+  const size_t end = (last.find_last_not_of('\0') / 8 + 1) * 8;  // the next entry's place
+  {
+    std::fstream f(segments.back(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(end));
+    f.write("half an entry", 13);  // what a crash in the middle of a write leaves
+  }
+  const testing::DirSnapshot before = testing::WithoutInfoLogs(testing::Snapshot(dir_.Sub("db")));
+  auto report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_OK(report);
+  EXPECT_EQ(uint64_t{kRecords}, report->records);
+  EXPECT_THAT(report->journal_torn_tail, HasSubstr("offset " + std::to_string(end)));
+  EXPECT_EQ(before, testing::WithoutInfoLogs(testing::Snapshot(dir_.Sub("db"))));
 }
 
 // A database written under the expiry-window layout: the records of its `expires-<start>` family

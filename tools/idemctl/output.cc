@@ -336,9 +336,14 @@ std::string ManifestHuman(const BackupManifest& m) {
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> VerifyCounts(const VerifyReport& r) {
-  return {{"table_files", r.table_files}, {"table_bytes", r.table_bytes},
-          {"records", r.records},         {"markers", r.markers},
-          {"meta_keys", r.meta_keys},     {"expiry_windows", r.expiry_windows}};
+  return {{"table_files", r.table_files},
+          {"table_bytes", r.table_bytes},
+          {"records", r.records},
+          {"markers", r.markers},
+          {"meta_keys", r.meta_keys},
+          {"expiry_windows", r.expiry_windows},
+          {"journal_segments", r.journal_segments},
+          {"journal_bytes", r.journal_bytes}};
 }
 
 }  // namespace
@@ -347,6 +352,10 @@ std::string FormatVerifyHuman(const VerifyReport& report) {
   std::string out = "checksums ok, every value decodes\n";
   for (const auto& [name, value] : VerifyCounts(report)) {
     out += std::string(name) + " " + std::to_string(value) + "\n";
+  }
+  if (!report.journal_torn_tail.empty()) {
+    out += "journal_torn_tail " + report.journal_torn_tail +
+           " (never acknowledged; zeroed by the next open)\n";
   }
   if (report.manifest) out += ManifestHuman(*report.manifest);
   out.pop_back();
@@ -363,6 +372,10 @@ std::string FormatVerifyJson(const VerifyReport& report) {
   for (const auto& [name, value] : VerifyCounts(report)) {
     j.Key(name);
     j.Uint(value);
+  }
+  if (!report.journal_torn_tail.empty()) {
+    j.Key("journal_torn_tail");
+    j.String(report.journal_torn_tail);
   }
   if (report.manifest) {
     j.Key("backup");

@@ -7,7 +7,9 @@
 // yet flushed — and decodes every stored value (a record, or a remembered key's marker:
 // engine/src/record_codec.h). In a window, a meta key or a record that never expires is
 // Corruption too: the layout keeps those in `default`. A backup's manifest, if present, must
-// decode too.
+// decode too. Under the journal layout, every segment of `journal/` is checked as an open would
+// check it (every entry's and operation's checksum, sequence order, damage told from a torn
+// tail: engine/src/journal_format.h) and every value in it decoded.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +25,16 @@ namespace idem {
 struct VerifyReport {
   uint64_t table_files = 0;
   uint64_t table_bytes = 0;
-  uint64_t records = 0;                    // stored records, decoded
-  uint64_t markers = 0;                    // remembered keys' markers, decoded
-  uint64_t meta_keys = 0;                  // the engine's own keys (fence reservation, clock mark)
-  uint64_t expiry_windows = 0;             // expiry-window column families (all of them read)
+  // Stored records, decoded (in a journal, every version still on disk, not only the latest).
+  uint64_t records = 0;
+  uint64_t markers = 0;           // remembered keys' markers, decoded
+  uint64_t meta_keys = 0;         // the engine's own keys (fence reservation, clock mark)
+  uint64_t expiry_windows = 0;    // expiry-window column families (all of them read)
+  uint64_t journal_segments = 0;  // the journal layout's segment files, all read
+  uint64_t journal_bytes = 0;     // up to where their entries end
+  // A write a crash interrupted at the journal's end (never acknowledged), which the next open
+  // zeros: where, and how many bytes; empty if none.
+  std::string journal_torn_tail;
   std::optional<BackupManifest> manifest;  // when `dir` carries one
 };
 
