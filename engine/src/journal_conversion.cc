@@ -24,6 +24,8 @@ uint64_t BatchBytesFor(const journal::JournalOptions& journal) { return journal.
 // Where the records of the default family begin: past the engine's own keys.
 std::string FirstRecordKey() { return std::string(1, static_cast<char>(kMetaKeyPrefix + 1)); }
 
+std::string StagingDir(const std::string& db_dir) { return JournalDir(db_dir) + ".converting"; }
+
 Status RemoveDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
   const rocksdb::IOOptions io;
   std::vector<std::string> children;
@@ -106,6 +108,68 @@ Result<int64_t> KeepUntilOf(std::string_view value, int64_t remember_ms) {
   return JournalKeepUntil(DeathOf(record, remember_ms));
 }
 
+// Builds the journal of the default family's live records in `staging`, synced, with the mark.
+Status BuildStagingJournal(rocksdb::DB* db, rocksdb::FileSystem* fs, const std::string& staging,
+                           const std::string& db_dir, const EngineOptions& options,
+                           const journal::JournalOptions& journal, const Clock* clock,
+                           int64_t removal_bound_ms, JournalConversion* report_out) {
+  JournalConversion& report = *report_out;
+  Result<std::unique_ptr<journal::JournalStore>> opened =
+      journal::JournalStore::Open(fs, staging, journal, clock, removal_bound_ms);
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<journal::JournalStore> store = std::move(*opened);
+  const RememberPeriods remember(options);
+  std::deque<std::string> keys, values;  // what the batch's writes point into
+  std::vector<journal::JournalStore::Write> writes;
+  uint64_t batch_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (writes.empty()) return Status::Ok();
+    Status st = store->Apply(writes);
+    writes.clear();
+    keys.clear();
+    values.clear();
+    batch_bytes = 0;
+    return st;
+  };
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read));
+  for (it->Seek(FirstRecordKey()); it->Valid(); it->Next()) {
+    std::string_view ns, user_key;
+    const std::string_view key(it->key().data(), it->key().size());
+    if (!ParseRecordKey(key, &ns, &user_key)) {
+      return Status::Corruption("converting " + db_dir + " to the journal layout: a key of " +
+                                std::to_string(key.size()) + " bytes that is not a record's");
+    }
+    const std::string_view value(it->value().data(), it->value().size());
+    Result<int64_t> keep_until = KeepUntilOf(value, remember.For(ns));
+    if (!keep_until.ok()) {
+      return Status::Corruption("converting " + db_dir +
+                                " to the journal layout: the record of namespace '" +
+                                std::string(ns) + "' key '" + std::string(user_key) +
+                                "' does not decode: " + keep_until.status().message());
+    }
+    if (*keep_until <= removal_bound_ms) {
+      ++report.dead_records;
+      continue;
+    }
+    if (batch_bytes + key.size() + value.size() > BatchBytesFor(journal)) {
+      if (Status st = flush(); !st.ok()) return st;
+    }
+    keys.emplace_back(key);
+    values.emplace_back(value);
+    writes.push_back({journal::OpType::kPut, keys.back(), values.back(), *keep_until});
+    batch_bytes += key.size() + value.size();
+    ++report.records;
+    report.bytes += key.size() + value.size();
+  }
+  if (!it->status().ok()) return FromRocks(it->status());
+  if (Status st = flush(); !st.ok()) return st;
+  if (Status st = store->Sync(); !st.ok()) return st;
+  if (Status st = WriteMark(fs, staging + "/" + kConversionMark); !st.ok()) return st;
+  return SyncDirectory(fs, staging);
+}
+
 }  // namespace
 
 Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocksdb::FileSystem* fs,
@@ -122,7 +186,7 @@ Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocks
   };
   const rocksdb::IOOptions io;
   const std::string journal_dir = JournalDir(db_dir);
-  const std::string staging = journal_dir + ".converting";
+  const std::string staging = StagingDir(db_dir);
   if (fs->FileExists(journal_dir + "/" + kConversionMark, io, nullptr).ok()) {
     if (Status st = DeleteMovedRecords(db, fs, journal_dir); !st.ok()) return st;
     return std::optional<JournalConversion>(
@@ -144,70 +208,29 @@ Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocks
   }
 
   JournalConversion report;
-  {
-    Result<std::unique_ptr<journal::JournalStore>> opened =
-        journal::JournalStore::Open(fs, staging, journal, clock, removal_bound_ms);
-    if (!opened.ok()) return opened.status();
-    std::unique_ptr<journal::JournalStore> store = std::move(*opened);
-    const RememberPeriods remember(options);
-    std::deque<std::string> keys, values;  // what the batch's writes point into
-    std::vector<journal::JournalStore::Write> writes;
-    uint64_t batch_bytes = 0;
-    auto flush = [&]() -> Status {
-      if (writes.empty()) return Status::Ok();
-      Status st = store->Apply(writes);
-      writes.clear();
-      keys.clear();
-      values.clear();
-      batch_bytes = 0;
-      return st;
-    };
-    rocksdb::ReadOptions read;
-    read.fill_cache = false;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read));
-    for (it->Seek(FirstRecordKey()); it->Valid(); it->Next()) {
-      std::string_view ns, user_key;
-      const std::string_view key(it->key().data(), it->key().size());
-      if (!ParseRecordKey(key, &ns, &user_key)) {
-        return Status::Corruption("converting " + db_dir + " to the journal layout: a key of " +
-                                  std::to_string(key.size()) + " bytes that is not a record's");
-      }
-      const std::string_view value(it->value().data(), it->value().size());
-      Result<int64_t> keep_until = KeepUntilOf(value, remember.For(ns));
-      if (!keep_until.ok()) {
-        return Status::Corruption("converting " + db_dir +
-                                  " to the journal layout: the record of namespace '" +
-                                  std::string(ns) + "' key '" + std::string(user_key) +
-                                  "' does not decode: " + keep_until.status().message());
-      }
-      if (*keep_until <= removal_bound_ms) {
-        ++report.dead_records;
-        continue;
-      }
-      if (batch_bytes + key.size() + value.size() > BatchBytesFor(journal)) {
-        if (Status st = flush(); !st.ok()) return st;
-      }
-      keys.emplace_back(key);
-      values.emplace_back(value);
-      writes.push_back({journal::OpType::kPut, keys.back(), values.back(), *keep_until});
-      batch_bytes += key.size() + value.size();
-      ++report.records;
-      report.bytes += key.size() + value.size();
+  Status built = BuildStagingJournal(db, fs, staging, db_dir, options, journal, clock,
+                                     removal_bound_ms, &report);
+  if (built.ok()) {
+    if (rocksdb::IOStatus s = fs->RenameFile(staging, journal_dir, io, nullptr); !s.ok()) {
+      built = FromRocks(s);
     }
-    if (!it->status().ok()) return FromRocks(it->status());
-    if (Status st = flush(); !st.ok()) return st;
-    if (Status st = store->Sync(); !st.ok()) return st;
   }
-  if (Status st = WriteMark(fs, staging + "/" + kConversionMark); !st.ok()) return st;
-  if (Status st = SyncDirectory(fs, staging); !st.ok()) return st;
-  if (rocksdb::IOStatus s = fs->RenameFile(staging, journal_dir, io, nullptr); !s.ok()) {
-    return FromRocks(s);
+  if (!built.ok()) {
+    // Not left to take the disk a full one needs back (the next open would delete it too).
+    (void)RemoveDirectory(fs, staging);
+    return built;
   }
   if (Status st = SyncDirectory(fs, db_dir); !st.ok()) return st;
   // The journal is the database's now; a crash from here on is finished by the next open.
   if (Status st = DeleteMovedRecords(db, fs, journal_dir); !st.ok()) return st;
   report.ms = elapsed_ms();
   return std::optional<JournalConversion>(report);
+}
+
+Status RemoveAbandonedConversion(rocksdb::FileSystem* fs, const std::string& db_dir) {
+  const std::string staging = StagingDir(db_dir);
+  if (!fs->FileExists(staging, rocksdb::IOOptions(), nullptr).ok()) return Status::Ok();
+  return RemoveDirectory(fs, staging);
 }
 
 }  // namespace idem

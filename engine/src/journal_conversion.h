@@ -4,10 +4,11 @@
 // The records move from RocksDB's default family into a journal built beside the database's
 // (`journal.converting`), which one rename makes the database's journal; RocksDB's records are
 // deleted after that. A crash leaves one of two states, each finished by the next open: before
-// the rename, the old database whole and a staging directory, which is deleted and the
-// conversion starts over; after it, the new journal whole with a conversion mark in it
-// (kConversionMark) and the records perhaps still in RocksDB, which are deleted then, and the
-// mark last. So no record is ever in neither place, and a database is read from one only.
+// the rename, the old database whole and a staging directory, which is deleted (by an open
+// with any layout: RemoveAbandonedConversion) and the conversion starts over; after it, the new
+// journal whole with a conversion mark in it (kConversionMark) and the records perhaps still in
+// RocksDB, which are deleted then, and the mark last. So no record is ever in neither place, and a
+// database is read from one only.
 //
 // What moves: every record and remembered-key marker not past its keep-until at the removal
 // bound, with the value as RocksDB stores it (the journal stores the same values). The ones
@@ -49,8 +50,9 @@ struct JournalConversion {
 // and it has no journal, or finishes a conversion a crash interrupted (above); nullopt when
 // there was nothing to do. `removal_bound_ms` as JournalStore::Open's. InvalidArgument if the
 // database holds records both in RocksDB and in a journal that no conversion made; Corruption
-// for a value that does not decode; the error of a failed read, write or sync otherwise (a
-// reopen starts over or finishes, as above). `fs` is the journal's file system, `clock` the
+// for a value that does not decode; the error of a failed read, write or sync otherwise (the
+// staging directory deleted if the failure came before the rename; a reopen starts over or
+// finishes, as above). `fs` is the journal's file system, `clock` the
 // engine's.
 Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocksdb::FileSystem* fs,
                                                           const std::string& db_dir,
@@ -58,5 +60,10 @@ Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocks
                                                           const journal::JournalOptions& journal,
                                                           const Clock* clock,
                                                           int64_t removal_bound_ms);
+
+// Deletes what a conversion a crash interrupted before its rename left (a staging directory),
+// for a database opened with another layout than the journal's: its records are all still in
+// RocksDB. Ok if there is none.
+Status RemoveAbandonedConversion(rocksdb::FileSystem* fs, const std::string& db_dir);
 
 }  // namespace idem

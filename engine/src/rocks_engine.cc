@@ -1674,6 +1674,11 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
         "the database in " + dir +
         " was written with the journal layout: open it with that layout");
   }
+  if (!journal_layout) {
+    // A conversion to the journal layout that crashed before its commit: its staging journal
+    // holds copies only, and would otherwise take the disk for good.
+    if (Status st = RemoveAbandonedConversion(journal_fs.get(), dir); !st.ok()) return st;
+  }
   fs = NewFailureSafeFileSystem(std::move(fs), health);
   // Only WALs synced per write gain from zeros ahead (docs/design.md §5); async mode syncs at
   // close.

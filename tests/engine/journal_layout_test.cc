@@ -343,6 +343,13 @@ TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished
   std::filesystem::copy(dir_.Sub("db/journal"), after + "/journal");
   std::ofstream(after + "/journal/" + kConversionMark) << "mark";
 
+  // Opened with the leveled layout after such a crash, the staging journal goes.
+  const std::string back = dir_.Sub("back");
+  std::filesystem::copy(before, back, std::filesystem::copy_options::recursive);
+  OpenAs(EngineOptions::Layout::kLeveled, back);
+  EXPECT_EQ(live.at("forever/f"), GetRecord("forever", "f"));
+  EXPECT_FALSE(std::filesystem::exists(back + "/journal.converting"));
+
   conversions_.clear();
   OpenAs(EngineOptions::Layout::kJournal, before);
   ASSERT_EQ(1u, conversions_.size());
@@ -376,6 +383,7 @@ TEST_F(JournalConversionTest, AConversionThatFailsLeavesTheDatabaseAsItWasForThe
   ASSERT_FALSE(failed.ok()) << (conversions_.empty() ? "" : conversions_[0]);
   EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
   EXPECT_TRUE(conversions_.empty());
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("db/journal.converting")));  // its disk back
   OpenAs(EngineOptions::Layout::kLeveled, dir_.Sub("db"));  // still the leveled database
   EXPECT_EQ(live.at("forever/f"), GetRecord("forever", "f"));
   OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
