@@ -112,6 +112,21 @@ class JournalStoreTest : public ::testing::Test {
   std::unique_ptr<JournalStore> store_;
 };
 
+// The tests that read most, run with each kind of read: pread, and copies out of mapped
+// segments (JournalOptions::mapped_reads), whose mappings go with closed files and deleted
+// segments under the readers.
+class JournalStoreReadsTest : public JournalStoreTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  JournalStoreReadsTest() {
+    options_.mapped_reads = GetParam();
+    Reopen();
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Reads, JournalStoreReadsTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Mapped" : "Pread";
+                         });
+
 TEST_F(JournalStoreTest, PutGetReplaceDelete) {
   EXPECT_EQ("(none)", Get("a"));
   Apply({Put("a", "1", 100)});
@@ -282,7 +297,7 @@ TEST_F(JournalStoreTest, ADamagedLengthIsCorruptionWithoutReadingThatMuch) {
   EXPECT_LT(MaxResidentKb() - before, 64 * 1024);  // no 4 GiB buffer
 }
 
-TEST_F(JournalStoreTest, AgreesWithAModelAcrossReopens) {
+TEST_P(JournalStoreReadsTest, AgreesWithAModelAcrossReopens) {
   std::map<std::string, std::string> model;
   std::mt19937_64 rng(5);
   for (int round = 0; round < 4; ++round) {
@@ -700,7 +715,7 @@ TEST_F(JournalStoreTest, AReadThatOutlivesTheSegmentItBeganInFindsTheMovedRecord
   EXPECT_EQ(value, (*got)->value);
 }
 
-TEST_F(JournalStoreTest, AReaderFindsARecordWhileItIsMovedOnAndOn) {
+TEST_P(JournalStoreReadsTest, AReaderFindsARecordWhileItIsMovedOnAndOn) {
   options_.prepare_in_background = true;  // and segments prepared on their own thread
   Reopen();
   Apply({Put("stable", "kept", kForever)});
@@ -839,7 +854,7 @@ TEST_F(JournalStoreTest, AMoveDuringACopyDeletesTheSegmentOnlyAfterIt) {
   EXPECT_EQ("f", ValueIn(*store_, "forever"));
 }
 
-TEST_F(JournalStoreTest, WritersDropsMovesAndReadersOnTheirOwnThreads) {
+TEST_P(JournalStoreReadsTest, WritersDropsMovesAndReadersOnTheirOwnThreads) {
   options_.prepare_in_background = true;  // and segments prepared on their own thread
   options_.max_open_sealed_files = 1;     // and files closed and opened again under readers
   Reopen();
@@ -877,7 +892,7 @@ TEST_F(JournalStoreTest, WritersDropsMovesAndReadersOnTheirOwnThreads) {
   EXPECT_EQ(21u, store_->records());
 }
 
-TEST_F(JournalStoreTest, ReadersRunAlongsideWritesAndDrops) {
+TEST_P(JournalStoreReadsTest, ReadersRunAlongsideWritesAndDrops) {
   options_.prepare_in_background = true;  // and segments prepared on their own thread
   options_.max_open_sealed_files = 1;     // and files closed and opened again under readers
   Reopen();
