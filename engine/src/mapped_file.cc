@@ -93,9 +93,10 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::Map(const std::string& pat
   if (base == MAP_FAILED) {
     return Status::IOError("cannot map " + path + ": " + std::strerror(error));
   }
-  // Records are read at random, a few hundred bytes each: readahead around a fault would read
-  // pages no one asked for.
-  if (base != nullptr) (void)::madvise(base, length, MADV_RANDOM);
+  // No MADV_RANDOM, though records are read at random: it would also stop readahead for the
+  // copy of a whole segment (a move), which then read a cold 64 MiB file page fault by page
+  // fault, 2.4-3.1 s against 0.11-0.16 s (measured here). The kernel's own read-around stops
+  // after enough faults that missed anyway.
   return std::shared_ptr<const MappedFile>(
       new MappedFile(static_cast<const char*>(base), length, path));
 }
@@ -105,6 +106,12 @@ MappedFile::~MappedFile() {
 }
 
 Status MappedFile::CopyOut(uint64_t offset, size_t bytes, std::string* out) const {
+  if (offset > length_ || bytes > length_ - offset) {
+    out->clear();
+    return Status::InvalidArgument("reading " + std::to_string(bytes) + " bytes at offset " +
+                                   std::to_string(offset) + " of " + path_ + ", mapped at " +
+                                   std::to_string(length_) + " bytes");
+  }
   out->resize(bytes);  // allocated before the guarded copy, which may leave by a jump
   if (bytes == 0) return Status::Ok();
   if (CopyGuarded(out->data(), base_ + offset, bytes)) return Status::Ok();

@@ -34,9 +34,9 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   uint64_t length() const { return length_; }
-  // Copies `bytes` bytes at `offset` into `out` (resized to them; offset + bytes <= length()).
-  // IOError if a page of them could not be read: the file is shorter than it was, or the disk
-  // failed; `out` is then empty.
+  // Copies `bytes` bytes at `offset` into `out` (resized to them). InvalidArgument past
+  // length(); IOError if a page of them could not be read: the file is shorter than it was, or
+  // the disk failed. `out` is empty after a failure.
   Status CopyOut(uint64_t offset, size_t bytes, std::string* out) const;
 
  private:

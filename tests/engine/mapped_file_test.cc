@@ -59,6 +59,17 @@ TEST_F(MappedFileTest, AFileLargerThanAskedIsMappedWhole) {
   EXPECT_EQ(100'000u, mapped->length());
 }
 
+TEST_F(MappedFileTest, ACopyPastTheMappingIsRefused) {
+  Write(std::string(100, 'x'));
+  std::shared_ptr<const MappedFile> mapped = MustMap(4096);
+  ASSERT_NE(nullptr, mapped);
+  std::string out = "left";
+  EXPECT_TRUE(mapped->CopyOut(4000, 97, &out).IsInvalidArgument());
+  EXPECT_TRUE(mapped->CopyOut(uint64_t{1} << 63, 1, &out).IsInvalidArgument());
+  EXPECT_EQ("", out);
+  ASSERT_OK(mapped->CopyOut(4096, 0, &out));
+}
+
 TEST_F(MappedFileTest, AMissingFileIsAnIOErrorNamingIt) {
   Result<std::shared_ptr<const MappedFile>> mapped = MappedFile::Map(dir_.Sub("nothing"), 4096);
   ASSERT_FALSE(mapped.ok());

@@ -143,8 +143,9 @@ const std::vector<CommandSpec>& Commands() {
        kBackups,
        {},
        {},
-       "on a database directory only: checks every table file's checksums and every stored "
-       "value's format, read-only, and prints the counts; exit 6 (CORRUPTION) on damage"},
+       "on a database directory only: checks every table file's and journal segment's "
+       "checksums and every stored value's format, read-only, and prints the counts; exit 6 "
+       "(CORRUPTION) on damage"},
       {"repair",
        kMaintenance,
        {},
