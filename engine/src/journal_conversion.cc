@@ -1,5 +1,6 @@
 #include "journal_conversion.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -18,8 +19,13 @@ namespace idem {
 namespace {
 
 // A batch of moved records is one journal entry: well under a segment, so that the largest
-// record the limits allow still fits after the batch's others.
-uint64_t BatchBytesFor(const journal::JournalOptions& journal) { return journal.segment_bytes / 4; }
+// record the limits allow still fits after the batch's others; and of a bounded count, since
+// JournalStore::Apply looks for each write's key among the batch's earlier writes (100k-write
+// batches made a conversion of 1M records take minutes).
+constexpr size_t kBatchWrites = 1024;
+uint64_t BatchBytesFor(const journal::JournalOptions& journal) {
+  return std::min<uint64_t>(uint64_t{1} << 20, journal.segment_bytes / 4);
+}
 
 // Where the records of the default family begin: past the engine's own keys.
 std::string FirstRecordKey() { return std::string(1, static_cast<char>(kMetaKeyPrefix + 1)); }
@@ -153,7 +159,8 @@ Status BuildStagingJournal(rocksdb::DB* db, rocksdb::FileSystem* fs, const std::
       ++report.dead_records;
       continue;
     }
-    if (batch_bytes + key.size() + value.size() > BatchBytesFor(journal)) {
+    if (writes.size() == kBatchWrites ||
+        batch_bytes + key.size() + value.size() > BatchBytesFor(journal)) {
       if (Status st = flush(); !st.ok()) return st;
     }
     keys.emplace_back(key);

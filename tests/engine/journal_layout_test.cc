@@ -3,6 +3,7 @@
 // dead ones leave the disk with their segments, live ones never do, a database of one kind of
 // layout is never opened with the other, and a leveled database is converted whole, whatever
 // point a crash interrupts the conversion at. Time moves only through the ManualClock.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "engine_open.h"
+#include "journal.h"
 #include "journal_conversion.h"
 #include "support/engine_fixture.h"
 #include "support/journal_fault_fs.h"
@@ -369,6 +371,29 @@ TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished
   OpenAs(EngineOptions::Layout::kJournal, after);  // nothing left to do
   EXPECT_EQ(1u, conversions_.size());
   ExpectHolds(live);
+}
+
+// Each journal entry of a conversion is a bounded batch, whatever the segment size: a batch's
+// writes are checked against each other, so one entry of all the records would cost their
+// count squared.
+TEST_F(JournalConversionTest, MovesRecordsInBatchesOfBoundedCount) {
+  options_.journal_segment_bytes = EngineOptions::kMaxJournalSegmentBytes;
+  Reopen();  // leveled
+  for (int i = 0; i < 3000; ++i) ASSERT_EQ("INSERTED", Insert("forever", std::to_string(i)));
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  engine_.reset();
+  std::map<uint64_t, size_t> ops_per_entry;
+  ASSERT_OK(journal::Journal::Check(
+      rocksdb::FileSystem::Default().get(), dir_.Sub("db/journal"),
+      [&](const journal::Journal&, const journal::OpView&, journal::Journal::Location,
+          uint64_t sequence) { ++ops_per_entry[sequence]; }));
+  size_t total = 0, largest = 0;
+  for (const auto& [sequence, ops] : ops_per_entry) {
+    total += ops;
+    largest = std::max(largest, ops);
+  }
+  EXPECT_EQ(3000u, total);
+  EXPECT_LE(largest, 1024u);
 }
 
 TEST_F(JournalConversionTest, AConversionThatFailsLeavesTheDatabaseAsItWasForTheNextOpen) {
