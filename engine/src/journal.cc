@@ -59,6 +59,13 @@ uint64_t RandomSalt() {
 
 }  // namespace
 
+rocksdb::IOStatus SyncDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
+  std::unique_ptr<rocksdb::FSDirectory> directory;
+  rocksdb::IOStatus s = fs->NewDirectory(dir, rocksdb::IOOptions(), &directory, nullptr);
+  if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
+  return s;
+}
+
 struct Journal::Segment {
   uint32_t id = 0;
   uint64_t number = 0;
@@ -347,10 +354,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
     for (const std::string& path : past_cut) {
       if (rocksdb::IOStatus s = fs->DeleteFile(path, io, nullptr); !s.ok()) return FromRocks(s);
     }
-    std::unique_ptr<rocksdb::FSDirectory> directory;
-    rocksdb::IOStatus s = fs->NewDirectory(dir, io, &directory, nullptr);
-    if (s.ok()) s = directory->Fsync(io, nullptr);
-    if (!s.ok()) return FromRocks(s);
+    if (rocksdb::IOStatus s = SyncDirectory(fs, dir); !s.ok()) return FromRocks(s);
   }
   if (repair) {
     Result<File> file = journal->FileOf(repair->segment, Keep::kYes);
@@ -465,10 +469,7 @@ Result<std::shared_ptr<Journal::Segment>> Journal::CreateSegment(uint64_t number
   }
   if (s.ok()) s = segment->file->Sync(io, nullptr);
   if (s.ok()) {
-    // The new file's name is durable before anything it holds is acknowledged.
-    std::unique_ptr<rocksdb::FSDirectory> directory;
-    s = fs_->NewDirectory(dir_, io, &directory, nullptr);
-    if (s.ok()) s = directory->Fsync(io, nullptr);
+    s = SyncDirectory(fs_, dir_);  // the new file's name is durable before what it holds
   }
   segment->end = kSegmentHeaderBytes;
   segment->synced = kSegmentHeaderBytes;
@@ -725,9 +726,7 @@ Status Journal::DeleteSegment(uint32_t id) {
   if (deleted) {
     // Gone for good before the caller relies on it (a deleted segment that came back after a
     // crash would only hold ended operations, but its numbers would have to be explained).
-    std::unique_ptr<rocksdb::FSDirectory> directory;
-    s = fs_->NewDirectory(dir_, rocksdb::IOOptions(), &directory, nullptr);
-    if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
+    s = SyncDirectory(fs_, dir_);
   }
   Closing closing;  // closed after the lock is released
   std::lock_guard<std::mutex> lock(mu_);
@@ -886,9 +885,7 @@ Status Journal::CopyTo(const std::string& dir) const {
       return Status::IOError("copying " + segment->path + " to " + path + ": " + s.ToString());
     }
   }
-  std::unique_ptr<rocksdb::FSDirectory> directory;
-  rocksdb::IOStatus s = fs_->NewDirectory(dir, io, &directory, nullptr);
-  if (s.ok()) s = directory->Fsync(io, nullptr);
+  const rocksdb::IOStatus s = SyncDirectory(fs_, dir);
   return s.ok() ? Status::Ok() : FromRocks(s);
 }
 

@@ -44,6 +44,7 @@
 
 namespace rocksdb {
 class FileSystem;
+class IOStatus;
 class FSRandomRWFile;
 }  // namespace rocksdb
 
@@ -52,6 +53,9 @@ class MappedFile;
 }  // namespace idem
 
 namespace idem::journal {
+
+// Makes the entries of `dir` (files created, renamed or deleted in it) durable.
+rocksdb::IOStatus SyncDirectory(rocksdb::FileSystem* fs, const std::string& dir);
 
 struct JournalOptions {
   // A segment's size limit; at most kMaxSegmentBytes. An entry must fit in one segment.

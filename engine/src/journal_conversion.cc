@@ -49,9 +49,7 @@ Status RemoveDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
 }
 
 Status SyncDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
-  std::unique_ptr<rocksdb::FSDirectory> directory;
-  rocksdb::IOStatus s = fs->NewDirectory(dir, rocksdb::IOOptions(), &directory, nullptr);
-  if (s.ok()) s = directory->Fsync(rocksdb::IOOptions(), nullptr);
+  const rocksdb::IOStatus s = journal::SyncDirectory(fs, dir);
   return s.ok() ? Status::Ok() : FromRocks(s);
 }
 
