@@ -11,9 +11,12 @@
 //   the journal store (engine/src/journal_store.h, the journal layout's storage) holding the same
 //   records; no flush or compaction will ever follow its writes. BM_JournalStore_Get_Pread vs
 //   BM_JournalStore_Get: the same reads with a pread each instead of a copy out of the mapped
-//   segment (JournalOptions::mapped_reads).
+//   segment (JournalOptions::mapped_reads). BM_JournalStore_GetPut_Compressed and
+//   BM_JournalStore_Get_Compressed: the same with values compressed with each segment's
+//   dictionary (JournalOptions::dictionary_bytes), each record's payload its own (PayloadOf).
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
+//   BM_JournalStore_ApplyBatch/writes: one batch of new keys; per write, flat in the batch size.
 //   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
 //   BM_JournalStore_Update/given:1 vs /given:0: a completion's write given the version its Get
 //   found, against one that looks the key up again.
@@ -26,7 +29,8 @@
 //   and the candidates per lookup that belong to other keys (each would cost a read).
 //   BM_Insert_New_Journal, BM_Insert_Duplicate_Journal, BM_Get_Hit_Journal: the engine under the
 //   journal layout, same records, against the same raw baselines and the journal store's own
-//   (BM_JournalStore_GetPut, BM_JournalStore_Get).
+//   (BM_JournalStore_GetPut, BM_JournalStore_Get); with _Compressed, its values compressed
+//   (EngineOptions::journal_dictionary_bytes).
 //   BM_Insert_New_Windows/N, BM_Insert_Duplicate_Windows/N, BM_Get_Hit_Windows/N: the same on
 //   the expiry-window layout with N live windows (docs/design.md, "Expiry windows"): a lookup
 //   probes the default column family and each of the N windows, so against the same raw
@@ -104,10 +108,14 @@ struct Fixture {
   std::unique_ptr<rocksdb::DB> raw;                   // the leveled layout's only
   std::atomic<uint64_t> next_new_key{1'000'000'000};  // never collides with preloaded keys
 
-  explicit Fixture(EngineOptions::Layout layout) {
+  explicit Fixture(EngineOptions::Layout layout, bool compressed = false) {
     const bool leveled = layout == EngineOptions::Layout::kLeveled;
-    dir = FreshDir(leveled ? "idem_microbench" : "idem_microbench_layout");
+    dir = FreshDir(leveled      ? "idem_microbench"
+                   : compressed ? "idem_microbench_compressed"
+                                : "idem_microbench_layout");
     EngineOptions options = BenchOptions(layout);
+    if (compressed)
+      options.journal_dictionary_bytes = EngineOptions::kDefaultJournalDictionaryBytes;
     // IDEM_MICROBENCH_MEMTABLE=skiplist measures RocksDB's default memtable (both sides).
     const char* memtable = std::getenv("IDEM_MICROBENCH_MEMTABLE");
     if (memtable != nullptr && std::string(memtable) == "skiplist") {
@@ -214,17 +222,31 @@ void BM_RawRocksDB_Get(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// A response-like payload that names its record, so that compressed records differ (a payload
+// repeated verbatim would compress to almost nothing).
+std::string PayloadOf(uint64_t i) {
+  char head[64];
+  std::snprintf(head, sizeof head, "{\"ref\":\"%016llx\",\"code\":201,\"body\":\"",
+                static_cast<unsigned long long>(i * 0x9e3779b97f4a7c15ULL));
+  std::string payload(head);
+  payload.resize(kPayload.size(), 'p');
+  return payload;
+}
+
 // The journal store, preloaded with the raw database's records (same keys and values); its reads
 // copy out of mapped segments as the engine's do, or with `mapped_reads` off pread each record.
+// With `dictionary_bytes`, values are stored compressed (JournalOptions::dictionary_bytes), and
+// each record's payload names it (PayloadOf).
 struct JournalFixture {
   std::string dir = FreshDir("idem_microbench_journal");
   ManualClock clock;
   std::unique_ptr<journal::JournalStore> store;
   std::atomic<uint64_t> next_new_key{2'000'000'000};
 
-  explicit JournalFixture(bool mapped_reads) {
+  explicit JournalFixture(bool mapped_reads, size_t dictionary_bytes = 0) {
     journal::JournalOptions options;
     options.mapped_reads = mapped_reads;
+    options.dictionary_bytes = dictionary_bytes;
     auto opened =
         journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir, options, &clock, 0);
     if (!opened.ok()) Die("journal open: " + opened.status().ToString());
@@ -234,13 +256,23 @@ struct JournalFixture {
     r.payload = kPayload;
     std::string value;
     EncodeRecord(r, &value);
-    std::vector<std::string> keys;
+    std::vector<std::string> keys, values;
     std::vector<journal::JournalStore::Write> writes;
     for (int start = 0; start < kPreloaded + 100'000; start += 1000) {
       keys.clear();
+      values.clear();
       writes.clear();
-      for (int i = start; i < start + 1000; ++i) keys.push_back(RecordKey(kNs, KeyOf(i)));
-      for (const auto& k : keys) writes.push_back({journal::OpType::kPut, k, value, 1});
+      for (int i = start; i < start + 1000; ++i) {
+        keys.push_back(RecordKey(kNs, KeyOf(i)));
+        if (dictionary_bytes > 0) {
+          r.payload = PayloadOf(i);
+          values.emplace_back();
+          EncodeRecord(r, &values.back());
+        }
+      }
+      for (size_t i = 0; i < keys.size(); ++i) {
+        writes.push_back({journal::OpType::kPut, keys[i], values.empty() ? value : values[i], 1});
+      }
       if (!store->Apply(writes).ok()) std::abort();
     }
   }
@@ -249,6 +281,13 @@ struct JournalFixture {
     std::filesystem::remove_all(dir);
   }
 };
+
+// Compressed: mapped, with the engine's usual dictionary size.
+JournalFixture& JCompressed() {
+  static const auto fixture =
+      std::make_unique<JournalFixture>(true, EngineOptions::kDefaultJournalDictionaryBytes);
+  return *fixture;
+}
 
 JournalFixture& J(bool mapped_reads = true) {
   if (mapped_reads) {
@@ -259,17 +298,29 @@ JournalFixture& J(bool mapped_reads = true) {
   return *fixture;
 }
 
-void BM_JournalStore_GetPut(benchmark::State& state) {
-  journal::JournalStore& store = *J().store;
-  const std::string value = RecordValue();
+void JournalStoreGetPut(benchmark::State& state, JournalFixture& fixture, bool payload_per_key) {
+  journal::JournalStore& store = *fixture.store;
+  std::string value = RecordValue();
+  Record r;
+  r.status = "DONE";
   for (auto _ : state) {
-    std::string key = RecordKey(kNs, KeyOf(J().next_new_key.fetch_add(1)));
+    const uint64_t n = fixture.next_new_key.fetch_add(1);
+    std::string key = RecordKey(kNs, KeyOf(n));
+    if (payload_per_key) {
+      r.payload = PayloadOf(n);
+      value.clear();
+      EncodeRecord(r, &value);
+    }
     auto got = store.Get(key);
     if (!got.ok() || *got) state.SkipWithError("expected a miss");
     const journal::JournalStore::Write put{journal::OpType::kPut, key, value, 1};
     if (!store.Apply({&put, 1}).ok()) state.SkipWithError("apply failed");
   }
   state.SetItemsProcessed(state.iterations());
+}
+void BM_JournalStore_GetPut(benchmark::State& state) { JournalStoreGetPut(state, J(), false); }
+void BM_JournalStore_GetPut_Compressed(benchmark::State& state) {
+  JournalStoreGetPut(state, JCompressed(), true);
 }
 
 void JournalStoreGet(benchmark::State& state, journal::JournalStore& store) {
@@ -284,6 +335,29 @@ void JournalStoreGet(benchmark::State& state, journal::JournalStore& store) {
 void BM_JournalStore_Get(benchmark::State& state) { JournalStoreGet(state, *J().store); }
 void BM_JournalStore_Get_Pread(benchmark::State& state) {
   JournalStoreGet(state, *J(/*mapped_reads=*/false).store);
+}
+void BM_JournalStore_Get_Compressed(benchmark::State& state) {
+  JournalStoreGet(state, *JCompressed().store);
+}
+
+// One Apply of `writes` new keys, as a client's batch of inserts arrives (up to max_batch_ops):
+// the time per write should not grow with the batch.
+void BM_JournalStore_ApplyBatch(benchmark::State& state) {
+  JournalFixture& fixture = J();
+  const auto size = static_cast<size_t>(state.range(0));
+  const std::string value = RecordValue();
+  std::vector<std::string> keys(size);
+  std::vector<journal::JournalStore::Write> writes(size);
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (size_t i = 0; i < size; ++i) {
+      keys[i] = RecordKey(kNs, KeyOf(fixture.next_new_key.fetch_add(1)));
+      writes[i] = {journal::OpType::kPut, keys[i], value, 1};
+    }
+    state.ResumeTiming();
+    if (!fixture.store->Apply(writes).ok()) state.SkipWithError("apply failed");
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(size));
 }
 
 // A Get hit, then a new version of the key, as a completion does: with `given` 1 the write is
@@ -541,6 +615,16 @@ Fixture& FJ() {
 void BM_Insert_New_Journal(benchmark::State& state) { InsertNew(state, FJ()); }
 void BM_Insert_Duplicate_Journal(benchmark::State& state) { InsertDuplicate(state, FJ()); }
 void BM_Get_Hit_Journal(benchmark::State& state) { GetHit(state, FJ()); }
+// The same with values compressed (EngineOptions::journal_dictionary_bytes).
+Fixture& FJCompressed() {
+  static const auto fixture =
+      std::make_unique<Fixture>(EngineOptions::Layout::kJournal, /*compressed=*/true);
+  return *fixture;
+}
+void BM_Insert_New_Journal_Compressed(benchmark::State& state) { InsertNew(state, FJCompressed()); }
+void BM_Insert_Duplicate_Journal_Compressed(benchmark::State& state) {
+  InsertDuplicate(state, FJCompressed());
+}
 
 // The expiry-window layout with `windows` live windows and the same data as Fixture: 200k keys
 // flushed, 100k more in the memtables, key i in window i % windows, so every window has a table
@@ -913,8 +997,11 @@ BENCHMARK(BM_RawRocksDB_Get)->Apply(Threads);
 BENCHMARK(BM_JournalStore_GetPut)->Apply(Threads);
 BENCHMARK(BM_JournalStore_Get)->Apply(Threads);
 BENCHMARK(BM_JournalStore_Get_Pread)->Apply(Threads);
+BENCHMARK(BM_JournalStore_GetPut_Compressed)->Apply(Threads);
+BENCHMARK(BM_JournalStore_Get_Compressed)->Apply(Threads);
 BENCHMARK(BM_Journal_ReadSealed)->Arg(32)->Arg(1);
 BENCHMARK(BM_JournalStore_Update)->ArgName("given")->Arg(0)->Arg(1);
+BENCHMARK(BM_JournalStore_ApplyBatch)->ArgName("writes")->Arg(16)->Arg(1000)->Arg(10000);
 BENCHMARK(BM_Get_AtScale)
     ->ArgNames({"records", "journal"})
     ->ArgsProduct({{10'000'000}, {0, 1}})
@@ -940,6 +1027,8 @@ BENCHMARK(BM_Get_Hit)->Apply(Threads);
 BENCHMARK(BM_Insert_New_Journal)->Apply(Threads);
 BENCHMARK(BM_Insert_Duplicate_Journal)->Apply(Threads);
 BENCHMARK(BM_Get_Hit_Journal)->Apply(Threads);
+BENCHMARK(BM_Insert_New_Journal_Compressed)->Apply(Threads);
+BENCHMARK(BM_Insert_Duplicate_Journal_Compressed)->Apply(Threads);
 BENCHMARK(BM_Apply_Insert)->Arg(1)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_InsertRandom)->Arg(16)->Arg(128)->UseRealTime();
 BENCHMARK(BM_Apply_CompareAndSet)->Arg(128)->UseRealTime();

@@ -11,6 +11,7 @@
 
 #include "mapped_file.h"
 #include "rocks_status.h"
+#include "value_dictionary.h"
 
 namespace idem::journal {
 namespace {
@@ -52,6 +53,18 @@ std::shared_ptr<rocksdb::FSRandomRWFile> Shared(std::unique_ptr<rocksdb::FSRando
   });
 }
 
+static_assert(ValueDictionary::kMaxBytes == kMaxDictionaryBytes);
+
+// Where an entry can begin in a new segment: past the header and the largest dictionary.
+uint64_t MaxEntriesOffset(const JournalOptions& options) {
+  if (options.dictionary_bytes == 0) return kSegmentHeaderBytes;
+  return kSegmentHeaderBytes + 8 +
+         (options.dictionary_bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// Recent values kept to train the next dictionary on.
+constexpr size_t kDictionarySamples = 4096;
+
 uint64_t RandomSalt() {
   std::random_device device;
   return (uint64_t{device()} << 32) ^ device();
@@ -92,6 +105,11 @@ struct Journal::Segment {
   // The appender's own: zeros are written up to here.
   uint64_t zeros_end = 0;
   uint64_t salt = 0;
+  // Set before the segment is visible, never changed.
+  uint64_t entries_offset = kSegmentHeaderBytes;
+  Journal::Dictionary dictionary;  // null: none (format 1)
+  // How many samples it was trained on; a segment opened from disk counts as trained on all.
+  size_t dictionary_samples = kDictionarySamples;
 };
 
 Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
@@ -100,7 +118,9 @@ Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions&
       dir_(std::move(dir)),
       options_(options),
       clock_(clock),
-      reserved_(std::make_shared<Segment>()) {}
+      reserved_(std::make_shared<Segment>()) {
+  if (options.dictionary_bytes > 0) sampler_ = std::make_unique<ValueSampler>(kDictionarySamples);
+}
 
 Journal::~Journal() {
   {
@@ -181,12 +201,18 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
   if (options.max_open_sealed_files == 0) {
     return Status::InvalidArgument("journal max_open_sealed_files must be at least 1");
   }
-  if (options.segment_bytes > kMaxSegmentBytes ||
-      options.segment_bytes < kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) {
+  if (options.dictionary_bytes > kMaxDictionaryBytes) {
+    return Status::InvalidArgument("journal dictionary_bytes " +
+                                   std::to_string(options.dictionary_bytes) + " is over " +
+                                   std::to_string(kMaxDictionaryBytes));
+  }
+  const uint64_t min_segment_bytes =
+      MaxEntriesOffset(options) + kEntryHeaderBytes + kOpHeaderBytes + 8;
+  if (options.segment_bytes > kMaxSegmentBytes || options.segment_bytes < min_segment_bytes) {
     return Status::InvalidArgument(
         "journal segment_bytes " + std::to_string(options.segment_bytes) + " is outside " +
-        std::to_string(kSegmentHeaderBytes + kEntryHeaderBytes + kOpHeaderBytes + 8) + ".." +
-        std::to_string(kMaxSegmentBytes));
+        std::to_string(min_segment_bytes) + ".." + std::to_string(kMaxSegmentBytes) +
+        " (with dictionary_bytes " + std::to_string(options.dictionary_bytes) + ")");
   }
   const rocksdb::IOOptions io;
   if (check == nullptr) {
@@ -275,10 +301,18 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
       return Status::Corruption(segment->path + ": its header says segment " +
                                 std::to_string(header->number));
     }
+    segment->entries_offset = header->entries_offset();
+    if (!header->dictionary.empty()) {
+      Result<Dictionary> dictionary = ValueDictionary::Load(header->dictionary);
+      if (!dictionary.ok()) {
+        return Status::Corruption(segment->path + ": " + dictionary.status().message());
+      }
+      segment->dictionary = std::move(*dictionary);
+    }
     if (cut) {
       Result<SegmentScan> scan = ScanSegment(data, 0, nullptr);
       if (!scan.ok()) return Status::Corruption(segment->path + ": " + scan.status().message());
-      if (scan->max_synced_offset > kSegmentHeaderBytes) {
+      if (scan->max_synced_offset > segment->entries_offset) {
         return Status::Corruption(*cut + ", yet " + segment->path +
                                   " holds entries written after a sync that covered it");
       }
@@ -291,7 +325,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
     segment->salt = header->salt;
     const uint32_t id = segment->id;
     journal->by_id_[id] = segment;  // readable by the replay
-    journal->scanned_[i % 2] = ScannedSegment{id, data};
+    journal->scanned_[i % 2] = ScannedSegment{id, data, segment->dictionary};
     Result<SegmentScan> scan = ScanSegment(
         data, journal->last_sequence_, [&](const OpView& op, uint64_t offset, uint64_t seq) {
           if (replay) replay(*journal, op, Location{id, static_cast<uint32_t>(offset)}, seq);
@@ -444,6 +478,7 @@ Result<std::shared_ptr<Journal::Segment>> Journal::CreateSegment(uint64_t number
     // A prepared segment is created before the last entry ahead of it: a lower bound then.
     after_sequence = last_sequence_;
   }
+  segment->dictionary = TrainDictionary(&segment->dictionary_samples);
   // Created through a writable file (which creates it), then reopened for positioned writes.
   std::unique_ptr<rocksdb::FSWritableFile> created;
   rocksdb::IOStatus s =
@@ -454,31 +489,57 @@ Result<std::shared_ptr<Journal::Segment>> Journal::CreateSegment(uint64_t number
     s = fs_->NewRandomRWFile(segment->path, rocksdb::FileOptions(), &file, nullptr);
     segment->file = Shared(std::move(file));
   }
-  if (s.ok()) {
-    const std::string header = EncodeSegmentHeader(
-        SegmentHeader{number, clock_->NowMillis(), after_sequence, segment->salt});
-    s = segment->file->Write(0, header, io, nullptr);
-  }
-  segment->zeros_end = kSegmentHeaderBytes;
+  const SegmentHeader header{
+      number, clock_->NowMillis(), after_sequence, segment->salt,
+      segment->dictionary ? std::string(segment->dictionary->bytes()) : std::string()};
+  segment->entries_offset = header.entries_offset();
+  if (s.ok()) s = segment->file->Write(0, EncodeSegmentHeader(header), io, nullptr);
+  segment->zeros_end = segment->entries_offset;
   if (s.ok() && options_.zeros_ahead_bytes > 0) {
     const uint64_t zeros_end =
-        std::min(options_.segment_bytes, kSegmentHeaderBytes + options_.zeros_ahead_bytes);
-    s = segment->file->Write(kSegmentHeaderBytes,
-                             std::string(zeros_end - kSegmentHeaderBytes, '\0'), io, nullptr);
+        std::min(options_.segment_bytes, segment->entries_offset + options_.zeros_ahead_bytes);
+    s = segment->file->Write(segment->entries_offset,
+                             std::string(zeros_end - segment->entries_offset, '\0'), io, nullptr);
     segment->zeros_end = zeros_end;
   }
   if (s.ok()) s = segment->file->Sync(io, nullptr);
   if (s.ok()) {
     s = SyncDirectory(fs_, dir_);  // the new file's name is durable before what it holds
   }
-  segment->end = kSegmentHeaderBytes;
-  segment->synced = kSegmentHeaderBytes;
+  segment->end = segment->entries_offset;
+  segment->synced = segment->entries_offset;
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     by_id_[segment->id].reset();  // the id is free again; the file, if any, holds no entry
     return FromRocks(s);
   }
   return segment;
+}
+
+Journal::Dictionary Journal::TrainDictionary(size_t* trained_on) {
+  if (!sampler_) return nullptr;
+  std::deque<std::string> samples;
+  uint64_t offered = 0;
+  {
+    std::lock_guard<std::mutex> lock(sample_mu_);
+    if (!sampler_->ready()) return nullptr;
+    offered = sampler_->offered();
+    // Small segments (or a quiet store) reuse the last dictionary until the samples are new.
+    if (last_dictionary_ && offered - offered_at_training_ < sampler_->renewal() &&
+        !sampler_->Outgrew(last_trained_on_)) {
+      *trained_on = last_trained_on_;
+      return last_dictionary_;
+    }
+    samples = sampler_->samples();
+  }
+  Result<Dictionary> trained = ValueDictionary::Train(samples, options_.dictionary_bytes);
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  training_failed_ = !trained.ok();
+  if (!trained.ok()) return nullptr;
+  last_dictionary_ = std::move(*trained);
+  last_trained_on_ = *trained_on = samples.size();
+  offered_at_training_ = offered;
+  return last_dictionary_;
 }
 
 Status Journal::RollFrom(const Segment& full, bool create) {
@@ -517,7 +578,7 @@ Status Journal::SealActiveIfEndedBy(int64_t until_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failed_.ok()) return failed_;
     segment = active_;
-    if (segment->end == kSegmentHeaderBytes || segment->max_keep_until_ms > until_ms) {
+    if (segment->end == segment->entries_offset || segment->max_keep_until_ms > until_ms) {
       return Status::Ok();
     }
   }
@@ -529,8 +590,9 @@ Status Journal::SealActiveIfEndedBy(int64_t until_ms) {
 }
 
 Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
+  // As added: compressing never makes it longer.
   const uint64_t size = entry->bytes();
-  if (size > options_.segment_bytes - kSegmentHeaderBytes) {
+  if (size > max_entry_bytes()) {
     return Status::InvalidArgument("journal entry of " + std::to_string(size) +
                                    " bytes does not fit in a segment of " +
                                    std::to_string(options_.segment_bytes));
@@ -547,7 +609,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
     at = segment->end;
   }
   const rocksdb::IOOptions io;
-  if (at + size > options_.segment_bytes) {
+  if (at + size > options_.segment_bytes || WantsDictionary(*segment)) {
     if (Status s = RollFrom(*segment, /*create=*/true); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     segment = active_;
@@ -559,7 +621,18 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
     synced = segment->synced;
   }
   const int64_t max_keep_until_ms = entry->max_keep_until_ms();
-  const std::string bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt});
+  std::string bytes;
+  if (sampler_) {
+    std::lock_guard<std::mutex> lock(sample_mu_);
+    const ValueDictionary* dictionary = segment->dictionary.get();
+    bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt},
+                          [&](std::string_view value, std::string* out) {
+                            sampler_->Offer(value);
+                            return dictionary != nullptr && dictionary->Compress(value, out);
+                          });
+  } else {
+    bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt});
+  }
   const uint64_t end = at + bytes.size();
   rocksdb::IOStatus s;
   // Zeros first (they lie past the entry, so the order does not matter to the file): if they
@@ -583,6 +656,13 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
     prepare_cv_.notify_all();
   }
   return Location{segment->id, static_cast<uint32_t>(at)};
+}
+
+bool Journal::WantsDictionary(const Segment& segment) const {
+  if (!sampler_ || segment.end == segment.entries_offset) return false;
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  if (training_failed_ || !sampler_->ready()) return false;
+  return !segment.dictionary || sampler_->Outgrew(segment.dictionary_samples);
 }
 
 Status Journal::Sync() {
@@ -631,10 +711,11 @@ Status Journal::Sync() {
   return Status::Ok();
 }
 
-Status Journal::Read(Location at, size_t bytes, std::string* out) const {
+Status Journal::Read(Location at, size_t bytes, std::string* out, Dictionary* dictionary) const {
   for (const std::optional<ScannedSegment>& scanned : scanned_) {
     if (scanned && scanned->id == at.segment) {
       out->assign(scanned->data.substr(std::min<size_t>(at.offset, scanned->data.size()), bytes));
+      if (dictionary != nullptr) *dictionary = scanned->dictionary;
       return Status::Ok();
     }
   }
@@ -649,6 +730,7 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
     }
     if (segment) {
       end = segment->end;
+      if (dictionary != nullptr) *dictionary = segment->dictionary;
       mapped = MappingOf(segment.get());
       if (!mapped && !options_.mapped_reads) file = OpenFileOf(segment.get());
     }
@@ -667,6 +749,21 @@ Status Journal::Read(Location at, size_t bytes, std::string* out) const {
   if (read.data() != out->data()) out->assign(read.data(), read.size());
   out->resize(read.size());
   return Status::Ok();
+}
+
+Result<std::string_view> Journal::ValueOf(const OpView& op, const Dictionary& dictionary,
+                                          std::string* scratch) {
+  if (!op.compressed) return op.value;
+  if (!dictionary)
+    return Status::Corruption("a compressed value in a segment without a dictionary");
+  if (Status s = dictionary->Decompress(op.value, kMaxSegmentBytes, scratch); !s.ok()) return s;
+  return std::string_view(*scratch);
+}
+
+Journal::Dictionary Journal::DictionaryOf(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id >= by_id_.size() || !by_id_[id]) return nullptr;
+  return by_id_[id]->dictionary;
 }
 
 Journal::Mapping Journal::Map(const std::shared_ptr<Segment>& segment) const {
@@ -813,13 +910,18 @@ void Journal::ForgetRecent(Segment* segment) const {
   segment->recent.reset();
 }
 
+uint64_t Journal::max_entry_bytes() const {
+  return options_.segment_bytes - MaxEntriesOffset(options_);
+}
+
 std::vector<Journal::SegmentInfo> Journal::Segments() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<SegmentInfo> out;
   for (const auto& segment : by_id_) {
     if (!segment || segment == reserved_) continue;
     out.push_back(SegmentInfo{segment->id, segment->number, segment->end,
-                              segment->max_keep_until_ms, segment == active_});
+                              segment->max_keep_until_ms, segment == active_,
+                              segment->entries_offset});
   }
   std::sort(out.begin(), out.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) { return a.number < b.number; });

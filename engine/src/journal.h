@@ -50,6 +50,8 @@ class FSRandomRWFile;
 
 namespace idem {
 class MappedFile;
+class ValueDictionary;
+class ValueSampler;
 }  // namespace idem
 
 namespace idem::journal {
@@ -80,6 +82,15 @@ struct JournalOptions {
   // is mapped on its first read and stays mapped while its file would stay open (above): a
   // mapping holds no descriptor. A file that cannot be mapped is read as without this.
   bool mapped_reads = false;
+  // Values compressed with a dictionary of at most this many bytes (value_dictionary.h), 0: none,
+  // at most kMaxDictionaryBytes. Each segment is created with a dictionary trained on values
+  // appended before (one in four of those long enough to compress, the latest 4,096), which its
+  // header holds; a value is stored compressed where that makes it shorter. A journal's first
+  // segment, created with nothing to train on, is sealed once 256 samples were seen, so that
+  // the next has a dictionary; that one once there are 1,024, and that one once there are 4,096.
+  // An entry must then fit in a segment with the largest dictionary: `segment_bytes` less the
+  // header and these bytes.
+  size_t dictionary_bytes = 0;
 };
 
 class Journal {
@@ -94,10 +105,12 @@ class Journal {
   struct SegmentInfo {
     uint32_t id = 0;  // the segment part of its Locations; after a delete, reused last
     uint64_t number = 0;
-    uint64_t end_offset = 0;        // where its entries end
-    int64_t max_keep_until_ms = 0;  // over its operations
-    bool active = false;            // being written: cannot be deleted
+    uint64_t end_offset = 0;                        // where its entries end
+    int64_t max_keep_until_ms = 0;                  // over its operations
+    bool active = false;                            // being written: cannot be deleted
+    uint64_t entries_offset = kSegmentHeaderBytes;  // where its entries begin
   };
+  using Dictionary = std::shared_ptr<const ValueDictionary>;
 
   // Opens (or creates) the journal in `dir`: scans every segment, oldest first, calling `replay`
   // for each operation of each intact entry (holding the segment being scanned and the one
@@ -164,8 +177,17 @@ class Journal {
   // NotFound if the segment is gone (deleted), IOError if the open or the read fails (a mapped
   // read: a page the file no longer has). An id reused
   // since the Location was taken reads the new segment's bytes: the operation's checksum and key
-  // tell the caller.
-  Status Read(Location at, size_t bytes, std::string* out) const;
+  // tell the caller. `dictionary`, if given, is set to the dictionary of the segment read (null
+  // if it has none): what its compressed values need.
+  Status Read(Location at, size_t bytes, std::string* out, Dictionary* dictionary = nullptr) const;
+  // The value an operation read at `at` holds, decompressed with the dictionary of the segment it
+  // was read from (Read's) into `scratch` if it is compressed; the stored bytes otherwise.
+  // Corruption if it does not decompress, or would be longer than a segment.
+  static Result<std::string_view> ValueOf(const OpView& op, const Dictionary& dictionary,
+                                          std::string* scratch);
+  // The dictionary of segment `id` (null if it has none or there is no such segment): for a
+  // Replay, whose operations come from the segment being scanned.
+  Dictionary DictionaryOf(uint32_t id) const;
   // Deletes a sealed segment's file and syncs the directory. InvalidArgument for the active
   // segment, NotFound for an id that has none, Busy while a CopyTo runs (the copy reads every
   // segment it began with: try again after it). An IOError from opening the file (a segment
@@ -176,6 +198,8 @@ class Journal {
   // its file was open.
   Status DeleteSegment(uint32_t id);
 
+  // The largest entry Append takes: one that fits in a new segment with the largest dictionary.
+  uint64_t max_entry_bytes() const;
   std::vector<SegmentInfo> Segments() const;
   uint64_t last_sequence() const;
   // The failure that stopped the journal (above); OK while it takes writes.
@@ -250,6 +274,14 @@ class Journal {
   Status Fail(Status s);  // records the first failure; returns it
   // An id no segment has, for the caller to take (mu_ held). Nullopt: all are taken.
   std::optional<uint32_t> FreeId();
+  // A dictionary trained on the values sampled so far (or the last one, if they are not new
+  // yet), and how many samples it was trained on; null without dictionary_bytes, with too few
+  // samples, or if zstd's trainer refuses them.
+  Dictionary TrainDictionary(size_t* trained_on);
+  // Whether to seal `segment` (active, written to) for one with a better dictionary: it has
+  // none and one could now be trained, or it has one trained on a quarter of the samples there
+  // are now (a journal's first segments: at most two such seals).
+  bool WantsDictionary(const Segment& segment) const;
 
   rocksdb::FileSystem* const fs_;
   const std::string dir_;
@@ -283,6 +315,13 @@ class Journal {
   Status failed_;                            // the first failure, if any
   std::atomic<bool> has_failed_{false};      // failed_ is set (read without mu_)
   std::optional<TailRepair> repaired_tail_;  // set by Open only
+  // Values appended, for the next segment's dictionary (dictionary_bytes > 0).
+  mutable std::mutex sample_mu_;
+  std::unique_ptr<ValueSampler> sampler_;  // guarded by sample_mu_
+  bool training_failed_ = false;           // guarded by sample_mu_: the last training did
+  Dictionary last_dictionary_;             // guarded by sample_mu_: the last one trained
+  size_t last_trained_on_ = 0;             // guarded by sample_mu_: its samples
+  uint64_t offered_at_training_ = 0;       // guarded by sample_mu_: sampler_->offered() then
   // While Open scans (its thread alone, empty once it returns): the bytes of the segment being
   // scanned and of the one before it, which Read serves from memory. A replayed update finds
   // the version it replaces there nearly always (a completion follows its begin within
@@ -291,6 +330,7 @@ class Journal {
   struct ScannedSegment {
     uint32_t id = 0;
     std::string_view data;
+    Dictionary dictionary;
   };
   std::array<std::optional<ScannedSegment>, 2> scanned_;
 };

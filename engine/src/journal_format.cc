@@ -27,6 +27,8 @@ uint64_t Fixed64(const char* p) { return Fixed32(p) | (uint64_t{Fixed32(p + 4)} 
 
 size_t Padded(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
+constexpr char kCompressedFlag = 1;
+
 bool AllZero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }
@@ -47,7 +49,7 @@ uint32_t EntryHeaderCrc(const char* header, uint64_t salt) {
 
 // Why the entry at `offset` does not check, or nothing (then `entry` describes it).
 std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, uint64_t salt,
-                                      CheckedEntry* entry) {
+                                      bool has_dictionary, CheckedEntry* entry) {
   const std::string_view rest = bytes.substr(offset);
   if (rest.size() < kEntryHeaderBytes) return "the file ends inside an entry header";
   const char* h = rest.data();
@@ -73,6 +75,9 @@ std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, u
     }
     Result<OpView> op = DecodeOp(op_bytes.substr(0, *size));
     if (!op.ok()) return "operation " + std::to_string(i) + ": " + op.status().message();
+    if (op->compressed && !has_dictionary) {
+      return "operation " + std::to_string(i) + " is compressed in a segment without a dictionary";
+    }
     // The padding is outside the checksum: zeros, or the entry was not written whole.
     if (!AllZero(op_bytes.substr(kOpHeaderBytes + op->key.size() + op->value.size(),
                                  *size - kOpHeaderBytes - op->key.size() - op->value.size()))) {
@@ -87,15 +92,27 @@ std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, u
 
 }  // namespace
 
+uint64_t SegmentHeader::entries_offset() const {
+  return dictionary.empty() ? kSegmentHeaderBytes
+                            : kSegmentHeaderBytes + 8 + Padded(dictionary.size());
+}
+
 std::string EncodeSegmentHeader(const SegmentHeader& header) {
-  std::string out(kSegmentHeaderBytes, '\0');
+  std::string out(header.entries_offset(), '\0');
   std::memcpy(out.data(), kSegmentMagic.data(), kSegmentMagic.size());
-  PutFixed32(out.data() + 8, kFormatVersion);
+  PutFixed32(out.data() + 8, header.dictionary.empty() ? kFormatVersion : kDictionaryFormatVersion);
   PutFixed64(out.data() + 16, header.number);
   PutFixed64(out.data() + 24, static_cast<uint64_t>(header.created_ms));
   PutFixed64(out.data() + 32, header.after_sequence);
   PutFixed64(out.data() + 40, header.salt);
-  PutFixed32(out.data() + 12, MaskCrc(Crc32c(std::string_view(out).substr(16))));
+  PutFixed32(out.data() + 12,
+             MaskCrc(Crc32c(std::string_view(out).substr(16, kSegmentHeaderBytes - 16))));
+  if (!header.dictionary.empty()) {
+    char* d = out.data() + kSegmentHeaderBytes;
+    PutFixed32(d, static_cast<uint32_t>(header.dictionary.size()));
+    PutFixed32(d + 4, MaskCrc(Crc32c(header.dictionary)));
+    std::memcpy(d + 8, header.dictionary.data(), header.dictionary.size());
+  }
   return out;
 }
 
@@ -109,15 +126,38 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
                                   ? "journal segment header is zeros (never written)"
                                   : "not a journal segment (bad magic)");
   }
-  if (const uint32_t version = Fixed32(bytes.data() + 8); version != kFormatVersion) {
+  const uint32_t version = Fixed32(bytes.data() + 8);
+  if (version != kFormatVersion && version != kDictionaryFormatVersion) {
     return Status::Corruption("journal segment format version " + std::to_string(version) +
-                              " is not " + std::to_string(kFormatVersion));
+                              " is not " + std::to_string(kFormatVersion) + " or " +
+                              std::to_string(kDictionaryFormatVersion));
   }
   if (UnmaskCrc(Fixed32(bytes.data() + 12)) != Crc32c(bytes.substr(16, kSegmentHeaderBytes - 16))) {
     return Status::Corruption("journal segment header checksum mismatch");
   }
-  return SegmentHeader{Fixed64(bytes.data() + 16), static_cast<int64_t>(Fixed64(bytes.data() + 24)),
-                       Fixed64(bytes.data() + 32), Fixed64(bytes.data() + 40)};
+  SegmentHeader header{Fixed64(bytes.data() + 16),
+                       static_cast<int64_t>(Fixed64(bytes.data() + 24)),
+                       Fixed64(bytes.data() + 32),
+                       Fixed64(bytes.data() + 40),
+                       {}};
+  if (version == kDictionaryFormatVersion) {
+    const std::string_view block = bytes.substr(kSegmentHeaderBytes);
+    if (block.size() < 8) return Status::Corruption("journal segment ends before its dictionary");
+    const uint32_t size = Fixed32(block.data());
+    if (size == 0 || size > kMaxDictionaryBytes) {
+      return Status::Corruption("journal segment dictionary of " + std::to_string(size) +
+                                " bytes (1.." + std::to_string(kMaxDictionaryBytes) + ")");
+    }
+    if (block.size() - 8 < size) {
+      return Status::Corruption("journal segment ends inside its dictionary");
+    }
+    const std::string_view dictionary = block.substr(8, size);
+    if (UnmaskCrc(Fixed32(block.data() + 4)) != Crc32c(dictionary)) {
+      return Status::Corruption("journal segment dictionary checksum mismatch");
+    }
+    header.dictionary = std::string(dictionary);
+  }
+  return header;
 }
 
 size_t OpBytes(size_t key_bytes, size_t value_bytes) {
@@ -126,7 +166,31 @@ size_t OpBytes(size_t key_bytes, size_t value_bytes) {
 
 EntryBuilder::EntryBuilder() : entry_(kEntryHeaderBytes, '\0') {}
 
+void EntryBuilder::Clear() {
+  entry_.assign(kEntryHeaderBytes, '\0');
+  offsets_.clear();
+  max_keep_until_ms_ = 0;
+  finished_bytes_ = 0;
+}
+
+// Writes the operation's bytes at `p` (OpBytes of it, zeroed by the caller).
+void EncodeOp(const OpView& op, char* p) {
+  p[4] = static_cast<char>(op.type);
+  p[5] = static_cast<char>(op.compressed ? kCompressedFlag : 0);
+  p[6] = static_cast<char>(op.key.size());
+  p[7] = static_cast<char>(op.key.size() >> 8);
+  PutFixed32(p + 8, static_cast<uint32_t>(op.value.size()));
+  PutFixed64(p + 12, static_cast<uint64_t>(op.keep_until_ms));
+  std::memcpy(p + kOpHeaderBytes, op.key.data(), op.key.size());
+  if (!op.value.empty()) {
+    std::memcpy(p + kOpHeaderBytes + op.key.size(), op.value.data(), op.value.size());
+  }
+  const size_t checked = kOpHeaderBytes - 4 + op.key.size() + op.value.size();
+  PutFixed32(p, MaskCrc(Crc32c(std::string_view(p + 4, checked))));
+}
+
 Status EntryBuilder::Add(const OpView& op) {
+  if (finished_bytes_ != 0) Clear();
   if (op.key.empty() || op.key.size() > kMaxKeyBytes) {
     return Status::InvalidArgument("journal key of " + std::to_string(op.key.size()) +
                                    " bytes; 1.." + std::to_string(kMaxKeyBytes) + " allowed");
@@ -140,42 +204,66 @@ Status EntryBuilder::Add(const OpView& op) {
   if (op.type != OpType::kPut && op.type != OpType::kDelete) {
     return Status::InvalidArgument("unknown journal operation type");
   }
+  if (op.compressed && (op.type != OpType::kPut || op.value.empty())) {
+    return Status::InvalidArgument("a compressed journal value must be a put's, not empty");
+  }
   const size_t start = entry_.size();
   const size_t size = OpBytes(op.key.size(), op.value.size());
   if (start - kEntryHeaderBytes + size > std::numeric_limits<uint32_t>::max()) {
     return Status::InvalidArgument("journal entry over 4 GiB");
   }
   entry_.resize(start + size, '\0');
-  char* p = entry_.data() + start;
-  p[4] = static_cast<char>(op.type);
-  p[6] = static_cast<char>(op.key.size());
-  p[7] = static_cast<char>(op.key.size() >> 8);
-  PutFixed32(p + 8, static_cast<uint32_t>(op.value.size()));
-  PutFixed64(p + 12, static_cast<uint64_t>(op.keep_until_ms));
-  std::memcpy(p + kOpHeaderBytes, op.key.data(), op.key.size());
-  if (!op.value.empty()) {
-    std::memcpy(p + kOpHeaderBytes + op.key.size(), op.value.data(), op.value.size());
-  }
-  const size_t checked = kOpHeaderBytes - 4 + op.key.size() + op.value.size();
-  PutFixed32(p, MaskCrc(Crc32c(std::string_view(p + 4, checked))));
+  EncodeOp(op, entry_.data() + start);
   offsets_.push_back(static_cast<uint32_t>(start));
   max_keep_until_ms_ =
       offsets_.size() == 1 ? op.keep_until_ms : std::max(max_keep_until_ms_, op.keep_until_ms);
   return Status::Ok();
 }
 
-std::string EntryBuilder::Finish(const EntryStamp& stamp) {
+uint32_t EntryBuilder::op_bytes(size_t i) const {
+  const size_t end = i + 1 < offsets_.size() ? offsets_[i + 1] : finished_bytes_;
+  return static_cast<uint32_t>(end - offsets_[i]);
+}
+
+std::string EntryBuilder::Finish(const EntryStamp& stamp, const CompressValue& compress) {
+  if (compress) {
+    // Encoded again with the values compress() shortens; never longer than as added.
+    std::string out(kEntryHeaderBytes, '\0');
+    out.reserve(entry_.size());
+    std::string stored;
+    for (uint32_t& offset : offsets_) {
+      const char* p = entry_.data() + offset;
+      OpView op;
+      op.type = static_cast<OpType>(p[4]);
+      op.compressed = p[5] != 0;
+      op.keep_until_ms = static_cast<int64_t>(Fixed64(p + 12));
+      op.key = std::string_view(p + kOpHeaderBytes, Fixed16(p + 6));
+      op.value = std::string_view(p + kOpHeaderBytes + op.key.size(), Fixed32(p + 8));
+      const size_t added_bytes = OpBytes(op.key.size(), op.value.size());
+      offset = static_cast<uint32_t>(out.size());
+      if (op.type == OpType::kPut && !op.compressed && compress(op.value, &stored) &&
+          stored.size() < op.value.size()) {
+        op.value = stored;
+        op.compressed = true;
+        out.resize(out.size() + OpBytes(op.key.size(), op.value.size()), '\0');
+        EncodeOp(op, out.data() + offset);
+      } else {
+        out.append(p, added_bytes);
+      }
+    }
+    entry_ = std::move(out);
+  }
   char* h = entry_.data();
   PutFixed32(h + 4, static_cast<uint32_t>(entry_.size() - kEntryHeaderBytes));
   PutFixed64(h + 8, stamp.sequence);
   PutFixed32(h + 16, static_cast<uint32_t>(offsets_.size()));
   PutFixed32(h + 20, static_cast<uint32_t>(stamp.synced_offset / kAlignment));
   PutFixed32(h, MaskCrc(EntryHeaderCrc(h, stamp.salt)));
-  std::string out = std::move(entry_);
+  std::string finished = std::move(entry_);
   entry_.assign(kEntryHeaderBytes, '\0');
-  offsets_.clear();
   max_keep_until_ms_ = 0;
-  return out;
+  finished_bytes_ = finished.size();
+  return finished;
 }
 
 std::optional<size_t> PeekOpBytes(std::string_view bytes) {
@@ -183,7 +271,7 @@ std::optional<size_t> PeekOpBytes(std::string_view bytes) {
   const auto type = static_cast<uint8_t>(bytes[4]);
   if ((type != static_cast<uint8_t>(OpType::kPut) &&
        type != static_cast<uint8_t>(OpType::kDelete)) ||
-      bytes[5] != 0) {
+      (bytes[5] != 0 && bytes[5] != kCompressedFlag)) {
     return std::nullopt;
   }
   return OpBytes(Fixed16(bytes.data() + 6), Fixed32(bytes.data() + 8));
@@ -207,9 +295,13 @@ Result<OpView> DecodeOp(std::string_view bytes) {
   op.keep_until_ms = static_cast<int64_t>(Fixed64(bytes.data() + 12));
   op.key = bytes.substr(kOpHeaderBytes, key_bytes);
   op.value = bytes.substr(kOpHeaderBytes + key_bytes, value_bytes);
+  op.compressed = bytes[5] == kCompressedFlag;
   if (op.key.empty()) return Status::Corruption("journal operation with an empty key");
   if (op.type == OpType::kDelete && !op.value.empty()) {
     return Status::Corruption("journal delete with a value");
+  }
+  if (op.compressed && op.value.empty()) {
+    return Status::Corruption("journal operation with an empty compressed value");
   }
   return op;
 }
@@ -221,12 +313,13 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
   SegmentScan scan;
   scan.header = *header;
   const uint64_t salt = header->salt;
+  const bool has_dictionary = !header->dictionary.empty();
   uint64_t last = std::max(after_sequence, header->after_sequence);
-  uint64_t at = kSegmentHeaderBytes;
+  uint64_t at = header->entries_offset();
   CheckedEntry entry;
   std::optional<std::string> bad;
   while (at < bytes.size()) {
-    bad = CheckEntry(bytes, at, salt, &entry);
+    bad = CheckEntry(bytes, at, salt, has_dictionary, &entry);
     if (bad) break;
     if (entry.sequence <= last) {
       // Whole, so not a torn write, yet out of order: not what the writer wrote here.
@@ -256,7 +349,7 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
   scan.what = std::move(*bad);
   bool synced_past_bad = false;
   for (uint64_t next = at + kAlignment; next + kEntryHeaderBytes <= bytes.size();) {
-    if (CheckEntry(bytes, next, salt, &entry) || entry.sequence <= last) {
+    if (CheckEntry(bytes, next, salt, has_dictionary, &entry) || entry.sequence <= last) {
       next += kAlignment;
       continue;
     }

@@ -7,11 +7,15 @@
 // A segment is one file of at most kMaxSegmentBytes:
 //
 //   segment header (48 bytes):
-//     magic "IDEMJNL1" (8) | format version (4, = 1) | masked crc32c of the next 32 bytes (4) |
+//     magic "IDEMJNL1" (8) | format version (4: 1, or 2 with a dictionary) |
+//     masked crc32c of the next 32 bytes (4) |
 //     segment number (8) | created, ms since the epoch (8, signed) |
 //     after sequence (8): the last sequence number written before this segment was created
 //       (for a segment created ahead of its first entry, at most the last before that entry) |
 //     salt (8): random, mixed into every entry header's checksum
+//   format 2 only, the value dictionary (value_dictionary.h) the segment's compressed values
+//   need: its length (4, 1..kMaxDictionaryBytes) | its masked crc32c (4) | its bytes | zeros to
+//   a multiple of 8
 //   entries, each starting at a multiple of 8 (kAlignment), back to back
 //   zeros to the end of the file (a segment is written over zeros laid down ahead of it)
 //
@@ -25,7 +29,9 @@
 //
 //   operation:
 //     masked crc32c of the operation's next 16 + key + value bytes (4) | type (1: put, 2: delete) |
-//     reserved, zero (1) | key bytes (2) | value bytes (4) |
+//     flags (1): 1 = the value is compressed with the segment's dictionary (a put in a format 2
+//       segment only), 0 = stored as given |
+//     key bytes (2) | value bytes (4, as stored) |
 //     keep until, ms since the epoch (8, signed) | key | value (empty for a delete)
 //
 // All integers are little-endian. Sequence numbers grow by at least one from each entry to the
@@ -70,6 +76,7 @@ namespace idem::journal {
 
 inline constexpr std::string_view kSegmentMagic = "IDEMJNL1";
 inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kDictionaryFormatVersion = 2;
 inline constexpr size_t kSegmentHeaderBytes = 48;
 inline constexpr size_t kEntryHeaderBytes = 24;
 inline constexpr size_t kOpHeaderBytes = 20;
@@ -77,6 +84,7 @@ inline constexpr size_t kAlignment = 8;
 // Offsets within a segment fit the index's 23 bits of 8-byte units (journal_index.h).
 inline constexpr uint64_t kMaxSegmentBytes = uint64_t{64} << 20;
 inline constexpr size_t kMaxKeyBytes = 0xFFFF;
+inline constexpr size_t kMaxDictionaryBytes = size_t{64} << 10;
 
 enum class OpType : uint8_t { kPut = 1, kDelete = 2 };
 
@@ -85,7 +93,8 @@ struct OpView {
   OpType type = OpType::kPut;
   int64_t keep_until_ms = 0;
   std::string_view key;
-  std::string_view value;
+  std::string_view value;  // as stored
+  bool compressed = false;
 
   bool operator==(const OpView&) const = default;
 };
@@ -95,6 +104,10 @@ struct SegmentHeader {
   int64_t created_ms = 0;
   uint64_t after_sequence = 0;
   uint64_t salt = 0;
+  std::string dictionary;  // empty: format 1, no compressed value
+
+  // Where the segment's first entry starts.
+  uint64_t entries_offset() const;
 };
 
 // What Finish stamps on an entry.
@@ -104,34 +117,51 @@ struct EntryStamp {
   uint64_t salt = 0;           // the segment's
 };
 
+// The header, and the dictionary after it if there is one: entries_offset() bytes.
 std::string EncodeSegmentHeader(const SegmentHeader& header);
-// Corruption if `bytes` does not start with a segment header of this format (a short file, a
-// wrong magic, version or checksum).
+// Corruption if `bytes` does not start with a segment header of either format (a short file, a
+// wrong magic, version or checksum; a dictionary whose length is out of bounds, cut off, or
+// whose checksum does not match).
 Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes);
+// The most a segment's header and dictionary take.
+inline constexpr size_t kMaxSegmentHeaderBytes = kSegmentHeaderBytes + 8 + kMaxDictionaryBytes;
 
 // The bytes an operation takes in an entry, padding included.
 size_t OpBytes(size_t key_bytes, size_t value_bytes);
+
+// Compresses a put's value for Finish: true with the stored form in `out`, false to store the
+// value as given.
+using CompressValue = std::function<bool(std::string_view value, std::string* out)>;
 
 // Builds one entry. Add the operations, then Finish; offsets() tells where each operation starts
 // within the entry (an index records the entry's offset in the segment plus these).
 class EntryBuilder {
  public:
   EntryBuilder();
-  // InvalidArgument if the key is empty or longer than kMaxKeyBytes, the value is over 4 GiB, or
-  // a delete carries a value. Nothing is added then.
+  // InvalidArgument if the key is empty or longer than kMaxKeyBytes, the value is over 4 GiB, a
+  // delete carries a value, or a compressed value is empty or not a put's. Nothing is added
+  // then. The first Add after a Finish starts the next entry.
   Status Add(const OpView& op);
-  size_t ops() const { return offsets_.size(); }
-  // The size the entry will have: header and operations, padding included.
+  size_t ops() const { return finished_bytes_ == 0 ? offsets_.size() : 0; }
+  // The size the entry will have, header and operations, padding included, with every value
+  // stored as added: Finish never makes it larger.
   size_t bytes() const { return entry_.size(); }
+  // Where each operation starts in the entry; after Finish, in the entry Finish returned.
   const std::vector<uint32_t>& offsets() const { return offsets_; }
+  // After Finish: the bytes operation i takes in the entry, padding included, and the entry's.
+  uint32_t op_bytes(size_t i) const;
+  size_t finished_bytes() const { return finished_bytes_; }
   int64_t max_keep_until_ms() const { return max_keep_until_ms_; }  // over the operations added
-  // The entry, stamped; the builder is empty again afterwards.
-  std::string Finish(const EntryStamp& stamp);
+  // The entry, stamped, each put's value stored as `compress` returns it (flagged compressed)
+  // or as added. The builder is empty again afterwards, but for offsets() and op_bytes().
+  std::string Finish(const EntryStamp& stamp, const CompressValue& compress = nullptr);
 
  private:
+  void Clear();
   std::string entry_;  // the header's place, then the operations
   std::vector<uint32_t> offsets_;
   int64_t max_keep_until_ms_ = 0;
+  size_t finished_bytes_ = 0;  // nonzero: Finish was called, offsets_ is the finished entry's
 };
 
 // How many bytes the operation that starts `bytes` takes, padding included, read from its fixed
@@ -175,9 +205,10 @@ struct SegmentScan {
 using OpVisitor = std::function<void(const OpView& op, uint64_t offset, uint64_t sequence)>;
 
 // Scans a whole segment file's bytes. Entries must be numbered above `after_sequence` and the
-// header's own after sequence (the last sequence before the segment), each above the one before.
-// Corruption if the segment header does not decode; otherwise the scan, whatever its tail. A
-// damaged segment's visitor calls stop at the damage.
+// header's own after sequence (the last sequence before the segment), each above the one before;
+// a compressed value in a segment without a dictionary does not check. Corruption if the segment
+// header does not decode; otherwise the scan, whatever its tail. A damaged segment's visitor
+// calls stop at the damage.
 Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
                                 const OpVisitor& visit);
 

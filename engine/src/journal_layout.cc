@@ -17,11 +17,17 @@ Status ValidateJournalOptions(const EngineOptions& options) {
         "; it must be in [" + std::to_string(EngineOptions::kMinJournalSegmentBytes) + ", " +
         std::to_string(EngineOptions::kMaxJournalSegmentBytes) + "]");
   }
-  // One record of the largest size the limits allow, with room for the entry's headers.
+  if (options.journal_dictionary_bytes > EngineOptions::kMaxJournalDictionaryBytes) {
+    return Status::InvalidArgument("journal_dictionary_bytes is " +
+                                   std::to_string(options.journal_dictionary_bytes) + "; at most " +
+                                   std::to_string(EngineOptions::kMaxJournalDictionaryBytes));
+  }
+  // One record of the largest size the limits allow, with room for the entry's headers, in a
+  // segment with the largest dictionary.
   const Limits& l = options.limits;
   const uint64_t record_bytes = l.max_payload_bytes + l.max_key_bytes + l.max_namespace_bytes +
                                 l.max_status_bytes + l.max_fingerprint_bytes + l.max_owner_bytes +
-                                kJournalRecordOverheadBytes;
+                                kJournalRecordOverheadBytes + options.journal_dictionary_bytes;
   if (options.journal_segment_bytes < record_bytes) {
     return Status::InvalidArgument("journal_segment_bytes is " +
                                    std::to_string(options.journal_segment_bytes) +
@@ -44,6 +50,7 @@ journal::JournalOptions JournalOptionsFor(const EngineOptions& options, bool os_
                             : 0;
   j.max_open_sealed_files = options.journal_max_open_files;
   j.mapped_reads = os_files;
+  j.dictionary_bytes = options.journal_dictionary_bytes;
   return j;
 }
 

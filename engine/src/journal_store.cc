@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "key_hash.h"
@@ -52,6 +54,7 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
                                                                 std::string_view key) const {
   std::vector<Journal::Location> candidates;
   std::string bytes;
+  Journal::Dictionary dictionary;
   for (int attempt = 0;; ++attempt) {
     candidates.clear();
     index_.Find(hash, &candidates);
@@ -60,11 +63,12 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
     // where the version is now, if it is still anywhere.
     bool stale = false;
     for (const Journal::Location& at : candidates) {
-      Status read = journal.Read(at, kReadAhead, &bytes);
+      Status read = journal.Read(at, kReadAhead, &bytes, &dictionary);
       std::optional<size_t> size = read.ok() ? PeekOpBytes(bytes) : std::nullopt;
       // The size is not checked yet: bounded by the segment before anything is allocated for it.
       if (size && *size > bytes.size() && *size <= kMaxSegmentBytes - at.offset) {
-        read = journal.Read(at, *size, &bytes);  // the segment may have gone since the first
+        // The segment may have gone since the first.
+        read = journal.Read(at, *size, &bytes, &dictionary);
       }
       if (read.IsNotFound()) {
         stale = true;
@@ -72,17 +76,22 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
       }
       if (!read.ok()) return read;
       Result<OpView> op = DecodeOp(bytes);
-      if (!op.ok()) {
+      std::string plain;
+      Result<std::string_view> value = op.ok() && op->key == key
+                                           ? Journal::ValueOf(*op, dictionary, &plain)
+                                           : std::string_view();
+      if (!op.ok() || !value.ok()) {
         // A segment gone since the index was asked, whose id a new segment took: not damage.
         if (!index_.Holds(hash, at)) {
           stale = true;
           continue;
         }
         return Status::Corruption("journal segment " + std::to_string(at.segment) + " offset " +
-                                  std::to_string(at.offset) + ": " + op.status().message());
+                                  std::to_string(at.offset) + ": " +
+                                  (op.ok() ? value.status() : op.status()).message());
       }
       if (op->key == key) {
-        return std::optional<Version>(Version{std::string(op->value), op->keep_until_ms, at,
+        return std::optional<Version>(Version{std::string(*value), op->keep_until_ms, at,
                                               OpBytes(op->key.size(), op->value.size())});
       }
       if (!index_.Holds(hash, at)) stale = true;
@@ -111,16 +120,26 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     int64_t keep_until_ms = 0;  // as written: raised to what it replaces
   };
   std::vector<Pending> pending(writes.size());
+  // The batch's own last write of each key: looked for among the earlier writes in a small
+  // batch, kept in a map in a large one (a client's batch may hold thousands).
+  constexpr size_t kScannedBatch = 16;
+  std::unordered_map<std::string_view, size_t> last_write;
+  if (writes.size() > kScannedBatch) last_write.reserve(writes.size());
   EntryBuilder entry;
   for (size_t i = 0; i < writes.size(); ++i) {
     const Write& w = writes[i];
     Pending& p = pending[i];
     p.hash = KeyHash(w.key);
     int64_t keep_until_ms = w.keep_until_ms;
-    for (size_t j = i; j-- > 0;) {  // the batch's own last write of the key, if any
-      if (pending[j].hash == p.hash && writes[j].key == w.key) {
-        p.earlier = j;
-        break;
+    if (writes.size() > kScannedBatch) {
+      auto [it, first] = last_write.try_emplace(w.key, i);
+      if (!first) p.earlier = std::exchange(it->second, i);
+    } else {
+      for (size_t j = i; j-- > 0;) {
+        if (pending[j].hash == p.hash && writes[j].key == w.key) {
+          p.earlier = j;
+          break;
+        }
       }
     }
     if (p.earlier) {
@@ -140,14 +159,14 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     p.keep_until_ms = keep_until_ms;
     if (Status s = entry.Add(OpView{w.type, keep_until_ms, w.key, w.value}); !s.ok()) return s;
   }
-  const std::vector<uint32_t> offsets = entry.offsets();
   Result<Journal::Location> at = journal_->Append(&entry);
   if (!at.ok()) return at.status();
+  const std::vector<uint32_t>& offsets = entry.offsets();  // as stored (compressed or not)
   for (size_t i = 0; i < writes.size(); ++i) {
     const Write& w = writes[i];
     Pending& p = pending[i];
     const Journal::Location here{at->segment, at->offset + offsets[i]};
-    AddNeed(here.segment, p.keep_until_ms, OpBytes(w.key.size(), w.value.size()));
+    AddNeed(here.segment, p.keep_until_ms, entry.op_bytes(i));
     std::optional<Version> current = p.current;
     if (p.earlier) {
       const size_t j = *p.earlier;
@@ -156,7 +175,7 @@ Status JournalStore::Apply(std::span<const Write> writes) {
         current = Version{{},
                           pending[j].keep_until_ms,
                           Journal::Location{at->segment, at->offset + offsets[j]},
-                          OpBytes(writes[j].key.size(), writes[j].value.size())};
+                          entry.op_bytes(j)};
       }
     }
     // A drop or a move may have taken the current entry since it was read: then it is new again
@@ -245,7 +264,7 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
   for (const Journal::SegmentInfo& segment : segments) {
     if (segment.active || segment.max_keep_until_ms <= stays_past) continue;
     if (std::any_of(unmovable_.begin(), unmovable_.end(), named(segment))) continue;
-    const uint64_t bytes = segment.end_offset - kSegmentHeaderBytes;
+    const uint64_t bytes = segment.end_offset - segment.entries_offset;
     const uint64_t needed = NeededAfter(segment.id, removal_bound_ms);
     if (static_cast<double>(needed) > policy.max_needed_fraction * static_cast<double>(bytes)) {
       continue;
@@ -259,7 +278,9 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
                                  MoveReport* report) {
   const std::string name = "journal segment " + std::to_string(segment.number);
   std::string bytes;
-  if (Status read = journal_->Read(Journal::Location{segment.id, 0}, segment.end_offset, &bytes);
+  Journal::Dictionary dictionary;  // what its compressed values need: appended decompressed
+  if (Status read =
+          journal_->Read(Journal::Location{segment.id, 0}, segment.end_offset, &bytes, &dictionary);
       !read.ok()) {
     return read;
   }
@@ -287,16 +308,16 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
                                    std::to_string(segment.end_offset) + " bytes: " + scan->what));
   }
 
-  const size_t entry_limit =
-      std::min<size_t>(kMoveEntryBytes, options_.segment_bytes - kSegmentHeaderBytes);
+  const uint64_t segment_room = journal_->max_entry_bytes();
+  const size_t entry_limit = std::min<size_t>(kMoveEntryBytes, segment_room);
   struct Moved {
     uint64_t hash = 0;
     std::optional<Version> from;  // the version whose index entry follows it (no value)
     int64_t keep_until_ms = 0;
-    uint64_t op_bytes = 0;
   };
   std::vector<Moved> moved;
   EntryBuilder entry;
+  std::string plain;
   // The locations of versions already taken on: a put of this segment is queued once, whether
   // as itself or in the place of a delete before it (whose entry the index follows only once
   // the append is done).
@@ -326,10 +347,21 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
           later = std::move(*found);
         }
       }
-      const uint64_t op_bytes = OpBytes(op.key.size(), op.value.size());
+      // Appended as it would be written now: its value decompressed, for the dictionary of
+      // the segment it goes to.
+      OpView add = op;
+      if (op.compressed) {
+        Result<std::string_view> value = Journal::ValueOf(op, dictionary, &plain);
+        if (!value.ok()) {
+          return skip(Status::Corruption(name + " offset " + std::to_string(survivors[i].offset) +
+                                         ": " + value.status().message()));
+        }
+        add.value = *value;
+        add.compressed = false;
+      }
+      const uint64_t op_bytes = OpBytes(add.key.size(), add.value.size());
       const uint64_t later_bytes = later ? OpBytes(op.key.size(), later->value.size()) : 0;
-      if (kEntryHeaderBytes + op_bytes + later_bytes >
-          options_.segment_bytes - kSegmentHeaderBytes) {
+      if (kEntryHeaderBytes + op_bytes + later_bytes > segment_room) {
         // Nothing of this segment was appended yet if this is its first such pair; what was is
         // in the journal twice, which a reopen resolves.
         return skip(Status::InvalidArgument(name + ": a delete of a key of " +
@@ -342,12 +374,13 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
         if (op.type == OpType::kPut) taken.erase(uint64_t{at.segment} << 32 | at.offset);
         break;
       }
-      if (Status s = entry.Add(op); !s.ok()) return s;
+      if (Status s = entry.Add(add); !s.ok()) return s;
+      const uint64_t stored_bytes = OpBytes(op.key.size(), op.value.size());
       moved.push_back({hash,
                        op.type == OpType::kPut
-                           ? std::optional<Version>(Version{{}, op.keep_until_ms, at, op_bytes})
+                           ? std::optional<Version>(Version{{}, op.keep_until_ms, at, stored_bytes})
                            : std::nullopt,
-                       op.keep_until_ms, op_bytes});
+                       op.keep_until_ms});
       if (later) {
         if (Status s = entry.Add(OpView{OpType::kPut, later->keep_until_ms, op.key, later->value});
             !s.ok()) {
@@ -355,24 +388,23 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
         }
         const int64_t keep_until_ms = later->keep_until_ms;
         later->value.clear();
-        moved.push_back({hash, std::move(later), keep_until_ms, later_bytes});
+        moved.push_back({hash, std::move(later), keep_until_ms});
       }
     }
     if (entry.ops() == 0) break;
-    const std::vector<uint32_t> offsets = entry.offsets();
-    const uint64_t entry_bytes = entry.bytes();
     Result<Journal::Location> appended = journal_->Append(&entry);
     if (!appended.ok()) return appended.status();
+    const std::vector<uint32_t>& offsets = entry.offsets();  // as stored
     for (size_t j = 0; j < moved.size(); ++j) {
       const Journal::Location here{appended->segment, appended->offset + offsets[j]};
       const std::optional<Version>& from = moved[j].from;
       if (from && index_.Replace(moved[j].hash, from->at, here)) {
         RemoveNeed(from->at.segment, from->keep_until_ms, from->op_bytes);
       }
-      AddNeed(here.segment, moved[j].keep_until_ms, moved[j].op_bytes);
+      AddNeed(here.segment, moved[j].keep_until_ms, entry.op_bytes(j));
     }
     report->ops_moved += moved.size();
-    report->bytes_moved += entry_bytes;
+    report->bytes_moved += entry.finished_bytes();
     moved.clear();
   }
   // The copies must be durable before the segment that holds the other copy goes.

@@ -84,7 +84,11 @@ Status VerifyJournal(const std::string& dir, VerifyReport* report, Findings* und
           uint64_t) {
         if (op.type != journal::OpType::kPut) return;
         bool never_expires = false;
-        if (Status st = CheckValue(op.value, report, &never_expires); !st.ok()) {
+        std::string plain;
+        Result<std::string_view> value =
+            journal::Journal::ValueOf(op, journal.DictionaryOf(at.segment), &plain);
+        if (Status st = value.ok() ? CheckValue(*value, report, &never_expires) : value.status();
+            !st.ok()) {
           std::string file;
           for (const journal::Journal::SegmentInfo& segment : journal.Segments()) {
             if (segment.id == at.segment) file = journal.SegmentPath(segment.number);

@@ -99,7 +99,7 @@ TEST(JournalSegmentHeaderTest, RoundTripsAndRejectsWhatIsNotOne) {
   bad[0] = 'X';
   EXPECT_NE(std::string::npos, DecodeSegmentHeader(bad).status().message().find("magic"));
   bad = header;
-  bad[8] = 2;  // version
+  bad[8] = 3;  // version (1: no dictionary, 2: with one)
   EXPECT_NE(std::string::npos, DecodeSegmentHeader(bad).status().message().find("version"));
   for (size_t at : {20, 36, 44}) {  // number, after sequence, salt
     bad = header;
@@ -333,6 +333,101 @@ TEST(JournalScanTest, RandomDamageNeverYieldsAnOperationThatWasNotWritten) {
       EXPECT_EQ(Tail::kTorn, scan.tail) << "round " << round << " byte " << first_change;
     }
   }
+}
+
+TEST(JournalSegmentHeaderTest, ADictionaryFollowsTheHeaderOfFormatTwo) {
+  const std::string dictionary(1001, 'd');
+  const SegmentHeader header{9, 5, 77, 0xabc, dictionary};
+  EXPECT_EQ(kSegmentHeaderBytes + 8 + 1008, header.entries_offset());
+  const std::string encoded = EncodeSegmentHeader(header);
+  ASSERT_EQ(header.entries_offset(), encoded.size());
+  EXPECT_EQ(static_cast<char>(kDictionaryFormatVersion), encoded[8]);
+  Result<SegmentHeader> decoded = DecodeSegmentHeader(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(dictionary, decoded->dictionary);
+  EXPECT_EQ(77u, decoded->after_sequence);
+  // Without one: format 1, as before.
+  EXPECT_EQ(static_cast<char>(kFormatVersion), EncodeSegmentHeader(SegmentHeader{9, 5, 77, 1})[8]);
+
+  auto why = [](const std::string& bytes) { return DecodeSegmentHeader(bytes).status().message(); };
+  std::string bad = encoded;
+  bad[kSegmentHeaderBytes + 8 + 500] ^= 1;
+  EXPECT_NE(std::string::npos, why(bad).find("dictionary checksum")) << why(bad);
+  EXPECT_NE(std::string::npos,
+            why(encoded.substr(0, encoded.size() - 10)).find("inside its dictionary"));
+  EXPECT_NE(std::string::npos,
+            why(encoded.substr(0, kSegmentHeaderBytes + 4)).find("before its dictionary"));
+  for (uint32_t size : {0u, static_cast<uint32_t>(kMaxDictionaryBytes + 1), 0xffffffffu}) {
+    bad = encoded;
+    for (int i = 0; i < 4; ++i) bad[kSegmentHeaderBytes + i] = static_cast<char>(size >> (8 * i));
+    EXPECT_NE(std::string::npos, why(bad).find("dictionary of")) << size << ": " << why(bad);
+  }
+}
+
+// Finish stores each put's value as the compressor returns it, flagged, where it is shorter;
+// the offsets and sizes are the stored entry's, and a scan reads the stored bytes back.
+TEST(JournalEntryTest, FinishStoresTheValuesItsCompressorShortens) {
+  EntryBuilder builder;
+  const std::string long_value(300, 'a');
+  ASSERT_TRUE(builder.Add(Put("k1", long_value, 10)).ok());
+  ASSERT_TRUE(builder.Add(Delete("k2", 20)).ok());
+  ASSERT_TRUE(builder.Add(Put("k3", "short", 30)).ok());
+  const size_t as_added = builder.bytes();
+  std::vector<std::string> offered;
+  const std::string entry =
+      builder.Finish(EntryStamp{1, 0, 0}, [&](std::string_view value, std::string* out) {
+        offered.emplace_back(value);
+        if (value.size() < 100) {
+          *out = std::string(value) + "longer";
+          return true;  // not kept: not shorter
+        }
+        *out = "A300";
+        return true;
+      });
+  EXPECT_EQ((std::vector<std::string>{long_value, "short"}), offered);  // puts only
+  EXPECT_EQ(kEntryHeaderBytes + OpBytes(2, 4) + OpBytes(2, 0) + OpBytes(2, 5), entry.size());
+  EXPECT_LT(entry.size(), as_added);
+  EXPECT_EQ(entry.size(), builder.finished_bytes());
+  EXPECT_EQ(0u, builder.ops());
+  const std::vector<uint32_t> offsets = builder.offsets();
+  ASSERT_EQ(3u, offsets.size());
+  const std::vector<std::pair<std::string, bool>> stored = {
+      {"A300", true}, {"", false}, {"short", false}};
+  for (size_t i = 0; i < 3; ++i) {
+    Result<OpView> op = DecodeOp(std::string_view(entry).substr(offsets[i], builder.op_bytes(i)));
+    ASSERT_TRUE(op.ok()) << op.status().ToString();
+    EXPECT_EQ(stored[i].first, op->value);
+    EXPECT_EQ(stored[i].second, op->compressed);
+  }
+  // A builder takes a compressed value only for a put, never empty.
+  EXPECT_TRUE(builder.Add(OpView{OpType::kDelete, 1, "k", {}, true}).IsInvalidArgument());
+  EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, "k", {}, true}).IsInvalidArgument());
+  EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, "k", "z", true}).ok());
+}
+
+// A compressed value needs its segment's dictionary: in a segment of format 1 it does not check.
+TEST(JournalScanTest, ACompressedValueInASegmentWithoutADictionaryDoesNotCheck) {
+  SegmentImage image;
+  image.Append({Put("a", "1")}, 1);
+  image.Append({OpView{OpType::kPut, 100, "b", "zz", true}}, 2);
+  image.Append({Put("c", "3")}, 3);
+  std::vector<Seen> seen;
+  const SegmentScan scan = Scan(image.bytes(), &seen);
+  EXPECT_EQ(Tail::kDamaged, scan.tail);
+  EXPECT_NE(std::string::npos, scan.what.find("without a dictionary")) << scan.what;
+  EXPECT_EQ(1u, seen.size());
+
+  // With one, the same entries scan whole.
+  std::string with = EncodeSegmentHeader(SegmentHeader{7, 1, 0, SegmentImage::kSalt, "dict"});
+  EntryBuilder builder;
+  ASSERT_TRUE(builder.Add(OpView{OpType::kPut, 100, "b", "zz", true}).ok());
+  with += builder.Finish(EntryStamp{2, 0, SegmentImage::kSalt});
+  with.resize(4096, '\0');
+  seen.clear();
+  const SegmentScan whole = Scan(with, &seen);
+  EXPECT_EQ(Tail::kClean, whole.tail) << whole.what;
+  ASSERT_EQ(1u, seen.size());
+  EXPECT_EQ("zz", seen[0].value);
 }
 
 }  // namespace

@@ -61,6 +61,31 @@ TEST_F(JournalLayoutTest, RecordsAreInTheJournalAndSurviveAReopen) {
   EXPECT_EQ(201u, Stats().estimated_live_records);
 }
 
+// With journal_dictionary_bytes, the engine's records are stored compressed (a journal's first
+// dictionary comes once 1,024 values were written) and read back as written, after a reopen too.
+TEST_F(JournalLayoutTest, CompressedRecordsReadBackAsWritten) {
+  engine_.reset();
+  options_.journal_dictionary_bytes = EngineOptions::kDefaultJournalDictionaryBytes;
+  Reopen();
+  constexpr int kRecords = 3000;
+  auto payload = [](int i) {
+    return "{\"order\":" + std::to_string(i * 7919) +
+           ",\"state\":\"accepted\",\"n\":" + std::to_string(i) + "}";
+  };
+  for (int i = 0; i < kRecords; ++i) {
+    ASSERT_EQ("INSERTED",
+              Insert("forever", "k" + std::to_string(i), "DONE", payload(i), "", kForever));
+  }
+  const StoreStats stats = Stats();
+  EXPECT_LT(stats.journal_bytes, uint64_t{kRecords} * 120) << "uncompressed: ~150 bytes each";
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    for (int i = 0; i < kRecords; i += 3) {
+      ASSERT_EQ(payload(i), GetRecord("forever", "k" + std::to_string(i)).payload) << i;
+    }
+    Reopen();
+  }
+}
+
 TEST_F(JournalLayoutTest, DeadRecordsLeaveTheDiskWithTheirSegmentsAndLiveOnesStay) {
   WriteShortLived("a", 150);
   // A record whose expiry a CompareAndSet moves far out, written among the short-lived ones:

@@ -101,6 +101,17 @@ class JournalStoreTest : public ::testing::Test {
     return std::filesystem::exists(store_->journal().SegmentPath(number));
   }
   uint64_t ActiveSegment() const { return store_->journal().Segments().back().number; }
+  // Segment files of format 2: with a dictionary for their compressed values.
+  size_t SegmentsWithADictionary() const {
+    size_t n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_.Sub("journal"))) {
+      std::ifstream f(entry.path(), std::ios::binary);
+      char header[12] = {};
+      f.read(header, sizeof(header));
+      n += header[8] == static_cast<char>(kDictionaryFormatVersion);
+    }
+    return n;
+  }
 
   int fills_ = 0;
   testing::JournalFaultFs fs_;
@@ -112,19 +123,30 @@ class JournalStoreTest : public ::testing::Test {
   std::unique_ptr<JournalStore> store_;
 };
 
-// The tests that read most, run with each kind of read: pread, and copies out of mapped
-// segments (JournalOptions::mapped_reads), whose mappings go with closed files and deleted
-// segments under the readers.
-class JournalStoreReadsTest : public JournalStoreTest, public ::testing::WithParamInterface<bool> {
+// The tests that read most, run with each kind of read: pread, copies out of mapped segments
+// (JournalOptions::mapped_reads), whose mappings go with closed files and deleted segments under
+// the readers, and values compressed with each segment's dictionary (read with pread).
+enum class Reads { kPread, kMapped, kCompressed };
+class JournalStoreReadsTest : public JournalStoreTest, public ::testing::WithParamInterface<Reads> {
  protected:
   JournalStoreReadsTest() {
-    options_.mapped_reads = GetParam();
+    options_.mapped_reads = GetParam() == Reads::kMapped;
+    if (GetParam() == Reads::kCompressed) options_.dictionary_bytes = 1024;
     Reopen();
   }
 };
-INSTANTIATE_TEST_SUITE_P(Reads, JournalStoreReadsTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& param) {
-                           return param.param ? "Mapped" : "Pread";
+INSTANTIATE_TEST_SUITE_P(Reads, JournalStoreReadsTest,
+                         ::testing::Values(Reads::kPread, Reads::kMapped, Reads::kCompressed),
+                         [](const ::testing::TestParamInfo<Reads>& param) {
+                           switch (param.param) {
+                             case Reads::kPread:
+                               return "Pread";
+                             case Reads::kMapped:
+                               return "Mapped";
+                             case Reads::kCompressed:
+                               break;
+                           }
+                           return "Compressed";
                          });
 
 TEST_F(JournalStoreTest, PutGetReplaceDelete) {
@@ -157,6 +179,44 @@ TEST_F(JournalStoreTest, ABatchIsOneEntryAndItsLastWriteOfAKeyWins) {
   EXPECT_EQ("new", Get("b"));
   EXPECT_EQ("(none)", Get("c"));
   EXPECT_EQ(2u, store_->records());
+}
+
+// A batch as large as a client may send (the engine's max_batch_ops): its writes of the same
+// key resolve as in a small batch, the last winning and keeping what the earlier ones kept.
+TEST_F(JournalStoreTest, ALargeBatchResolvesItsWritesOfTheSameKeyAsASmallOneDoes) {
+  options_.segment_bytes = 4 << 20;
+  Reopen();
+  Apply({Put("key-7", "before", 100), Put("key-8", "before", 9000)});
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 10'000; ++i) {
+    keys.push_back("key-" + std::to_string(i % 2'500));
+    values.push_back("v" + std::to_string(i));
+  }
+  std::vector<Write> batch;
+  std::map<std::string, std::string> model = {{"key-7", "before"}, {"key-8", "before"}};
+  for (int i = 0; i < 10'000; ++i) {
+    if (i % 7 == 3) {
+      batch.push_back(Delete(keys[i], 50));
+      model.erase(keys[i]);
+    } else {
+      batch.push_back(Put(keys[i], values[i], i < 5'000 ? 8000 : 100));
+      model[keys[i]] = values[i];
+    }
+  }
+  Apply(batch);
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    EXPECT_EQ(model.size(), store_->records());
+    for (int k = 0; k < 2'500; ++k) {
+      const std::string key = "key-" + std::to_string(k);
+      auto it = model.find(key);
+      ASSERT_EQ(it == model.end() ? "(none)" : it->second, Get(key)) << key;
+    }
+    // Written last at 100, after a write of the same batch that kept until 8000; and after
+    // the version before the batch, kept until 9000.
+    EXPECT_EQ(8000, KeepUntil("key-1"));
+    EXPECT_EQ(9000, KeepUntil("key-8"));
+    Reopen();
+  }
 }
 
 TEST_F(JournalStoreTest, AWriteKeepsWhatItReplacesAsLong) {
@@ -300,14 +360,18 @@ TEST_F(JournalStoreTest, ADamagedLengthIsCorruptionWithoutReadingThatMuch) {
 TEST_P(JournalStoreReadsTest, AgreesWithAModelAcrossReopens) {
   std::map<std::string, std::string> model;
   std::mt19937_64 rng(5);
+  // Compressed: enough values between reopens for a dictionary (256 samples, one in four values).
+  const int batches = GetParam() == Reads::kCompressed ? 1200 : 400;
   for (int round = 0; round < 4; ++round) {
-    for (int b = 0; b < 400; ++b) {
+    for (int b = 0; b < batches; ++b) {
       std::vector<std::string> keys, values;
       std::vector<Write> batch;
       const int n = 1 + static_cast<int>(rng() % 5);
       for (int i = 0; i < n; ++i) {
         keys.push_back("key-" + std::to_string(rng() % 300));
-        values.push_back(std::string(rng() % 200, static_cast<char>('a' + rng() % 26)));
+        // Shaped alike, as records are: what a dictionary (Reads::kCompressed) can learn.
+        values.push_back("{\"n\":" + std::to_string(rng() % 100'000) + ",\"fill\":\"" +
+                         std::string(rng() % 150, static_cast<char>('a' + rng() % 26)) + "\"}");
       }
       for (int i = 0; i < n; ++i) {
         if (rng() % 4 == 0) {
@@ -329,6 +393,7 @@ TEST_P(JournalStoreReadsTest, AgreesWithAModelAcrossReopens) {
     Reopen();
   }
   EXPECT_GT(SegmentFiles(), 10u);
+  if (GetParam() == Reads::kCompressed) EXPECT_GT(SegmentsWithADictionary(), 5u);
 }
 
 // A completion follows its begin closely: a reopen finds the version an update replaces in
@@ -374,6 +439,83 @@ TEST_F(JournalStoreTest, ATornLastBatchIsWhollyAbsentAfterReopen) {
 
 // Moves with a policy that takes any segment with a needed fraction up to a quarter.
 constexpr JournalStore::MovePolicy kMoveAnySparse{.max_needed_fraction = 0.25, .min_stay_ms = 0};
+
+// A response-like value: the same fields in every record, a few bytes of its own.
+std::string ResponseLike(int i) {
+  return "{\"ref\":\"order-" + std::to_string(i * 7919) +
+         "\",\"code\":201,\"status\":\"SUCCEEDED\",\"currency\":\"EUR\",\"amount\":" +
+         std::to_string(i % 1000) + ",\"body\":\"accepted for settlement\"}";
+}
+
+// With a dictionary, values are stored compressed once enough were seen to train one; the
+// journal's first segment is sealed then rather than left without. What is read, after a
+// reopen and after a move into a segment with another dictionary, is what was written.
+TEST_F(JournalStoreTest, ValuesAreStoredCompressedWithEachSegmentsDictionary) {
+  options_.segment_bytes = 1 << 20;
+  options_.dictionary_bytes = 4096;
+  Reopen();
+  constexpr int kRecords = 30'000;
+  uint64_t raw_bytes = 0;
+  for (int i = 0; i < kRecords; ++i) {
+    const std::string value = ResponseLike(i);
+    raw_bytes += OpBytes(("key-" + std::to_string(i)).size(), value.size());
+    // Every tenth lives long: what a move must carry over.
+    Apply({Put("key-" + std::to_string(i), value, i % 10 == 0 ? kForever : 100)});
+  }
+  const std::vector<Journal::SegmentInfo> segments = store_->journal().Segments();
+  ASSERT_GE(segments.size(), 3u);
+  // The first was sealed once the samples could train a dictionary (1,024 values): far from full.
+  EXPECT_LT(segments[0].end_offset, options_.segment_bytes * 3 / 4);
+  EXPECT_EQ(kSegmentHeaderBytes, segments[0].entries_offset);
+  EXPECT_GT(segments[1].entries_offset, kSegmentHeaderBytes);
+  EXPECT_EQ(segments.size() - 1, SegmentsWithADictionary());
+  uint64_t stored_bytes = 0;
+  for (const Journal::SegmentInfo& segment : segments) {
+    stored_bytes += segment.end_offset - segment.entries_offset;
+  }
+  EXPECT_LT(stored_bytes, raw_bytes * 2 / 3) << "raw " << raw_bytes;
+  for (int i = 0; i < kRecords; i += 7) ASSERT_EQ(ResponseLike(i), Get("key-" + std::to_string(i)));
+
+  Reopen();
+  for (int i = 0; i < kRecords; i += 7) ASSERT_EQ(ResponseLike(i), Get("key-" + std::to_string(i)));
+  // The long-lived tenth moves out of the dead segments, into segments whose dictionaries are
+  // not the ones they were compressed with.
+  Apply({Put("last", std::string(options_.segment_bytes / 2, 'x'), 100)});  // seals the rest
+  Result<JournalStore::MoveReport> moved =
+      store_->MoveSurvivors(100, {.max_needed_fraction = 0.25, .min_stay_ms = 0});
+  ASSERT_OK(moved);
+  EXPECT_GE(moved->segments, 2u);
+  EXPECT_EQ(0u, moved->skipped) << moved->first_skipped.ToString();
+  ASSERT_OK(store_->DropEndedBy(100));
+  Reopen(100);
+  EXPECT_EQ(static_cast<size_t>(kRecords / 10), store_->records());
+  for (int i = 0; i < kRecords; i += 10)
+    ASSERT_EQ(ResponseLike(i), Get("key-" + std::to_string(i)));
+}
+
+// A damaged dictionary is found at open, naming the segment; so is a compressed value in a
+// segment without one.
+TEST_F(JournalStoreTest, ADamagedDictionaryIsCorruptionNamingItsSegment) {
+  options_.segment_bytes = 1 << 20;
+  options_.dictionary_bytes = 4096;
+  Reopen();
+  for (int i = 0; i < 6'000; ++i)
+    Apply({Put("key-" + std::to_string(i), ResponseLike(i), kForever)});
+  const std::vector<Journal::SegmentInfo> segments = store_->journal().Segments();
+  ASSERT_GE(segments.size(), 2u);
+  ASSERT_GT(segments[1].entries_offset, kSegmentHeaderBytes);
+  const std::string path = store_->journal().SegmentPath(segments[1].number);
+  store_.reset();
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(kSegmentHeaderBytes + 8 + 100);  // inside the dictionary
+  f.put('\x5a');
+  f.close();
+  Result<std::unique_ptr<JournalStore>> opened =
+      JournalStore::Open(&fs_, dir_.Sub("journal"), options_, &clock_, 0);
+  ASSERT_TRUE(opened.status().IsCorruption()) << opened.status().ToString();
+  EXPECT_NE(std::string::npos, opened.status().message().find(path));
+  EXPECT_NE(std::string::npos, opened.status().message().find("dictionary checksum"));
+}
 
 TEST_F(JournalStoreTest, MovesTheFewLongLivedRecordsOutOfAMostlyDeadSegment) {
   Apply({Put("forever", "f", kForever)});

@@ -120,6 +120,29 @@ TEST_F(JournalVerifyTest, ReadsEverySegmentAndChangesNothing) {
   EXPECT_EQ(before, testing::WithoutInfoLogs(testing::Snapshot(dir_.Sub("db"))));
 }
 
+// Values compressed with their segments' dictionaries are decompressed and decoded.
+TEST_F(JournalVerifyTest, DecodesValuesCompressedWithTheirSegmentsDictionaries) {
+  engine_.reset();
+  testing::UseSmallJournal(&options_);
+  options_.journal_dictionary_bytes = EngineOptions::kDefaultJournalDictionaryBytes;
+  Open();
+  constexpr int kCompressed = 3000;  // a dictionary is trained once 1,024 values were written
+  for (int i = 0; i < kCompressed; ++i) {
+    EXPECT_EQ("INSERTED", Insert("forever", "k" + std::to_string(i), "SUCCEEDED",
+                                 "{\"order\":" + std::to_string(i) +
+                                     ",\"state\":\"accepted for settlement\"}"));
+  }
+  engine_.reset();
+  size_t with_dictionary = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("db/journal"))) {
+    with_dictionary += testing::ReadWholeFile(e.path().string())[8] == 2;  // format 2
+  }
+  EXPECT_GE(with_dictionary, 1u);
+  auto report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_OK(report);
+  EXPECT_EQ(uint64_t{kCompressed}, report->records);
+}
+
 TEST_F(JournalVerifyTest, FindsADamagedSegmentByItsFileAndOffset) {
   const std::vector<std::string> segments = WriteJournalDatabase();
   std::string bytes = testing::ReadWholeFile(segments[0]);

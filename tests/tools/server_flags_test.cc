@@ -93,6 +93,8 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "low",
                                  "--wal-prezero",
                                  "off",
+                                 "--journal-compression",
+                                 "on",
                                  "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
@@ -129,6 +131,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(0, f->engine.expiry_window_merge_files);
   EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
   EXPECT_EQ(0u, f->engine.wal_prezero_chunk_bytes);
+  EXPECT_EQ(EngineOptions::kDefaultJournalDictionaryBytes, f->engine.journal_dictionary_bytes);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 
@@ -655,7 +658,7 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
     EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
         << name << " is not in " << IDEM_EXAMPLE_CONFIG;
   }
-  EXPECT_EQ(59, listed);
+  EXPECT_EQ(60, listed);
 
   // Each "# key = value" line: a default as --print-config shows it (unless the option has
   // none, or it is an example of a repeatable one); uncommented, they all parse.
@@ -750,6 +753,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--expiry-window-merge-files", "-2"}, "--expiry-window-merge-files"},
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},
+           {{"--journal-compression", "zstd"}, "--journal-compression"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
            {{"--allow-remote=maybe"}, "--allow-remote"},
        }) {

@@ -748,6 +748,17 @@ std::vector<FlagSpec> Flags(ParseState& s) {
                                  {"windows", Layout::kExpiryWindows}, &s.flags.engine.layout);
          return st.ok() ? st : Bad("--layout", "expected leveled, windows or journal");
        }},
+      {"journal-compression", "on|off", engine.journal_dictionary_bytes != 0 ? "on" : "off",
+       "with --layout journal: store values compressed with a dictionary\n"
+       "each segment carries, trained on earlier records: about half the\n"
+       "disk per record, for ~1.2 us of CPU per write (a quarter of the\n"
+       "peak write rate on one CPU) and ~0.2 us per read",
+       false,
+       [&s](std::string_view v) {
+         return ParseChoice<size_t>("--journal-compression", v,
+                                    {"on", EngineOptions::kDefaultJournalDictionaryBytes},
+                                    {"off", 0}, &s.flags.engine.journal_dictionary_bytes);
+       }},
       {"expiry-window", "DUR", FormatDurationMs(engine.expiry_window_ms),
        "with --layout windows: the width of a window (1s..30d); a lookup\n"
        "probes every window not yet ended, and dead records leave the\n"
