@@ -8,15 +8,19 @@
 // "start_failed"; the engine's and the server's own events), nothing per request. Only a bad
 // command line is reported before the format is known: a plain "idemstored: ..." line and exit 2.
 //
-// Exit codes: 0 after a clean stop (SIGINT/SIGTERM) and after --help, --version and
+// Exit codes: 0 after a clean stop (SIGINT/SIGTERM; one while the database opens ends the
+// process there, after a stop line) and after --help, --version and
 // --print-config, 2 for bad flags or a bad --config file (including a --max-connections the
 // open-files limit cannot serve), 1 when the database or the listening socket cannot be opened.
 // Flags, the descriptor budget and the listening socket are checked before the database is opened:
 // a refused start creates no data directory.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "cli_app.h"
@@ -115,13 +119,48 @@ int main(int argc, char** argv) {
   idem::EngineOptions engine_options = flags->engine;
   engine_options.log = log;
   engine_options.max_open_files = budget->rocksdb_max_open_files;
+  // A stop asked for while the database opens (a journal's replay can take minutes) ends the
+  // process there, saying so, as a crash would: every open is safe to interrupt (nothing has
+  // been acknowledged, and the next start opens again). Looked for every 20 ms: the open runs
+  // on this thread, and the server only records the request.
+  std::atomic<bool> opening{true};
+  std::thread interrupt_open([&] {
+    while (opening.load()) {
+      if ((*server)->StopRequested() && opening.exchange(false)) {
+        log(idem::LogRecord(idem::LogLevel::kInfo, "stop",
+                            "idemstored " + std::string(idem::Version()) +
+                                ": stopped while opening; database " + flags->data_dir +
+                                " left for the next start to open")
+                .With("data", flags->data_dir));
+        std::_Exit(0);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   idem::Result<std::unique_ptr<idem::ServingEngine>> engine =
       idem::ServingEngine::Open(flags->data_dir, engine_options);
+  if (!opening.exchange(false)) {
+    while (true) std::this_thread::sleep_for(std::chrono::hours(1));  // being ended, above
+  }
+  interrupt_open.join();
   if (!engine.ok()) {
     start_failed("cannot open " + flags->data_dir + ": " + engine.status().ToString());
     return 1;
   }
   const auto opened = std::chrono::steady_clock::now();
+  // Drains connections and the commit queue, then closes the database (WAL synced).
+  const auto stop = [&](const std::string& how) {
+    (*server)->Stop();
+    server->reset();
+    engine->reset();
+    log(idem::LogRecord(idem::LogLevel::kInfo, "stop",
+                        "idemstored " + std::string(idem::Version()) + ": " + how + "; database " +
+                            flags->data_dir + " closed")
+            .With("data", flags->data_dir));
+    return 0;
+  };
+  // A signal as the open ended: stop without serving.
+  if ((*server)->StopRequested()) return stop("stopped before serving");
   if (idem::Status s = (*server)->Serve(engine->get()); !s.ok()) {
     start_failed(s.ToString());
     return 1;
@@ -165,12 +204,5 @@ int main(int argc, char** argv) {
               std::chrono::duration_cast<std::chrono::milliseconds>(opened - open_began).count()));
 
   (*server)->Wait();
-  (*server)->Stop();  // drains connections and the commit queue
-  server->reset();
-  engine->reset();  // closes the database (WAL synced)
-  log(idem::LogRecord(idem::LogLevel::kInfo, "stop",
-                      "idemstored " + std::string(idem::Version()) + ": stopped; database " +
-                          flags->data_dir + " closed")
-          .With("data", flags->data_dir));
-  return 0;
+  return stop("stopped");
 }

@@ -89,7 +89,7 @@ class ServerImpl final : public Server {
   std::string MetricsText() override;
   // The metrics text, with `engine`'s figures when it is not null.
   std::string MetricsTextOf(ServingEngine* engine);
-  bool stop_requested() {
+  bool StopRequested() override {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_requested_;
   }
@@ -114,6 +114,8 @@ class ServerImpl final : public Server {
         });
   }
   void Log(const LogRecord& record) const { log_(record); }
+  // Handles SIGINT, SIGTERM and SIGHUP from now on (once; lifecycle_mu_ held).
+  void WatchSignals();
   // SIGINT/SIGTERM: RequestStop(); SIGHUP: Reload(), then wait for the next signal.
   void WaitForSignal();
   // Reload()'s step for the auth file: ok with nothing to do when authentication is off.
@@ -181,6 +183,7 @@ class ServerImpl final : public Server {
 
   std::mutex lifecycle_mu_;          // held by Serve() and Stop() throughout
   State state_ = State::kListening;  // guarded by lifecycle_mu_
+  bool watching_signals_ = false;    // guarded by lifecycle_mu_
 
   std::mutex mu_;
   std::condition_variable stop_cv_;  // stop_requested_ set, or a connection closed
@@ -353,6 +356,8 @@ Status ServerImpl::AnswerWhileOpening() {
     http_opening_handler_ = std::make_unique<HttpHandler>(nullptr, std::move(http_options));
     http_->Serve(http_opening_handler_.get());
   }
+  // From now on: a stop requested while the database opens is not lost, nor fatal.
+  if (options_.handle_signals) WatchSignals();
   StartThreads();
   return Status::Ok();
 }
@@ -392,7 +397,7 @@ Status ServerImpl::Serve(ServingEngine* engine) {
       });
     };
     http_options.readiness = [this, engine]() -> Status {
-      if (stop_requested()) return Status::Shutdown("the server is stopping");
+      if (StopRequested()) return Status::Shutdown("the server is stopping");
       return engine->WriteReadiness();
     };
     http_options.backup = [this, engine](std::string to,
@@ -420,14 +425,18 @@ Status ServerImpl::Serve(ServingEngine* engine) {
                                                         std::move(gateway_options));
     gateway_->Serve(gateway_handler_.get());
   }
-  if (options_.handle_signals) {
-    signals_.add(SIGINT);
-    signals_.add(SIGTERM);
-    signals_.add(SIGHUP);
-    WaitForSignal();
-  }
+  if (options_.handle_signals) WatchSignals();
   if (!opening) StartThreads();
   return Status::Ok();
+}
+
+void ServerImpl::WatchSignals() {
+  if (watching_signals_) return;  // since AnswerWhileOpening()
+  watching_signals_ = true;
+  signals_.add(SIGINT);
+  signals_.add(SIGTERM);
+  signals_.add(SIGHUP);
+  WaitForSignal();
 }
 
 void ServerImpl::WaitForSignal() {

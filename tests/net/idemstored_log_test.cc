@@ -140,6 +140,37 @@ TEST(IdemstoredLogTest, TextStartAndStopLinesAndNothingPerRequest) {
       << lines[3];
 }
 
+// A stop asked for while the database opens ends the process there with a stop line and exit
+// status 0 (or, should the open end first, stops it without serving). Before, SIGTERM's default
+// action ended it, with no line and exit status 143.
+TEST(IdemstoredLogTest, ASignalWhileTheDatabaseOpensStopsItOnceOpenWithoutServing) {
+  testing::TempDir dir;
+  ServerProcess server(IDEMSTORED_PATH);
+  ASSERT_TRUE(server.Launch({"--listen", "127.0.0.1:0", "--data", dir.Sub("db")}));
+  ASSERT_TRUE(server.WaitForOutput("event=opening", 20s)) << server.output();
+  // Stopped while it opens (the open takes tens of milliseconds), the signal is delivered the
+  // moment it goes on: still opening.
+  server.Signal(SIGSTOP);
+  server.Signal(SIGTERM);
+  server.Signal(SIGCONT);
+  ASSERT_EQ(std::optional<int>(0), server.WaitExit(20s)) << server.output();
+  server.WaitForOutput("(all of it)", 5s);
+
+  const std::vector<std::string> lines = Lines(server.output());
+  ASSERT_EQ(3u, lines.size()) << server.output();
+  EXPECT_NE(std::string::npos, lines[0].find("event=opening")) << lines[0];
+  EXPECT_TRUE(std::regex_match(
+      lines[1], std::regex(kTimestamp + std::string(" info  event=stop_requested received SIGTERM; "
+                                                    "stopping signal=SIGTERM"))))
+      << lines[1];
+  EXPECT_TRUE(std::regex_match(
+      lines[2], std::regex(kTimestamp + std::string(" info  event=stop idemstored \\S+: stopped "
+                                                    "(while opening|before serving); database "
+                                                    ".* (left for the next start to open|closed) "
+                                                    "data=.*"))))
+      << lines[2];
+}
+
 TEST(IdemstoredLogTest, JsonStartAndStopLinesAndNothingPerRequest) {
   testing::TempDir dir;
   ServerProcess server(IDEMSTORED_PATH);

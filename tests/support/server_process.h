@@ -45,6 +45,28 @@ class ServerProcess {
   // Starts idemstored with `args` and returns once its start line names the bound address, or
   // returns false (with the output so far in output()) if it exits or 20 s pass.
   bool Start(std::vector<std::string> args) {
+    if (!Launch(std::move(args))) return false;
+    // Poll the output until the start line appears (process start cannot be awaited otherwise).
+    // The port ends at a space (text log) or at the message's closing quote (JSON log).
+    const std::string start_line = "listening on 127.0.0.1:";
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    size_t at;
+    while ((at = output_.find(start_line)) == std::string::npos ||
+           output_.find_first_of(" \"", at + start_line.size()) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline || !ReadSome(deadline)) return false;
+    }
+    port_ = static_cast<uint16_t>(std::stoi(output_.substr(at + start_line.size())));
+    // Keep draining so the child never blocks on a full pipe.
+    drain_ = std::thread([this] {
+      while (ReadSome(std::chrono::steady_clock::now() + 3600s)) {
+      }
+    });
+    return true;
+  }
+
+  // Starts idemstored with `args` and returns at once (false if it cannot be started). Read its
+  // output with WaitForOutput; it must write little (nothing drains the pipe meanwhile).
+  bool Launch(std::vector<std::string> args) {
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return false;
     args.insert(args.begin(), binary_);
@@ -67,23 +89,16 @@ class ServerProcess {
     }
     ::close(pipe_fds[1]);
     fd_ = pipe_fds[0];
-    if (pid_ < 0) return false;
+    return pid_ > 0;
+  }
 
-    // Poll the output until the start line appears (process start cannot be awaited otherwise).
-    // The port ends at a space (text log) or at the message's closing quote (JSON log).
-    const std::string start_line = "listening on 127.0.0.1:";
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    size_t at;
-    while ((at = output_.find(start_line)) == std::string::npos ||
-           output_.find_first_of(" \"", at + start_line.size()) == std::string::npos) {
-      if (std::chrono::steady_clock::now() > deadline || !ReadSome(deadline)) return false;
+  // After Launch: reads the output until it holds `text` (true), or until the child closes it
+  // (it exited: then all of its output is read) or `timeout` passes (false).
+  bool WaitForOutput(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (output().find(text) == std::string::npos) {
+      if (!ReadSome(deadline)) return false;
     }
-    port_ = static_cast<uint16_t>(std::stoi(output_.substr(at + start_line.size())));
-    // Keep draining so the child never blocks on a full pipe.
-    drain_ = std::thread([this] {
-      while (ReadSome(std::chrono::steady_clock::now() + 3600s)) {
-      }
-    });
     return true;
   }
 

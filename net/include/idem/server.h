@@ -200,8 +200,10 @@ class Server {
   // tens of seconds) are told so at once instead of waiting unanswered: a binary connection is
   // sent the error BUSY "the database is opening; retry later" and closed; the HTTP listener
   // answers /healthz 200 (the process is alive) and every other request 503 with that error
-  // (Retry-After: 1). The gateway accepts nothing before Serve(). InvalidArgument after it, after
-  // Stop(), or a second time.
+  // (Retry-After: 1). The gateway accepts nothing before Serve(). With handle_signals, signals
+  // are handled from here on: a SIGINT or SIGTERM while the database opens requests the stop
+  // (StopRequested()), for the caller to act on once the open returns. InvalidArgument after
+  // Serve(), after Stop(), or a second time.
   virtual Status AnswerWhileOpening() = 0;
   // Starts serving `engine`, which must outlive the Server (starting the threads and accepting
   // unless AnswerWhileOpening() did). Once: a second call, or one after Stop(), is
@@ -233,6 +235,9 @@ class Server {
   virtual void Wait() = 0;
   // Thread-safe; ends Wait().
   virtual void RequestStop() = 0;
+  // Whether a stop was requested (a signal, RequestStop()): Wait() would return at once.
+  // Thread-safe.
+  virtual bool StopRequested() = 0;
 
   // The server's metrics and the store's figures (read now) in the Prometheus text format 0.0.4
   // (docs/operations.md lists them): what GET /metrics serves. Thread-safe, including from the
