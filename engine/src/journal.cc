@@ -55,13 +55,6 @@ std::shared_ptr<rocksdb::FSRandomRWFile> Shared(std::unique_ptr<rocksdb::FSRando
 
 static_assert(ValueDictionary::kMaxBytes == kMaxDictionaryBytes);
 
-// Where an entry can begin in a new segment: past the header and the largest dictionary.
-uint64_t MaxEntriesOffset(const JournalOptions& options) {
-  if (options.dictionary_bytes == 0) return kSegmentHeaderBytes;
-  return kSegmentHeaderBytes + 8 +
-         (options.dictionary_bytes + kAlignment - 1) / kAlignment * kAlignment;
-}
-
 // Recent values kept to train the next dictionary on.
 constexpr size_t kDictionarySamples = 4096;
 
@@ -207,7 +200,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
                                    std::to_string(kMaxDictionaryBytes));
   }
   const uint64_t min_segment_bytes =
-      MaxEntriesOffset(options) + kEntryHeaderBytes + kOpHeaderBytes + 8;
+      EntriesOffset(options.dictionary_bytes) + kEntryHeaderBytes + kOpHeaderBytes + 8;
   if (options.segment_bytes > kMaxSegmentBytes || options.segment_bytes < min_segment_bytes) {
     return Status::InvalidArgument(
         "journal segment_bytes " + std::to_string(options.segment_bytes) + " is outside " +
@@ -911,7 +904,8 @@ void Journal::ForgetRecent(Segment* segment) const {
 }
 
 uint64_t Journal::max_entry_bytes() const {
-  return options_.segment_bytes - MaxEntriesOffset(options_);
+  // Past the header and the largest dictionary a new segment may hold.
+  return options_.segment_bytes - EntriesOffset(options_.dictionary_bytes);
 }
 
 std::vector<Journal::SegmentInfo> Journal::Segments() const {

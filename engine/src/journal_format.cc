@@ -92,10 +92,12 @@ std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, u
 
 }  // namespace
 
-uint64_t SegmentHeader::entries_offset() const {
-  return dictionary.empty() ? kSegmentHeaderBytes
-                            : kSegmentHeaderBytes + 8 + Padded(dictionary.size());
+uint64_t EntriesOffset(size_t dictionary_bytes) {
+  return dictionary_bytes == 0 ? kSegmentHeaderBytes
+                               : kSegmentHeaderBytes + 8 + Padded(dictionary_bytes);
 }
+
+uint64_t SegmentHeader::entries_offset() const { return EntriesOffset(dictionary.size()); }
 
 std::string EncodeSegmentHeader(const SegmentHeader& header) {
   std::string out(header.entries_offset(), '\0');

@@ -123,6 +123,8 @@ std::string EncodeSegmentHeader(const SegmentHeader& header);
 // wrong magic, version or checksum; a dictionary whose length is out of bounds, cut off, or
 // whose checksum does not match).
 Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes);
+// Where a segment's first entry starts after a dictionary of `dictionary_bytes` (0: none).
+uint64_t EntriesOffset(size_t dictionary_bytes);
 // The most a segment's header and dictionary take.
 inline constexpr size_t kMaxSegmentHeaderBytes = kSegmentHeaderBytes + 8 + kMaxDictionaryBytes;
 

@@ -91,8 +91,10 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
                                   (op.ok() ? value.status() : op.status()).message());
       }
       if (op->key == key) {
-        return std::optional<Version>(Version{std::string(*value), op->keep_until_ms, at,
-                                              OpBytes(op->key.size(), op->value.size())});
+        // A decompressed value is moved out of `plain`, a stored one copied out of `bytes`.
+        return std::optional<Version>(
+            Version{op->compressed ? std::move(plain) : std::string(*value), op->keep_until_ms, at,
+                    OpBytes(op->key.size(), op->value.size())});
       }
       if (!index_.Holds(hash, at)) stale = true;
     }
