@@ -237,6 +237,24 @@ TEST_F(JournalLayoutTest, SegmentsTooSmallForTheLargestRecordAreRefusedAtOpen) {
   EXPECT_NE(std::string::npos, engine.status().message().find("journal_segment_bytes"));
 }
 
+// A dictionary over the limit is refused; one that leaves a segment too little room for the
+// largest record too, since a batch must fit beside the largest dictionary.
+TEST_F(JournalLayoutTest, ADictionaryOverItsLimitOrTooLargeForTheSegmentIsRefusedAtOpen) {
+  engine_.reset();
+  options_.journal_dictionary_bytes = EngineOptions::kMaxJournalDictionaryBytes + 1;
+  Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir_.Sub("db"), options_);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
+  EXPECT_NE(std::string::npos, engine.status().message().find("journal_dictionary_bytes"));
+
+  // 64 KiB segments hold the default limits' largest record, but not beside 60 KiB more.
+  options_.journal_dictionary_bytes = 60 << 10;
+  engine = ServingEngine::Open(dir_.Sub("db"), options_);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
+  EXPECT_NE(std::string::npos, engine.status().message().find("journal_segment_bytes"));
+}
+
 TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
   ASSERT_EQ("INSERTED", Insert("short", "k"));
   engine_.reset();
