@@ -164,8 +164,8 @@ class JournalStore {
   // `journal`; nullopt if none is the key's.
   Result<std::optional<Version>> Find(const Journal& journal, uint64_t hash,
                                       std::string_view key) const;
-  // Replays one operation read by Journal::Open.
-  Status Replay(const Journal& journal, const OpView& op, Journal::Location at);
+  // Replays one operation read by Journal::Open (as stored).
+  Status Replay(const Journal& journal, const OpView& stored, Journal::Location at);
   // MoveSurvivors for one segment (drop_mu_ held).
   Status MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
                      MoveReport* report);
@@ -181,6 +181,7 @@ class JournalStore {
 
   const JournalOptions options_;
   const int64_t removal_bound_ms_;  // for the replay at open
+  std::string replay_scratch_;      // a replayed operation's key and value, decompressed
   JournalIndex index_;
   std::unique_ptr<Journal> journal_;
   std::mutex apply_mu_;                  // one Apply at a time, whatever the owner does
