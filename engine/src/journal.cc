@@ -304,7 +304,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
         return Status::Corruption(segment->path + ": " + dictionary.status().message());
       }
       segment->dictionary = std::move(*dictionary);
-      segment->keys_in_values = header->version != kValueDictionaryFormatVersion;
+      segment->keys_in_values = SegmentFormatVersion(data) != kValueDictionaryFormatVersion;
     }
     if (cut) {
       Result<SegmentScan> scan = ScanSegment(data, 0, nullptr);
@@ -929,7 +929,7 @@ std::vector<Journal::SegmentInfo> Journal::Segments() const {
     if (!segment || segment == reserved_) continue;
     out.push_back(SegmentInfo{segment->id, segment->number, segment->end,
                               segment->max_keep_until_ms, segment == active_,
-                              segment->entries_offset});
+                              segment->entries_offset, segment->salt});
   }
   std::sort(out.begin(), out.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) { return a.number < b.number; });

@@ -110,6 +110,7 @@ class Journal {
     int64_t max_keep_until_ms = 0;                  // over its operations
     bool active = false;                            // being written: cannot be deleted
     uint64_t entries_offset = kSegmentHeaderBytes;  // where its entries begin
+    uint64_t salt = 0;                              // what its entry headers' checksums mix in
   };
   using Dictionary = std::shared_ptr<const ValueDictionary>;
 

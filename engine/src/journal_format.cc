@@ -93,6 +93,10 @@ std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, u
 
 }  // namespace
 
+uint32_t SegmentFormatVersion(std::string_view bytes) {
+  return bytes.size() < 12 ? 0 : Fixed32(bytes.data() + 8);
+}
+
 uint64_t EntriesOffset(size_t dictionary_bytes) {
   return dictionary_bytes == 0 ? kSegmentHeaderBytes
                                : kSegmentHeaderBytes + 8 + Padded(dictionary_bytes);
@@ -144,8 +148,7 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
                        static_cast<int64_t>(Fixed64(bytes.data() + 24)),
                        Fixed64(bytes.data() + 32),
                        Fixed64(bytes.data() + 40),
-                       {},
-                       version};
+                       {}};
   if (version != kFormatVersion) {
     const std::string_view block = bytes.substr(kSegmentHeaderBytes);
     if (block.size() < 8) return Status::Corruption("journal segment ends before its dictionary");
@@ -300,6 +303,14 @@ std::string EntryBuilder::Finish(const EntryStamp& stamp, const CompressValue& c
   max_keep_until_ms_ = 0;
   finished_bytes_ = finished.size();
   return finished;
+}
+
+std::optional<EntryExtent> PeekEntry(std::string_view bytes, uint64_t salt) {
+  if (bytes.size() < kEntryHeaderBytes ||
+      UnmaskCrc(Fixed32(bytes.data())) != EntryHeaderCrc(bytes.data(), salt)) {
+    return std::nullopt;
+  }
+  return EntryExtent{Fixed32(bytes.data() + 4), Fixed32(bytes.data() + 16)};
 }
 
 std::optional<size_t> PeekOpBytes(std::string_view bytes) {

@@ -112,12 +112,20 @@ struct SegmentHeader {
   uint64_t after_sequence = 0;
   uint64_t salt = 0;
   std::string dictionary;  // empty: format 1, no compressed operation
-  // As decoded; EncodeSegmentHeader writes kFormatVersion, or with a dictionary
-  // kDictionaryFormatVersion.
-  uint32_t version = 0;
 
   // Where the segment's first entry starts.
   uint64_t entries_offset() const;
+};
+
+// A place in a journal between two operations, in the order they were written: the operation
+// `op` (from 0) of the entry at `offset` of the segment numbered `segment` (its number, not
+// its id: ids are reused). Offset 0 stands for the segment's first entry.
+struct WalkPosition {
+  uint64_t segment = 0;
+  uint64_t offset = 0;
+  uint32_t op = 0;
+
+  bool operator==(const WalkPosition&) const = default;
 };
 
 // What Finish stamps on an entry.
@@ -133,6 +141,9 @@ std::string EncodeSegmentHeader(const SegmentHeader& header);
 // wrong magic, version or checksum; a dictionary whose length is out of bounds, cut off, or
 // whose checksum does not match).
 Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes);
+// The format version of a segment whose header DecodeSegmentHeader decoded from `bytes`.
+// EncodeSegmentHeader writes kFormatVersion, or with a dictionary kDictionaryFormatVersion.
+uint32_t SegmentFormatVersion(std::string_view bytes);
 // Where a segment's first entry starts after a dictionary of `dictionary_bytes` (0: none).
 uint64_t EntriesOffset(size_t dictionary_bytes);
 // The most a segment's header and dictionary take.
@@ -183,6 +194,15 @@ class EntryBuilder {
   int64_t max_keep_until_ms_ = 0;
   size_t finished_bytes_ = 0;  // nonzero: Finish was called, offsets_ is the finished entry's
 };
+
+// The payload length and operation count of the entry whose header starts `bytes`, in a
+// segment with `salt`: for walking entries one by one, each operation's own checksum vouching
+// for what is read. Nullopt if `bytes` is shorter than a header or the header does not check.
+struct EntryExtent {
+  uint32_t payload = 0;
+  uint32_t count = 0;
+};
+std::optional<EntryExtent> PeekEntry(std::string_view bytes, uint64_t salt);
 
 // How many bytes the operation that starts `bytes` takes, padding included, read from its fixed
 // header; nullopt if `bytes` is shorter than the header or the header is not an operation's (a

@@ -443,6 +443,94 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
   return Status::Ok();
 }
 
+Result<std::optional<WalkPosition>> JournalStore::Walk(const WalkPosition& from,
+                                                       const WalkVisitor& visit) const {
+  // Read this much of a segment at a time (an entry larger than that, whole).
+  constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+  std::string bytes, scratch;
+  Journal::Dictionary dictionary;
+  for (const Journal::SegmentInfo& segment : journal_->Segments()) {
+    if (segment.number < from.segment) continue;
+    const bool resumed = segment.number == from.segment && from.offset != 0;
+    uint64_t at = resumed ? from.offset : segment.entries_offset;
+    uint32_t skip = segment.number == from.segment ? from.op : 0;
+    uint64_t bytes_at = 0;  // `bytes` holds the segment's bytes from here
+    bytes.clear();
+    // Reads `n` bytes at `at` unless `bytes` holds them. False: the segment is gone.
+    auto fetch = [&](uint64_t n) -> Result<bool> {
+      if (at >= bytes_at && at + n <= bytes_at + bytes.size()) return true;
+      Status read = journal_->Read(Journal::Location{segment.id, static_cast<uint32_t>(at)},
+                                   std::max(n, std::min(kChunkBytes, segment.end_offset - at)),
+                                   &bytes, &dictionary);
+      bytes_at = at;
+      if (read.IsNotFound()) return false;
+      if (!read.ok()) return read;
+      return bytes.size() >= n;
+    };
+    // What does not read back: a segment deleted meanwhile (its id perhaps taken by another)
+    // ends the segment's walk; otherwise the position was not an entry's (a cursor changed) or
+    // the file is damaged.
+    auto bad = [&](uint64_t where, const std::string& why) -> Result<bool> {
+      for (const Journal::SegmentInfo& now : journal_->Segments()) {
+        if (now.id != segment.id || now.number != segment.number) continue;
+        const std::string what =
+            journal_->SegmentPath(segment.number) + " offset " + std::to_string(where) + ": " + why;
+        if (where == from.offset && segment.number == from.segment) {
+          return Status::InvalidArgument("a walk resumed where no entry is (" + what + ")");
+        }
+        return Status::Corruption(what);
+      }
+      return false;
+    };
+    while (at < segment.end_offset) {
+      Result<bool> there = fetch(kEntryHeaderBytes);
+      std::optional<EntryExtent> entry;
+      if (there.ok() && *there)
+        entry = PeekEntry(std::string_view(bytes).substr(at - bytes_at), segment.salt);
+      if (entry && (entry->count == 0 || entry->count <= skip ||
+                    entry->payload > segment.end_offset - at - kEntryHeaderBytes)) {
+        entry.reset();
+      }
+      if (there.ok() && *there && !entry) there = bad(at, "not an entry header");
+      if (!there.ok()) return there.status();
+      if (!*there) break;
+      const uint64_t entry_bytes = kEntryHeaderBytes + entry->payload;
+      there = fetch(entry_bytes);
+      if (there.ok() && *there) {
+        const std::string_view payload =
+            std::string_view(bytes).substr(at - bytes_at + kEntryHeaderBytes, entry->payload);
+        size_t op_at = 0;
+        for (uint32_t i = 0; i < entry->count; ++i) {
+          const uint64_t where = at + kEntryHeaderBytes + op_at;
+          std::optional<size_t> size = PeekOpBytes(payload.substr(op_at));
+          Result<OpView> op = size && *size <= payload.size() - op_at
+                                  ? DecodeOp(payload.substr(op_at, *size))
+                                  : Result<OpView>(Status::Corruption("not an operation"));
+          if (op.ok() && i >= skip) op = Journal::Plain(*op, dictionary, &scratch);
+          if (!op.ok()) {
+            there = bad(where, op.status().message());
+            break;
+          }
+          if (i >= skip) {
+            const Journal::Location location{segment.id, static_cast<uint32_t>(where)};
+            const bool current =
+                op->type == OpType::kPut && index_.Holds(KeyHash(op->key), location);
+            if (!visit(*op, current)) {
+              return std::optional<WalkPosition>(WalkPosition{segment.number, at, i});
+            }
+          }
+          op_at += *size;
+        }
+      }
+      if (!there.ok()) return there.status();
+      if (!*there) break;
+      skip = 0;
+      at += entry_bytes;
+    }
+  }
+  return std::optional<WalkPosition>();
+}
+
 namespace {
 // Rounded down: an operation within a bucket of its end counts as no longer needed.
 int64_t NeedBucket(int64_t keep_until_ms, int64_t bucket_ms) {

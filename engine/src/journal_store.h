@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -149,6 +150,20 @@ class JournalStore {
   static constexpr size_t kMoveEntryBytes = size_t{1} << 20;
   static constexpr uint64_t kMoveRetryCalls = 64;
   Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);
+
+  // Walks the journal in the order it was written, for admin queries over every record (there
+  // is no key order to walk: the index is a hash table). Calls `visit` for each operation from
+  // `from` on, with its key and value as written and whether it is still its key's current
+  // version (a put the index points at), until `visit` returns false: that operation is then the
+  // next walk's first, and its position is returned. Nullopt once the walk reached where the
+  // journal ended at the call. A current version is visited once, where it is, if it stays
+  // there during the walk; a version written, or moved (MoveSurvivors), after the walk passed
+  // the key's earlier place is visited again where it went. A segment deleted meanwhile is
+  // skipped (what it held is dead, or moved ahead). Corruption naming the segment and offset
+  // for an operation that does not decode; IOError for a read that fails. Any thread.
+  using WalkVisitor = std::function<bool(const OpView& plain, bool current)>;
+  Result<std::optional<WalkPosition>> Walk(const WalkPosition& from,
+                                           const WalkVisitor& visit) const;
 
   // Why the store takes no more writes (its journal failed, or the index is full); OK while it
   // does. Cheap: waits for no write.

@@ -37,7 +37,7 @@ class SegmentImage {
  public:
   static constexpr uint64_t kSalt = 0x5a175a17;
   explicit SegmentImage(size_t capacity = 4096) {
-    bytes_ = EncodeSegmentHeader(SegmentHeader{7, 1'700'000'000'000, 0, kSalt});
+    bytes_ = EncodeSegmentHeader(SegmentHeader{7, 1'700'000'000'000, 0, kSalt, {}});
     bytes_.resize(capacity, '\0');
   }
   // Appends one entry of `ops`; returns where it starts.
@@ -83,7 +83,7 @@ SegmentScan Scan(std::string_view bytes, std::vector<Seen>* seen = nullptr,
 }
 
 TEST(JournalSegmentHeaderTest, RoundTripsAndRejectsWhatIsNotOne) {
-  const std::string header = EncodeSegmentHeader(SegmentHeader{42, -5, 1234, 0xfeedf00d});
+  const std::string header = EncodeSegmentHeader(SegmentHeader{42, -5, 1234, 0xfeedf00d, {}});
   ASSERT_EQ(kSegmentHeaderBytes, header.size());
   Result<SegmentHeader> decoded = DecodeSegmentHeader(header);
   ASSERT_OK(decoded);
@@ -194,7 +194,7 @@ TEST(JournalScanTest, AWholeSegmentIsReadInOrderWithItsOffsets) {
   image.bytes().resize(image.end());
   EXPECT_EQ(Tail::kClean, Scan(image.bytes()).tail);
   // So does an empty one.
-  EXPECT_EQ(Tail::kClean, Scan(EncodeSegmentHeader(SegmentHeader{1, 0})).tail);
+  EXPECT_EQ(Tail::kClean, Scan(EncodeSegmentHeader(SegmentHeader{1, 0, 0, 0, {}})).tail);
 }
 
 TEST(JournalScanTest, EveryCutOfTheLastEntryIsATornTailThatKeepsTheEntriesBefore) {
@@ -348,7 +348,8 @@ TEST(JournalSegmentHeaderTest, ADictionaryFollowsTheHeaderOfFormatsTwoAndThree) 
   EXPECT_EQ(dictionary, decoded->dictionary);
   EXPECT_EQ(77u, decoded->after_sequence);
   // Without one: format 1, as before.
-  EXPECT_EQ(static_cast<char>(kFormatVersion), EncodeSegmentHeader(SegmentHeader{9, 5, 77, 1})[8]);
+  EXPECT_EQ(static_cast<char>(kFormatVersion),
+            EncodeSegmentHeader(SegmentHeader{9, 5, 77, 1, {}})[8]);
   // Format 2 (values compressed alone), no longer written, reads the same.
   std::string format_two = encoded;
   format_two[8] = static_cast<char>(kValueDictionaryFormatVersion);

@@ -572,6 +572,65 @@ TEST_F(JournalStoreTest, ASegmentOfFormatTwoReadsAsWrittenAndTakesNothingCompres
   }
 }
 
+// A walk visits every operation in the order written, telling current versions apart, and
+// resumes exactly where a visitor stopped it; a position that is no entry's is refused.
+TEST_P(JournalStoreReadsTest, AWalkVisitsEveryOperationInOrderAndResumesWhereItStopped) {
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = "key-" + std::to_string(i % 100);  // three versions of each
+    if (i % 7 == 3) {
+      Apply({Delete(key, 10)});
+    } else {
+      Apply({Put(key, ResponseLike(i), 1'000), Put("twin-" + std::to_string(i), "v", 1'000)});
+    }
+  }
+  ASSERT_GE(store_->journal().Segments().size(), 3u);
+  struct Seen {
+    std::string key;
+    bool current;
+    bool operator==(const Seen&) const = default;
+  };
+  std::vector<Seen> all;
+  Result<std::optional<WalkPosition>> end =
+      store_->Walk(WalkPosition{}, [&](const OpView& op, bool current) {
+        all.push_back({std::string(op.key), current});
+        if (current) EXPECT_EQ(Get(op.key), op.value) << op.key;
+        return true;
+      });
+  ASSERT_OK(end);
+  EXPECT_FALSE(end->has_value());
+  size_t currents = 0;
+  for (const Seen& seen : all) currents += seen.current;
+  EXPECT_EQ(store_->records(), currents);
+  EXPECT_GE(all.size(), 300u);
+
+  // Stopped after every third operation and resumed: the same operations, in the same order.
+  std::vector<Seen> paged;
+  WalkPosition from;
+  for (int pages = 0; pages < 10'000; ++pages) {
+    int taken = 0;
+    Result<std::optional<WalkPosition>> next =
+        store_->Walk(from, [&](const OpView& op, bool current) {
+          if (taken == 3) return false;
+          ++taken;
+          paged.push_back({std::string(op.key), current});
+          return true;
+        });
+    ASSERT_OK(next);
+    if (!next->has_value()) break;
+    from = **next;
+  }
+  EXPECT_EQ(all, paged);
+
+  const Journal::SegmentInfo first = store_->journal().Segments().front();
+  auto refused = [&](WalkPosition at) {
+    Result<std::optional<WalkPosition>> walk =
+        store_->Walk(at, [](const OpView&, bool) { return true; });
+    return walk.status().IsInvalidArgument();
+  };
+  EXPECT_TRUE(refused({first.number, first.entries_offset + 8, 0}));  // inside an entry
+  EXPECT_TRUE(refused({first.number, first.entries_offset, 2}));      // past its operations
+}
+
 // A damaged dictionary is found at open, naming the segment; so is a compressed value in a
 // segment without one.
 TEST_F(JournalStoreTest, ADamagedDictionaryIsCorruptionNamingItsSegment) {
