@@ -1492,7 +1492,10 @@ Status RocksEngine::JournalPurgeKeys(const PurgeRequest& request, std::vector<st
   if (!from.ok()) return from.status();
   if (Status s = WriteReadiness(); !s.ok()) return s;
   const std::string walked = RecordKey(request.ns, request.prefix);
-  std::set<std::string_view> seen;  // a key written again during the walk is met twice
+  // A key written again during the walk is met twice. The views point into `keys`, which never
+  // grows past its reservation, so its strings stay where they are.
+  std::set<std::string_view> seen;
+  keys->reserve(kPurgeBatchKeys);
   size_t examined = 0;
   Result<std::optional<journal::WalkPosition>> next =
       journal_->Walk(*from, [&](const journal::OpView& op, bool current) {
