@@ -1,7 +1,9 @@
 #include "admin_query.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "coding.h"
 #include "idem/operation.h"
 #include "key_codec.h"
 #include "validation.h"
@@ -10,6 +12,13 @@ namespace idem {
 namespace {
 
 constexpr char kCursorFormat = 1;
+constexpr char kJournalCursorFormat = 2;
+constexpr size_t kJournalCursorPositionBytes = 1 + 3 * 8;
+
+Status MalformedCursor() {
+  return Status::InvalidArgument(
+      "malformed cursor (pass back the cursor a previous page returned, unchanged)");
+}
 
 // The smallest key above every key that starts with `prefix` (non-empty, not all 0xff bytes:
 // a record key starts with its namespace's length, 1..255, then name characters).
@@ -17,6 +26,19 @@ std::string PrefixSuccessor(std::string prefix) {
   while (!prefix.empty() && static_cast<uint8_t>(prefix.back()) == 0xff) prefix.pop_back();
   if (!prefix.empty()) prefix.back() = static_cast<char>(static_cast<uint8_t>(prefix.back()) + 1);
   return prefix;
+}
+
+// Whether a cursor of namespace `cursor_ns` (`in_prefix`: within the request's prefix) belongs to
+// a walk of `ns`: InvalidArgument saying why not.
+Status SameWalk(std::string_view cursor_ns, bool in_prefix, std::string_view ns) {
+  if (cursor_ns != ns) {
+    return Status::InvalidArgument("cursor belongs to a walk of namespace '" +
+                                   std::string(cursor_ns) + "', not '" + std::string(ns) + "'");
+  }
+  if (!in_prefix) {
+    return Status::InvalidArgument("cursor is outside the prefix: it belongs to another walk");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -38,16 +60,9 @@ Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix, std:
   }
   std::string_view cursor_ns, cursor_key;
   if (cursor[0] != kCursorFormat || !ParseRecordKey(cursor.substr(1), &cursor_ns, &cursor_key)) {
-    return Status::InvalidArgument(
-        "malformed cursor (pass back the cursor a previous page returned, unchanged)");
+    return MalformedCursor();
   }
-  if (cursor_ns != ns) {
-    return Status::InvalidArgument("cursor belongs to a walk of namespace '" +
-                                   std::string(cursor_ns) + "', not '" + std::string(ns) + "'");
-  }
-  if (!cursor_key.starts_with(prefix)) {
-    return Status::InvalidArgument("cursor is outside the prefix: it belongs to another walk");
-  }
+  if (Status s = SameWalk(cursor_ns, cursor_key.starts_with(prefix), ns); !s.ok()) return s;
   // Strictly after the cursor's key: the smallest key above it is that key plus a zero byte.
   range.seek.assign(cursor.substr(1));
   range.seek.push_back('\0');
@@ -57,6 +72,37 @@ Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix, std:
 std::string CursorAfter(std::string_view rocks_key) {
   std::string cursor(1, kCursorFormat);
   cursor.append(rocks_key);
+  return cursor;
+}
+
+Result<journal::WalkPosition> ResolveJournalWalk(std::string_view ns, std::string_view prefix,
+                                                 std::string_view cursor, const Limits& limits) {
+  // The namespace and prefix, as ResolveWalk checks them.
+  if (Result<WalkRange> range = ResolveWalk(ns, prefix, "", limits); !range.ok()) {
+    return range.status();
+  }
+  if (cursor.empty()) return journal::WalkPosition{};
+  if (cursor.size() < kJournalCursorPositionBytes || cursor[0] != kJournalCursorFormat) {
+    return MalformedCursor();
+  }
+  std::string_view cursor_ns, cursor_prefix;
+  if (!ParseRecordKey(cursor.substr(kJournalCursorPositionBytes), &cursor_ns, &cursor_prefix)) {
+    return MalformedCursor();
+  }
+  if (Status s = SameWalk(cursor_ns, cursor_prefix == prefix, ns); !s.ok()) return s;
+  const uint64_t op = coding::DecodeFixed64(cursor.data() + 17);
+  if (op > UINT32_MAX) return MalformedCursor();
+  return journal::WalkPosition{coding::DecodeFixed64(cursor.data() + 1),
+                               coding::DecodeFixed64(cursor.data() + 9), static_cast<uint32_t>(op)};
+}
+
+std::string JournalCursorAt(const journal::WalkPosition& at, std::string_view ns,
+                            std::string_view prefix) {
+  std::string cursor(1, kJournalCursorFormat);
+  coding::PutFixed64(&cursor, at.segment);
+  coding::PutFixed64(&cursor, at.offset);
+  coding::PutFixed64(&cursor, at.op);
+  cursor.append(RecordKey(ns, prefix));
   return cursor;
 }
 

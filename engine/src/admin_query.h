@@ -2,8 +2,11 @@
 // which records a scan's filter admits. No I/O, no locks, no clock.
 //
 // A cursor is [format byte 1][the RocksDB key of the last key examined] (key_codec.h: the
-// namespace is inside it). Opaque to callers; decoding checks it against the request, so a
-// cursor of another namespace or prefix is refused instead of silently walking elsewhere.
+// namespace is inside it); under the journal layout, which walks records in the order they were
+// written (journal_store.h, Walk), [format byte 2][segment number (8)][entry offset (8)]
+// [operation (8)][the RocksDB key of the namespace and prefix]. Opaque to callers; decoding
+// checks it against the request, so a cursor of another namespace, prefix or layout is refused
+// instead of silently walking elsewhere.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +17,7 @@
 #include "idem/options.h"
 #include "idem/record.h"
 #include "idem/result.h"
+#include "journal_format.h"
 
 namespace idem {
 
@@ -30,6 +34,14 @@ Result<WalkRange> ResolveWalk(std::string_view ns, std::string_view prefix, std:
 
 // The cursor that continues a walk after `rocks_key`.
 std::string CursorAfter(std::string_view rocks_key);
+
+// ResolveWalk for the journal layout: the namespace and prefix validated the same way, and where
+// the walk resumes (a default position, the journal's start, for an empty cursor).
+Result<journal::WalkPosition> ResolveJournalWalk(std::string_view ns, std::string_view prefix,
+                                                 std::string_view cursor, const Limits& limits);
+// The cursor that resumes a journal walk of `ns` and `prefix` at `at`.
+std::string JournalCursorAt(const journal::WalkPosition& at, std::string_view ns,
+                            std::string_view prefix);
 
 // Validates a scan's limit and status filter; `graph` is the namespace's state graph (null:
 // none), whose states are then the only statuses a filter may name.

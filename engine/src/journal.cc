@@ -101,6 +101,9 @@ struct Journal::Segment {
   // Set before the segment is visible, never changed.
   uint64_t entries_offset = kSegmentHeaderBytes;
   Journal::Dictionary dictionary;  // null: none (format 1)
+  // Whether appends may store keys compressed in values: false for a segment of format 2 (values
+  // compressed alone), which a build that reads format 2 must still read.
+  bool keys_in_values = true;
   // How many samples it was trained on; a segment opened from disk counts as trained on all.
   size_t dictionary_samples = kDictionarySamples;
 };
@@ -301,6 +304,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
         return Status::Corruption(segment->path + ": " + dictionary.status().message());
       }
       segment->dictionary = std::move(*dictionary);
+      segment->keys_in_values = SegmentFormatVersion(data) != kValueDictionaryFormatVersion;
     }
     if (cut) {
       Result<SegmentScan> scan = ScanSegment(data, 0, nullptr);
@@ -617,11 +621,14 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   std::string bytes;
   if (sampler_) {
     std::lock_guard<std::mutex> lock(sample_mu_);
-    const ValueDictionary* dictionary = segment->dictionary.get();
+    // Nothing compressed into a segment of format 2 (it is rolled from once a dictionary can be
+    // trained: WantsDictionary).
+    const ValueDictionary* dictionary =
+        segment->keys_in_values ? segment->dictionary.get() : nullptr;
     bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt},
-                          [&](std::string_view value, std::string* out) {
-                            sampler_->Offer(value);
-                            return dictionary != nullptr && dictionary->Compress(value, out);
+                          [&](std::string_view plain, std::string* out) {
+                            sampler_->Offer(plain);
+                            return dictionary != nullptr && dictionary->Compress(plain, out);
                           });
   } else {
     bytes = entry->Finish(EntryStamp{sequence, synced, segment->salt});
@@ -655,7 +662,8 @@ bool Journal::WantsDictionary(const Segment& segment) const {
   if (!sampler_ || segment.end == segment.entries_offset) return false;
   std::lock_guard<std::mutex> lock(sample_mu_);
   if (training_failed_ || !sampler_->ready()) return false;
-  return !segment.dictionary || sampler_->Outgrew(segment.dictionary_samples);
+  return !segment.dictionary || !segment.keys_in_values ||
+         sampler_->Outgrew(segment.dictionary_samples);
 }
 
 Status Journal::Sync() {
@@ -744,13 +752,19 @@ Status Journal::Read(Location at, size_t bytes, std::string* out, Dictionary* di
   return Status::Ok();
 }
 
-Result<std::string_view> Journal::ValueOf(const OpView& op, const Dictionary& dictionary,
-                                          std::string* scratch) {
-  if (!op.compressed) return op.value;
+Result<OpView> Journal::Plain(const OpView& op, const Dictionary& dictionary,
+                              std::string* scratch) {
+  if (!op.compressed) return op;
   if (!dictionary)
     return Status::Corruption("a compressed value in a segment without a dictionary");
   if (Status s = dictionary->Decompress(op.value, kMaxSegmentBytes, scratch); !s.ok()) return s;
-  return std::string_view(*scratch);
+  OpView plain = op;
+  plain.compressed = plain.key_in_value = false;
+  plain.value = *scratch;
+  if (op.key_in_value) {
+    if (Status s = SplitKeyAndValue(*scratch, &plain); !s.ok()) return s;
+  }
+  return plain;
 }
 
 Journal::Dictionary Journal::DictionaryOf(uint32_t id) const {
@@ -915,7 +929,7 @@ std::vector<Journal::SegmentInfo> Journal::Segments() const {
     if (!segment || segment == reserved_) continue;
     out.push_back(SegmentInfo{segment->id, segment->number, segment->end,
                               segment->max_keep_until_ms, segment == active_,
-                              segment->entries_offset});
+                              segment->entries_offset, segment->salt});
   }
   std::sort(out.begin(), out.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) { return a.number < b.number; });

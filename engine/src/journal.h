@@ -82,10 +82,11 @@ struct JournalOptions {
   // is mapped on its first read and stays mapped while its file would stay open (above): a
   // mapping holds no descriptor. A file that cannot be mapped is read as without this.
   bool mapped_reads = false;
-  // Values compressed with a dictionary of at most this many bytes (value_dictionary.h), 0: none,
-  // at most kMaxDictionaryBytes. Each segment is created with a dictionary trained on values
-  // appended before (one in four of those long enough to compress, the latest 4,096), which its
-  // header holds; a value is stored compressed where that makes it shorter. A journal's first
+  // Puts compressed, key and value together, with a dictionary of at most this many bytes
+  // (value_dictionary.h), 0: none, at most kMaxDictionaryBytes. Each segment is created with a
+  // dictionary trained on puts appended before (one in four of those long enough to compress, the
+  // latest 4,096), which its header holds; a put is stored compressed where that makes it
+  // shorter (the key then is read by decompressing it with its value). A journal's first
   // segment, created with nothing to train on, is sealed once 256 samples were seen, so that
   // the next has a dictionary; that one once there are 1,024, and that one once there are 4,096.
   // An entry must then fit in a segment with the largest dictionary: `segment_bytes` less the
@@ -109,6 +110,7 @@ class Journal {
     int64_t max_keep_until_ms = 0;                  // over its operations
     bool active = false;                            // being written: cannot be deleted
     uint64_t entries_offset = kSegmentHeaderBytes;  // where its entries begin
+    uint64_t salt = 0;                              // what its entry headers' checksums mix in
   };
   using Dictionary = std::shared_ptr<const ValueDictionary>;
 
@@ -180,11 +182,11 @@ class Journal {
   // tell the caller. `dictionary`, if given, is set to the dictionary of the segment read (null
   // if it has none): what its compressed values need.
   Status Read(Location at, size_t bytes, std::string* out, Dictionary* dictionary = nullptr) const;
-  // The value an operation read at `at` holds, decompressed with the dictionary of the segment it
-  // was read from (Read's) into `scratch` if it is compressed; the stored bytes otherwise.
-  // Corruption if it does not decompress, or would be longer than a segment.
-  static Result<std::string_view> ValueOf(const OpView& op, const Dictionary& dictionary,
-                                          std::string* scratch);
+  // An operation read at `at` with its key and value as written: decompressed with the dictionary
+  // of the segment it was read from (Read's) into `scratch` if it is compressed (the result
+  // borrows from `scratch`), the operation itself otherwise. Corruption if it does not
+  // decompress, would be longer than a segment, or does not hold its key.
+  static Result<OpView> Plain(const OpView& op, const Dictionary& dictionary, std::string* scratch);
   // The dictionary of segment `id` (null if it has none or there is no such segment): for a
   // Replay, whose operations come from the segment being scanned.
   Dictionary DictionaryOf(uint32_t id) const;
@@ -279,8 +281,9 @@ class Journal {
   // samples, or if zstd's trainer refuses them.
   Dictionary TrainDictionary(size_t* trained_on);
   // Whether to seal `segment` (active, written to) for one with a better dictionary: it has
-  // none and one could now be trained, or it has one trained on a quarter of the samples there
-  // are now (a journal's first segments: at most two such seals).
+  // none (or one of format 2, which takes nothing compressed) and one could now be trained, or
+  // it has one trained on a quarter of the samples there are now (a journal's first segments:
+  // at most two such seals).
   bool WantsDictionary(const Segment& segment) const;
 
   rocksdb::FileSystem* const fs_;
@@ -315,7 +318,7 @@ class Journal {
   Status failed_;                            // the first failure, if any
   std::atomic<bool> has_failed_{false};      // failed_ is set (read without mu_)
   std::optional<TailRepair> repaired_tail_;  // set by Open only
-  // Values appended, for the next segment's dictionary (dictionary_bytes > 0).
+  // Puts appended (key and value), for the next segment's dictionary (dictionary_bytes > 0).
   mutable std::mutex sample_mu_;
   std::unique_ptr<ValueSampler> sampler_;  // guarded by sample_mu_
   bool training_failed_ = false;           // guarded by sample_mu_: the last training did

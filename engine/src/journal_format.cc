@@ -28,6 +28,7 @@ uint64_t Fixed64(const char* p) { return Fixed32(p) | (uint64_t{Fixed32(p + 4)} 
 size_t Padded(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
 constexpr char kCompressedFlag = 1;
+constexpr char kKeyInValueFlags = 3;  // compressed, with the key
 
 bool AllZero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
@@ -92,6 +93,10 @@ std::optional<std::string> CheckEntry(std::string_view bytes, uint64_t offset, u
 
 }  // namespace
 
+uint32_t SegmentFormatVersion(std::string_view bytes) {
+  return bytes.size() < 12 ? 0 : Fixed32(bytes.data() + 8);
+}
+
 uint64_t EntriesOffset(size_t dictionary_bytes) {
   return dictionary_bytes == 0 ? kSegmentHeaderBytes
                                : kSegmentHeaderBytes + 8 + Padded(dictionary_bytes);
@@ -129,9 +134,11 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
                                   : "not a journal segment (bad magic)");
   }
   const uint32_t version = Fixed32(bytes.data() + 8);
-  if (version != kFormatVersion && version != kDictionaryFormatVersion) {
+  if (version != kFormatVersion && version != kValueDictionaryFormatVersion &&
+      version != kDictionaryFormatVersion) {
     return Status::Corruption("journal segment format version " + std::to_string(version) +
-                              " is not " + std::to_string(kFormatVersion) + " or " +
+                              " is not " + std::to_string(kFormatVersion) + ", " +
+                              std::to_string(kValueDictionaryFormatVersion) + " or " +
                               std::to_string(kDictionaryFormatVersion));
   }
   if (UnmaskCrc(Fixed32(bytes.data() + 12)) != Crc32c(bytes.substr(16, kSegmentHeaderBytes - 16))) {
@@ -142,7 +149,7 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
                        Fixed64(bytes.data() + 32),
                        Fixed64(bytes.data() + 40),
                        {}};
-  if (version == kDictionaryFormatVersion) {
+  if (version != kFormatVersion) {
     const std::string_view block = bytes.substr(kSegmentHeaderBytes);
     if (block.size() < 8) return Status::Corruption("journal segment ends before its dictionary");
     const uint32_t size = Fixed32(block.data());
@@ -162,6 +169,25 @@ Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes) {
   return header;
 }
 
+void AppendKeyAndValue(std::string_view key, std::string_view value, std::string* out) {
+  const size_t at = out->size();
+  out->resize(at + 2);
+  (*out)[at] = static_cast<char>(key.size());
+  (*out)[at + 1] = static_cast<char>(key.size() >> 8);
+  out->append(key).append(value);
+}
+
+Status SplitKeyAndValue(std::string_view plain, OpView* op) {
+  const size_t key_bytes = plain.size() < 2 ? 0 : Fixed16(plain.data());
+  if (key_bytes == 0 || plain.size() - 2 < key_bytes) {
+    return Status::Corruption("journal key and value of " + std::to_string(plain.size()) +
+                              " bytes do not hold a key");
+  }
+  op->key = plain.substr(2, key_bytes);
+  op->value = plain.substr(2 + key_bytes);
+  return Status::Ok();
+}
+
 size_t OpBytes(size_t key_bytes, size_t value_bytes) {
   return Padded(kOpHeaderBytes + key_bytes + value_bytes);
 }
@@ -178,7 +204,7 @@ void EntryBuilder::Clear() {
 // Writes the operation's bytes at `p` (OpBytes of it, zeroed by the caller).
 void EncodeOp(const OpView& op, char* p) {
   p[4] = static_cast<char>(op.type);
-  p[5] = static_cast<char>(op.compressed ? kCompressedFlag : 0);
+  p[5] = op.key_in_value ? kKeyInValueFlags : op.compressed ? kCompressedFlag : 0;
   p[6] = static_cast<char>(op.key.size());
   p[7] = static_cast<char>(op.key.size() >> 8);
   PutFixed32(p + 8, static_cast<uint32_t>(op.value.size()));
@@ -193,9 +219,14 @@ void EncodeOp(const OpView& op, char* p) {
 
 Status EntryBuilder::Add(const OpView& op) {
   if (finished_bytes_ != 0) Clear();
-  if (op.key.empty() || op.key.size() > kMaxKeyBytes) {
+  if ((op.key.empty() && !op.key_in_value) || op.key.size() > kMaxKeyBytes) {
     return Status::InvalidArgument("journal key of " + std::to_string(op.key.size()) +
                                    " bytes; 1.." + std::to_string(kMaxKeyBytes) + " allowed");
+  }
+  if (op.key_in_value && (!op.compressed || !op.key.empty())) {
+    return Status::InvalidArgument(
+        "a journal key stored in its value needs the value compressed "
+        "and no key besides");
   }
   if (op.value.size() > std::numeric_limits<uint32_t>::max()) {
     return Status::InvalidArgument("journal value over 4 GiB");
@@ -232,7 +263,7 @@ std::string EntryBuilder::Finish(const EntryStamp& stamp, const CompressValue& c
     // Encoded again with the values compress() shortens; never longer than as added.
     std::string out(kEntryHeaderBytes, '\0');
     out.reserve(entry_.size());
-    std::string stored;
+    std::string plain, stored;
     for (uint32_t& offset : offsets_) {
       const char* p = entry_.data() + offset;
       OpView op;
@@ -243,11 +274,17 @@ std::string EntryBuilder::Finish(const EntryStamp& stamp, const CompressValue& c
       op.value = std::string_view(p + kOpHeaderBytes + op.key.size(), Fixed32(p + 8));
       const size_t added_bytes = OpBytes(op.key.size(), op.value.size());
       offset = static_cast<uint32_t>(out.size());
-      if (op.type == OpType::kPut && !op.compressed && compress(op.value, &stored) &&
-          stored.size() < op.value.size()) {
+      bool shorter = false;
+      if (op.type == OpType::kPut && !op.compressed) {
+        plain.clear();
+        AppendKeyAndValue(op.key, op.value, &plain);
+        shorter = compress(plain, &stored) && stored.size() < op.key.size() + op.value.size();
+      }
+      if (shorter) {
+        op.key = {};
         op.value = stored;
-        op.compressed = true;
-        out.resize(out.size() + OpBytes(op.key.size(), op.value.size()), '\0');
+        op.compressed = op.key_in_value = true;
+        out.resize(out.size() + OpBytes(0, op.value.size()), '\0');
         EncodeOp(op, out.data() + offset);
       } else {
         out.append(p, added_bytes);
@@ -268,12 +305,20 @@ std::string EntryBuilder::Finish(const EntryStamp& stamp, const CompressValue& c
   return finished;
 }
 
+std::optional<EntryExtent> PeekEntry(std::string_view bytes, uint64_t salt) {
+  if (bytes.size() < kEntryHeaderBytes ||
+      UnmaskCrc(Fixed32(bytes.data())) != EntryHeaderCrc(bytes.data(), salt)) {
+    return std::nullopt;
+  }
+  return EntryExtent{Fixed32(bytes.data() + 4), Fixed32(bytes.data() + 16)};
+}
+
 std::optional<size_t> PeekOpBytes(std::string_view bytes) {
   if (bytes.size() < kOpHeaderBytes) return std::nullopt;
   const auto type = static_cast<uint8_t>(bytes[4]);
   if ((type != static_cast<uint8_t>(OpType::kPut) &&
        type != static_cast<uint8_t>(OpType::kDelete)) ||
-      (bytes[5] != 0 && bytes[5] != kCompressedFlag)) {
+      (bytes[5] != 0 && bytes[5] != kCompressedFlag && bytes[5] != kKeyInValueFlags)) {
     return std::nullopt;
   }
   return OpBytes(Fixed16(bytes.data() + 6), Fixed32(bytes.data() + 8));
@@ -297,8 +342,12 @@ Result<OpView> DecodeOp(std::string_view bytes) {
   op.keep_until_ms = static_cast<int64_t>(Fixed64(bytes.data() + 12));
   op.key = bytes.substr(kOpHeaderBytes, key_bytes);
   op.value = bytes.substr(kOpHeaderBytes + key_bytes, value_bytes);
-  op.compressed = bytes[5] == kCompressedFlag;
-  if (op.key.empty()) return Status::Corruption("journal operation with an empty key");
+  op.compressed = bytes[5] != 0;
+  op.key_in_value = bytes[5] == kKeyInValueFlags;
+  if (op.key_in_value ? !op.key.empty() : op.key.empty()) {
+    return Status::Corruption(op.key_in_value ? "journal operation with a key besides its value's"
+                                              : "journal operation with an empty key");
+  }
   if (op.type == OpType::kDelete && !op.value.empty()) {
     return Status::Corruption("journal delete with a value");
   }

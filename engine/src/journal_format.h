@@ -7,15 +7,15 @@
 // A segment is one file of at most kMaxSegmentBytes:
 //
 //   segment header (48 bytes):
-//     magic "IDEMJNL1" (8) | format version (4: 1, or 2 with a dictionary) |
+//     magic "IDEMJNL1" (8) | format version (4: 1, or 3 with a dictionary; 2 is read) |
 //     masked crc32c of the next 32 bytes (4) |
 //     segment number (8) | created, ms since the epoch (8, signed) |
 //     after sequence (8): the last sequence number written before this segment was created
 //       (for a segment created ahead of its first entry, at most the last before that entry) |
 //     salt (8): random, mixed into every entry header's checksum
-//   format 2 only, the value dictionary (value_dictionary.h) the segment's compressed values
-//   need: its length (4, 1..kMaxDictionaryBytes) | its masked crc32c (4) | its bytes | zeros to
-//   a multiple of 8
+//   formats 2 and 3 only, the value dictionary (value_dictionary.h) the segment's compressed
+//   operations need: its length (4, 1..kMaxDictionaryBytes) | its masked crc32c (4) | its bytes |
+//   zeros to a multiple of 8
 //   entries, each starting at a multiple of 8 (kAlignment), back to back
 //   zeros to the end of the file (a segment is written over zeros laid down ahead of it)
 //
@@ -29,10 +29,14 @@
 //
 //   operation:
 //     masked crc32c of the operation's next 16 + key + value bytes (4) | type (1: put, 2: delete) |
-//     flags (1): 1 = the value is compressed with the segment's dictionary (a put in a format 2
-//       segment only), 0 = stored as given |
-//     key bytes (2) | value bytes (4, as stored) |
+//     flags (1): 0 = key and value stored as given; 3 = the key and the value compressed together
+//       with the segment's dictionary (a put in a segment with one only): the key is stored
+//       empty, and the stored value decompresses to the key's length (2) | key | value;
+//       1 = the value alone compressed, the key as given (written by format 2, read still) |
+//     key bytes (2, as stored) | value bytes (4, as stored) |
 //     keep until, ms since the epoch (8, signed) | key | value (empty for a delete)
+//   Format 3 differs from 2 only in flags 3, which a build that reads format 2 would not read
+//   (it refuses the segment for its version instead).
 //
 // All integers are little-endian. Sequence numbers grow by at least one from each entry to the
 // next, across the segments present too (a segment's header carries a bound on where they
@@ -76,7 +80,8 @@ namespace idem::journal {
 
 inline constexpr std::string_view kSegmentMagic = "IDEMJNL1";
 inline constexpr uint32_t kFormatVersion = 1;
-inline constexpr uint32_t kDictionaryFormatVersion = 2;
+inline constexpr uint32_t kDictionaryFormatVersion = 3;
+inline constexpr uint32_t kValueDictionaryFormatVersion = 2;  // read, no longer written
 inline constexpr size_t kSegmentHeaderBytes = 48;
 inline constexpr size_t kEntryHeaderBytes = 24;
 inline constexpr size_t kOpHeaderBytes = 20;
@@ -92,9 +97,11 @@ enum class OpType : uint8_t { kPut = 1, kDelete = 2 };
 struct OpView {
   OpType type = OpType::kPut;
   int64_t keep_until_ms = 0;
-  std::string_view key;
+  std::string_view key;    // as stored: empty if key_in_value
   std::string_view value;  // as stored
   bool compressed = false;
+  // Compressed only: the value holds the key before the value (flags 3), `key` is empty.
+  bool key_in_value = false;
 
   bool operator==(const OpView&) const = default;
 };
@@ -104,10 +111,21 @@ struct SegmentHeader {
   int64_t created_ms = 0;
   uint64_t after_sequence = 0;
   uint64_t salt = 0;
-  std::string dictionary;  // empty: format 1, no compressed value
+  std::string dictionary;  // empty: format 1, no compressed operation
 
   // Where the segment's first entry starts.
   uint64_t entries_offset() const;
+};
+
+// A place in a journal between two operations, in the order they were written: the operation
+// `op` (from 0) of the entry at `offset` of the segment numbered `segment` (its number, not
+// its id: ids are reused). Offset 0 stands for the segment's first entry.
+struct WalkPosition {
+  uint64_t segment = 0;
+  uint64_t offset = 0;
+  uint32_t op = 0;
+
+  bool operator==(const WalkPosition&) const = default;
 };
 
 // What Finish stamps on an entry.
@@ -123,6 +141,9 @@ std::string EncodeSegmentHeader(const SegmentHeader& header);
 // wrong magic, version or checksum; a dictionary whose length is out of bounds, cut off, or
 // whose checksum does not match).
 Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes);
+// The format version of a segment whose header DecodeSegmentHeader decoded from `bytes`.
+// EncodeSegmentHeader writes kFormatVersion, or with a dictionary kDictionaryFormatVersion.
+uint32_t SegmentFormatVersion(std::string_view bytes);
 // Where a segment's first entry starts after a dictionary of `dictionary_bytes` (0: none).
 uint64_t EntriesOffset(size_t dictionary_bytes);
 // The most a segment's header and dictionary take.
@@ -131,18 +152,25 @@ inline constexpr size_t kMaxSegmentHeaderBytes = kSegmentHeaderBytes + 8 + kMaxD
 // The bytes an operation takes in an entry, padding included.
 size_t OpBytes(size_t key_bytes, size_t value_bytes);
 
-// Compresses a put's value for Finish: true with the stored form in `out`, false to store the
-// value as given.
-using CompressValue = std::function<bool(std::string_view value, std::string* out)>;
+// Compresses the plain form of a put's key and value (below) for Finish: true with the stored
+// form in `out`, false to store them as given.
+using CompressValue = std::function<bool(std::string_view plain, std::string* out)>;
+
+// What a put compressed with its key decompresses to: the key's length (2) | key | value.
+void AppendKeyAndValue(std::string_view key, std::string_view value, std::string* out);
+// Splits `plain` (AppendKeyAndValue's) into `op`'s key and value, views into `plain`. Corruption
+// if it is shorter than its key's length says, or the key is empty.
+Status SplitKeyAndValue(std::string_view plain, OpView* op);
 
 // Builds one entry. Add the operations, then Finish; offsets() tells where each operation starts
 // within the entry (an index records the entry's offset in the segment plus these).
 class EntryBuilder {
  public:
   EntryBuilder();
-  // InvalidArgument if the key is empty or longer than kMaxKeyBytes, the value is over 4 GiB, a
-  // delete carries a value, or a compressed value is empty or not a put's. Nothing is added
-  // then. The first Add after a Finish starts the next entry.
+  // InvalidArgument if the key is empty (but for a key in the value) or longer than
+  // kMaxKeyBytes, the value is over 4 GiB, a delete carries a value, a compressed value is empty
+  // or not a put's, or an uncompressed one says it holds the key. Nothing is added then. The
+  // first Add after a Finish starts the next entry.
   Status Add(const OpView& op);
   size_t ops() const { return finished_bytes_ == 0 ? offsets_.size() : 0; }
   // The size the entry will have, header and operations, padding included, with every value
@@ -154,8 +182,9 @@ class EntryBuilder {
   uint32_t op_bytes(size_t i) const;
   size_t finished_bytes() const { return finished_bytes_; }
   int64_t max_keep_until_ms() const { return max_keep_until_ms_; }  // over the operations added
-  // The entry, stamped, each put's value stored as `compress` returns it (flagged compressed)
-  // or as added. The builder is empty again afterwards, but for offsets() and op_bytes().
+  // The entry, stamped, each put stored as `compress` returns its key and value (flagged: key
+  // in value) where that is shorter, or as added. The builder is empty again afterwards, but
+  // for offsets() and op_bytes().
   std::string Finish(const EntryStamp& stamp, const CompressValue& compress = nullptr);
 
  private:
@@ -166,9 +195,18 @@ class EntryBuilder {
   size_t finished_bytes_ = 0;  // nonzero: Finish was called, offsets_ is the finished entry's
 };
 
+// The payload length and operation count of the entry whose header starts `bytes`, in a
+// segment with `salt`: for walking entries one by one, each operation's own checksum vouching
+// for what is read. Nullopt if `bytes` is shorter than a header or the header does not check.
+struct EntryExtent {
+  uint32_t payload = 0;
+  uint32_t count = 0;
+};
+std::optional<EntryExtent> PeekEntry(std::string_view bytes, uint64_t salt);
+
 // How many bytes the operation that starts `bytes` takes, padding included, read from its fixed
 // header; nullopt if `bytes` is shorter than the header or the header is not an operation's (a
-// bad type or reserved byte). A reader that fetched a prefix fetches this much before DecodeOp.
+// bad type or flags). A reader that fetched a prefix fetches this much before DecodeOp.
 std::optional<size_t> PeekOpBytes(std::string_view bytes);
 
 // Decodes the operation that starts `bytes` and checks its checksum: Corruption if it does not

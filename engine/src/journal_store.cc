@@ -10,6 +10,15 @@
 #include "key_hash.h"
 
 namespace idem::journal {
+namespace {
+
+// What does not read back at `at`: Corruption naming where it is.
+Status Corrupt(Journal::Location at, const Status& why) {
+  return Status::Corruption("journal segment " + std::to_string(at.segment) + " offset " +
+                            std::to_string(at.offset) + ": " + why.message());
+}
+
+}  // namespace
 
 Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs,
                                                          const std::string& dir,
@@ -29,7 +38,14 @@ Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs
   return store;
 }
 
-Status JournalStore::Replay(const Journal& journal, const OpView& op, Journal::Location at) {
+Status JournalStore::Replay(const Journal& journal, const OpView& stored, Journal::Location at) {
+  OpView op = stored;
+  if (stored.key_in_value) {
+    Result<OpView> plain =
+        Journal::Plain(stored, journal.DictionaryOf(at.segment), &replay_scratch_);
+    if (!plain.ok()) return Corrupt(at, plain.status());
+    op = *plain;
+  }
   const uint64_t hash = KeyHash(op.key);
   Result<std::optional<Version>> current = Find(journal, hash, op.key);
   if (!current.ok()) return current.status();
@@ -45,7 +61,9 @@ Status JournalStore::Replay(const Journal& journal, const OpView& op, Journal::L
   } else if (present && !index_.Insert(hash, at)) {
     return Status::Busy("the journal's index is full");
   }
-  if (needed) AddNeed(at.segment, op.keep_until_ms, OpBytes(op.key.size(), op.value.size()));
+  if (needed) {
+    AddNeed(at.segment, op.keep_until_ms, OpBytes(stored.key.size(), stored.value.size()));
+  }
   return Status::Ok();
 }
 
@@ -76,25 +94,32 @@ Result<std::optional<JournalStore::Version>> JournalStore::Find(const Journal& j
       }
       if (!read.ok()) return read;
       Result<OpView> op = DecodeOp(bytes);
-      std::string plain;
-      Result<std::string_view> value = op.ok() && op->key == key
-                                           ? Journal::ValueOf(*op, dictionary, &plain)
-                                           : std::string_view();
-      if (!op.ok() || !value.ok()) {
+      std::string scratch;
+      // A stored key that differs needs no decompressing; one stored in its value does.
+      Result<OpView> plain = op;
+      if (op.ok() && (op->key_in_value || op->key == key)) {
+        plain = Journal::Plain(*op, dictionary, &scratch);
+      }
+      if (!plain.ok()) {
         // A segment gone since the index was asked, whose id a new segment took: not damage.
         if (!index_.Holds(hash, at)) {
           stale = true;
           continue;
         }
-        return Status::Corruption("journal segment " + std::to_string(at.segment) + " offset " +
-                                  std::to_string(at.offset) + ": " +
-                                  (op.ok() ? value.status() : op.status()).message());
+        return Corrupt(at, plain.status());
       }
-      if (op->key == key) {
-        // A decompressed value is moved out of `plain`, a stored one copied out of `bytes`.
-        return std::optional<Version>(
-            Version{op->compressed ? std::move(plain) : std::string(*value), op->keep_until_ms, at,
-                    OpBytes(op->key.size(), op->value.size())});
+      if (plain->key == key) {
+        // A decompressed value is moved out of `scratch` (it ends there), a stored one copied
+        // out of `bytes`.
+        std::string value;
+        if (op->compressed) {
+          scratch.erase(0, scratch.size() - plain->value.size());
+          value = std::move(scratch);
+        } else {
+          value = std::string(plain->value);
+        }
+        return std::optional<Version>(Version{std::move(value), op->keep_until_ms, at,
+                                              OpBytes(op->key.size(), op->value.size())});
       }
       if (!index_.Holds(hash, at)) stale = true;
     }
@@ -331,16 +356,23 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
     std::lock_guard<std::mutex> lock(apply_mu_);  // the index stands still while this appends
     if (!failed_.ok()) return failed_;
     for (; i < survivors.size(); ++i) {
-      const OpView& op = survivors[i].op;
-      const uint64_t hash = KeyHash(op.key);
+      const OpView& op = survivors[i].op;  // as stored
       const Journal::Location at{segment.id, survivors[i].offset};
+      // Appended as it would be written now: decompressed, for the dictionary of the segment it
+      // goes to.
+      Result<OpView> add = Journal::Plain(op, dictionary, &plain);
+      if (!add.ok()) {
+        return skip(Status::Corruption(name + " offset " + std::to_string(survivors[i].offset) +
+                                       ": " + add.status().message()));
+      }
+      const uint64_t hash = KeyHash(add->key);
       // What goes again: the operation itself, and for a delete the version written since,
       // when it ends first (it follows the delete, so the delete cannot hide it).
       std::optional<Version> later;
       if (op.type == OpType::kPut) {
         if (!index_.Holds(hash, at) || !take(at)) continue;  // replaced since, or queued
       } else {
-        Result<std::optional<Version>> found = Find(*journal_, hash, op.key);
+        Result<std::optional<Version>> found = Find(*journal_, hash, add->key);
         if (!found.ok()) return found.status();
         if (*found && (*found)->keep_until_ms > removal_bound_ms) {
           // Outlasting what this delete guards, it guards that itself; already queued, it
@@ -349,25 +381,13 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
           later = std::move(*found);
         }
       }
-      // Appended as it would be written now: its value decompressed, for the dictionary of
-      // the segment it goes to.
-      OpView add = op;
-      if (op.compressed) {
-        Result<std::string_view> value = Journal::ValueOf(op, dictionary, &plain);
-        if (!value.ok()) {
-          return skip(Status::Corruption(name + " offset " + std::to_string(survivors[i].offset) +
-                                         ": " + value.status().message()));
-        }
-        add.value = *value;
-        add.compressed = false;
-      }
-      const uint64_t op_bytes = OpBytes(add.key.size(), add.value.size());
-      const uint64_t later_bytes = later ? OpBytes(op.key.size(), later->value.size()) : 0;
+      const uint64_t op_bytes = OpBytes(add->key.size(), add->value.size());
+      const uint64_t later_bytes = later ? OpBytes(add->key.size(), later->value.size()) : 0;
       if (kEntryHeaderBytes + op_bytes + later_bytes > segment_room) {
         // Nothing of this segment was appended yet if this is its first such pair; what was is
         // in the journal twice, which a reopen resolves.
         return skip(Status::InvalidArgument(name + ": a delete of a key of " +
-                                            std::to_string(op.key.size()) +
+                                            std::to_string(add->key.size()) +
                                             " bytes and the version after it do not fit in one "
                                             "entry of a segment"));
       }
@@ -376,7 +396,7 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
         if (op.type == OpType::kPut) taken.erase(uint64_t{at.segment} << 32 | at.offset);
         break;
       }
-      if (Status s = entry.Add(add); !s.ok()) return s;
+      if (Status s = entry.Add(*add); !s.ok()) return s;
       const uint64_t stored_bytes = OpBytes(op.key.size(), op.value.size());
       moved.push_back({hash,
                        op.type == OpType::kPut
@@ -384,7 +404,8 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
                            : std::nullopt,
                        op.keep_until_ms});
       if (later) {
-        if (Status s = entry.Add(OpView{OpType::kPut, later->keep_until_ms, op.key, later->value});
+        if (Status s =
+                entry.Add(OpView{OpType::kPut, later->keep_until_ms, add->key, later->value});
             !s.ok()) {
           return s;
         }
@@ -420,6 +441,94 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
   ++report->segments;
   report->bytes_freed += segment.end_offset;
   return Status::Ok();
+}
+
+Result<std::optional<WalkPosition>> JournalStore::Walk(const WalkPosition& from,
+                                                       const WalkVisitor& visit) const {
+  // Read this much of a segment at a time (an entry larger than that, whole).
+  constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+  std::string bytes, scratch;
+  Journal::Dictionary dictionary;
+  for (const Journal::SegmentInfo& segment : journal_->Segments()) {
+    if (segment.number < from.segment) continue;
+    const bool resumed = segment.number == from.segment && from.offset != 0;
+    uint64_t at = resumed ? from.offset : segment.entries_offset;
+    uint32_t skip = segment.number == from.segment ? from.op : 0;
+    uint64_t bytes_at = 0;  // `bytes` holds the segment's bytes from here
+    bytes.clear();
+    // Reads `n` bytes at `at` unless `bytes` holds them. False: the segment is gone.
+    auto fetch = [&](uint64_t n) -> Result<bool> {
+      if (at >= bytes_at && at + n <= bytes_at + bytes.size()) return true;
+      Status read = journal_->Read(Journal::Location{segment.id, static_cast<uint32_t>(at)},
+                                   std::max(n, std::min(kChunkBytes, segment.end_offset - at)),
+                                   &bytes, &dictionary);
+      bytes_at = at;
+      if (read.IsNotFound()) return false;
+      if (!read.ok()) return read;
+      return bytes.size() >= n;
+    };
+    // What does not read back: a segment deleted meanwhile (its id perhaps taken by another)
+    // ends the segment's walk; otherwise the position was not an entry's (a cursor changed) or
+    // the file is damaged.
+    auto bad = [&](uint64_t where, const std::string& why) -> Result<bool> {
+      for (const Journal::SegmentInfo& now : journal_->Segments()) {
+        if (now.id != segment.id || now.number != segment.number) continue;
+        const std::string what =
+            journal_->SegmentPath(segment.number) + " offset " + std::to_string(where) + ": " + why;
+        if (where == from.offset && segment.number == from.segment) {
+          return Status::InvalidArgument("a walk resumed where no entry is (" + what + ")");
+        }
+        return Status::Corruption(what);
+      }
+      return false;
+    };
+    while (at < segment.end_offset) {
+      Result<bool> there = fetch(kEntryHeaderBytes);
+      std::optional<EntryExtent> entry;
+      if (there.ok() && *there)
+        entry = PeekEntry(std::string_view(bytes).substr(at - bytes_at), segment.salt);
+      if (entry && (entry->count == 0 || entry->count <= skip ||
+                    entry->payload > segment.end_offset - at - kEntryHeaderBytes)) {
+        entry.reset();
+      }
+      if (there.ok() && *there && !entry) there = bad(at, "not an entry header");
+      if (!there.ok()) return there.status();
+      if (!*there) break;
+      const uint64_t entry_bytes = kEntryHeaderBytes + entry->payload;
+      there = fetch(entry_bytes);
+      if (there.ok() && *there) {
+        const std::string_view payload =
+            std::string_view(bytes).substr(at - bytes_at + kEntryHeaderBytes, entry->payload);
+        size_t op_at = 0;
+        for (uint32_t i = 0; i < entry->count; ++i) {
+          const uint64_t where = at + kEntryHeaderBytes + op_at;
+          std::optional<size_t> size = PeekOpBytes(payload.substr(op_at));
+          Result<OpView> op = size && *size <= payload.size() - op_at
+                                  ? DecodeOp(payload.substr(op_at, *size))
+                                  : Result<OpView>(Status::Corruption("not an operation"));
+          if (op.ok() && i >= skip) op = Journal::Plain(*op, dictionary, &scratch);
+          if (!op.ok()) {
+            there = bad(where, op.status().message());
+            break;
+          }
+          if (i >= skip) {
+            const Journal::Location location{segment.id, static_cast<uint32_t>(where)};
+            const bool current =
+                op->type == OpType::kPut && index_.Holds(KeyHash(op->key), location);
+            if (!visit(*op, current)) {
+              return std::optional<WalkPosition>(WalkPosition{segment.number, at, i});
+            }
+          }
+          op_at += *size;
+        }
+      }
+      if (!there.ok()) return there.status();
+      if (!*there) break;
+      skip = 0;
+      at += entry_bytes;
+    }
+  }
+  return std::optional<WalkPosition>();
 }
 
 namespace {

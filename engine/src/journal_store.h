@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -150,6 +151,20 @@ class JournalStore {
   static constexpr uint64_t kMoveRetryCalls = 64;
   Result<MoveReport> MoveSurvivors(int64_t removal_bound_ms, const MovePolicy& policy);
 
+  // Walks the journal in the order it was written, for admin queries over every record (there
+  // is no key order to walk: the index is a hash table). Calls `visit` for each operation from
+  // `from` on, with its key and value as written and whether it is still its key's current
+  // version (a put the index points at), until `visit` returns false: that operation is then the
+  // next walk's first, and its position is returned. Nullopt once the walk reached where the
+  // journal ended at the call. A current version is visited once, where it is, if it stays
+  // there during the walk; a version written, or moved (MoveSurvivors), after the walk passed
+  // the key's earlier place is visited again where it went. A segment deleted meanwhile is
+  // skipped (what it held is dead, or moved ahead). Corruption naming the segment and offset
+  // for an operation that does not decode; IOError for a read that fails. Any thread.
+  using WalkVisitor = std::function<bool(const OpView& plain, bool current)>;
+  Result<std::optional<WalkPosition>> Walk(const WalkPosition& from,
+                                           const WalkVisitor& visit) const;
+
   // Why the store takes no more writes (its journal failed, or the index is full); OK while it
   // does. Cheap: waits for no write.
   Status failure() const;
@@ -164,8 +179,8 @@ class JournalStore {
   // `journal`; nullopt if none is the key's.
   Result<std::optional<Version>> Find(const Journal& journal, uint64_t hash,
                                       std::string_view key) const;
-  // Replays one operation read by Journal::Open.
-  Status Replay(const Journal& journal, const OpView& op, Journal::Location at);
+  // Replays one operation read by Journal::Open (as stored).
+  Status Replay(const Journal& journal, const OpView& stored, Journal::Location at);
   // MoveSurvivors for one segment (drop_mu_ held).
   Status MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
                      MoveReport* report);
@@ -181,6 +196,7 @@ class JournalStore {
 
   const JournalOptions options_;
   const int64_t removal_bound_ms_;  // for the replay at open
+  std::string replay_scratch_;      // a replayed operation's key and value, decompressed
   JournalIndex index_;
   std::unique_ptr<Journal> journal_;
   std::mutex apply_mu_;                  // one Apply at a time, whatever the owner does

@@ -196,6 +196,20 @@ class RocksEngine final : public ServingEngine {
   // The journal layout's ReadAll: each key's version in the journal (under the stripe locks,
   // which every batch takes under this layout, a batch's reads are one view).
   void ReadJournal(std::span<const rocksdb::Slice> keys, Found* found) const;
+  // Scan and Purge under the journal layout: the namespace's records in the order they were
+  // written (JournalStore::Walk), not in key order, which a hash index does not keep.
+  Result<ScanPage> ScanJournal(const ScanRequest& request);
+  Status JournalPurgeKeys(const PurgeRequest& request, std::vector<std::string>* keys,
+                          std::string* cursor);
+  // Whether a deferred write that a read now may see is not synced yet: a page that may show
+  // one is shown only after a sync, as Apply's reads are (ServingEngine).
+  bool UnsyncedWriteVisible() const {
+    return write_options_.sync && deferred_begun_.load(std::memory_order_acquire) >
+                                      deferred_synced_.load(std::memory_order_acquire);
+  }
+  Result<ScanPage> ShowScanPage(ScanPage page, bool unsynced_visible);
+  // The request's limit and status filter, against its namespace's state graph if it has one.
+  Status ValidateScan(const ScanRequest& request) const;
   // The journal layout's commit of a batch's writes (step 5 of ApplyImpl).
   // `appended`: set once the batch is in the journal (and its index), whatever follows.
   Status CommitToJournal(std::span<const journal::JournalStore::Write> writes, int64_t now_ms,
@@ -1330,11 +1344,6 @@ Status RocksEngine::WaitForBackgroundWork(int64_t timeout_ms) {
   }
 }
 
-Status NotUnderTheJournal(std::string_view what) {
-  return Status::NotSupported(
-      std::string(what) + " is not available yet under the journal layout (docs/operations.md)");
-}
-
 Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
   std::unique_lock<std::mutex> only(backup_mu_, std::try_to_lock);
   if (!only.owns_lock()) {
@@ -1350,17 +1359,48 @@ Result<BackupManifest> RocksEngine::Backup(const std::string& dir) {
       db_.get(), journal_.get(), dir, [this] { return fences_.next(); }, clock_->NowMillis());
 }
 
+// Lists the record at `key` (what its stored value read as at `now_ms`) in `page` if it is live
+// and the request's filter admits it. False, listing nothing, if it would take the page past its
+// byte bound (`bytes` so far): it is then the next page's first. Corruption naming the key for a
+// value that did not decode.
+Result<bool> ListInPage(const ScanRequest& request, std::string_view key, Result<StoredKey> stored,
+                        int64_t now_ms, ScanPage* page, size_t* bytes) {
+  if (!stored.ok()) {
+    return Status::Corruption("record at key '" + std::string(key) + "' of namespace '" +
+                              request.ns + "': " + stored.status().message());
+  }
+  if (!stored->live || !ScanAdmits(request, *stored->live, now_ms)) return true;
+  const size_t entry_bytes = ScanEntryBytes(key, *stored->live);
+  if (request.max_bytes != 0 && !page->records.empty() &&
+      *bytes + entry_bytes > request.max_bytes) {
+    return false;
+  }
+  *bytes += entry_bytes;
+  page->records.push_back(ScanEntry{std::string(key), std::move(*stored->live)});
+  return true;
+}
+
+Status RocksEngine::ValidateScan(const ScanRequest& request) const {
+  auto graph = state_graphs_.find(request.ns);
+  return ValidateScanFilter(request, options_.limits,
+                            graph == state_graphs_.end() ? nullptr : &graph->second);
+}
+
+Result<ScanPage> RocksEngine::ShowScanPage(ScanPage page, bool unsynced_visible) {
+  if (unsynced_visible) {
+    if (Status s = SyncWal(); !s.ok()) {
+      return Status::IOError("read a write not confirmed durable yet: " + s.message());
+    }
+  }
+  return page;
+}
+
 Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
-  if (journal_) return NotUnderTheJournal("scan");
+  if (journal_) return ScanJournal(request);
   Result<WalkRange> range =
       ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
   if (!range.ok()) return range.status();
-  auto graph = state_graphs_.find(request.ns);
-  if (Status s = ValidateScanFilter(request, options_.limits,
-                                    graph == state_graphs_.end() ? nullptr : &graph->second);
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = ValidateScan(request); !s.ok()) return s;
   const int64_t now_ms = clock_->NowMillis();  // one instant for the page, as for a batch
   ScanPage page;
   size_t bytes = 0;
@@ -1374,19 +1414,9 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
   rocksdb::ManagedSnapshot snapshot(db_.get());
   read.snapshot = snapshot.snapshot();
   FamilyWalk it(db_.get(), read, families);
-  // Every deferred write the iterator can see began before this load: if one is not synced yet,
-  // the page is not shown before a sync, as Apply's reads are not (ServingEngine).
-  const bool unsynced_visible =
-      write_options_.sync && deferred_begun_.load(std::memory_order_acquire) >
-                                 deferred_synced_.load(std::memory_order_acquire);
-  auto shown = [&](ScanPage& done) -> Result<ScanPage> {
-    if (unsynced_visible) {
-      if (Status s = SyncWal(); !s.ok()) {
-        return Status::IOError("read a write not confirmed durable yet: " + s.message());
-      }
-    }
-    return std::move(done);
-  };
+  // Every deferred write the iterator can see began before this.
+  const bool unsynced_visible = UnsyncedWriteVisible();
+  auto shown = [&](ScanPage& done) { return ShowScanPage(std::move(done), unsynced_visible); };
   std::string last;  // the last key examined
   for (it.Seek(range->seek); it.Valid(); it.Next()) {
     if (page.examined == kMaxScanExamined || page.records.size() == request.limit) {
@@ -1404,19 +1434,11 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
                                /*remember_ms=*/0);
       if (!stored.ok() || stored->live) break;
     }
-    if (!stored.ok()) {
-      return Status::Corruption("record at key '" + std::string(key) + "' of namespace '" +
-                                request.ns + "': " + stored.status().message());
-    }
-    if (stored->live && ScanAdmits(request, *stored->live, now_ms)) {
-      const size_t entry_bytes = ScanEntryBytes(key, *stored->live);
-      if (request.max_bytes != 0 && !page.records.empty() &&
-          bytes + entry_bytes > request.max_bytes) {
-        page.cursor = CursorAfter(last);  // this key is the next page's first
-        return shown(page);
-      }
-      bytes += entry_bytes;
-      page.records.push_back(ScanEntry{std::string(key), std::move(*stored->live)});
+    Result<bool> listed = ListInPage(request, key, std::move(stored), now_ms, &page, &bytes);
+    if (!listed.ok()) return listed.status();
+    if (!*listed) {
+      page.cursor = CursorAfter(last);  // this key is the next page's first
+      return shown(page);
     }
     page.examined++;
     last.assign(rocks_key);
@@ -1425,16 +1447,82 @@ Result<ScanPage> RocksEngine::Scan(const ScanRequest& request) {
   return shown(page);  // the range is exhausted: no cursor
 }
 
+Result<ScanPage> RocksEngine::ScanJournal(const ScanRequest& request) {
+  Result<journal::WalkPosition> from =
+      ResolveJournalWalk(request.ns, request.prefix, request.cursor, options_.limits);
+  if (!from.ok()) return from.status();
+  if (Status s = ValidateScan(request); !s.ok()) return s;
+  const int64_t now_ms = clock_->NowMillis();  // one instant for the page, as for a batch
+  // Every deferred write the walk can see began before this.
+  const bool unsynced_visible = UnsyncedWriteVisible();
+  const std::string walked = RecordKey(request.ns, request.prefix);  // the keys listed start so
+  ScanPage page;
+  size_t bytes = 0;
+  Status failed;
+  Result<std::optional<journal::WalkPosition>> next =
+      journal_->Walk(*from, [&](const journal::OpView& op, bool current) {
+        if (page.examined == kMaxScanExamined || page.records.size() == request.limit) {
+          return false;
+        }
+        std::string_view ns, key;
+        if (current && op.key.starts_with(walked) && ParseRecordKey(op.key, &ns, &key)) {
+          // Markers are not records: read as if the namespace remembered nothing.
+          Result<bool> listed =
+              ListInPage(request, key, ReadStoredValue(op.value, now_ms, /*remember_ms=*/0), now_ms,
+                         &page, &bytes);
+          if (!listed.ok()) failed = listed.status();
+          if (!listed.ok() || !*listed) return false;  // a record that does not fit: next page's
+        }
+        page.examined++;
+        return true;
+      });
+  if (!failed.ok()) return failed;
+  if (!next.ok()) return next.status();
+  if (*next) page.cursor = JournalCursorAt(**next, request.ns, request.prefix);
+  return ShowScanPage(std::move(page), unsynced_visible);
+}
+
+// The keys of a purge's next batch (step 1 of Purge) under the journal layout: each key whose
+// current version (live, a marker, or dead and not dropped yet) the walk passes; `cursor` set if
+// there is more.
+Status RocksEngine::JournalPurgeKeys(const PurgeRequest& request, std::vector<std::string>* keys,
+                                     std::string* cursor) {
+  Result<journal::WalkPosition> from =
+      ResolveJournalWalk(request.ns, request.prefix, request.cursor, options_.limits);
+  if (!from.ok()) return from.status();
+  if (Status s = WriteReadiness(); !s.ok()) return s;
+  const std::string walked = RecordKey(request.ns, request.prefix);
+  // A key written again during the walk is met twice. The views point into `keys`, which never
+  // grows past its reservation, so its strings stay where they are.
+  std::set<std::string_view> seen;
+  keys->reserve(kPurgeBatchKeys);
+  size_t examined = 0;
+  Result<std::optional<journal::WalkPosition>> next =
+      journal_->Walk(*from, [&](const journal::OpView& op, bool current) {
+        if (keys->size() == kPurgeBatchKeys || examined == kMaxScanExamined) return false;
+        examined++;
+        if (current && op.key.starts_with(walked) && !seen.contains(op.key)) {
+          keys->emplace_back(op.key);
+          seen.insert(keys->back());
+        }
+        return true;
+      });
+  if (!next.ok()) return next.status();
+  if (*next) *cursor = JournalCursorAt(**next, request.ns, request.prefix);
+  return Status::Ok();
+}
+
 Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
-  if (journal_) return NotUnderTheJournal("purge");
-  Result<WalkRange> range =
-      ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
-  if (!range.ok()) return range.status();
-  if (health_->suspended()) return health_->Refusal();
   // 1. The batch's keys, read without locks.
   std::vector<std::string> keys;
   PurgeStep step;
-  {
+  if (journal_) {
+    if (Status s = JournalPurgeKeys(request, &keys, &step.cursor); !s.ok()) return s;
+  } else {
+    Result<WalkRange> range =
+        ResolveWalk(request.ns, request.prefix, request.cursor, options_.limits);
+    if (!range.ok()) return range.status();
+    if (health_->suspended()) return health_->Refusal();
     rocksdb::Slice upper(range->upper);
     rocksdb::ReadOptions read;
     read.iterate_upper_bound = &upper;
@@ -1458,7 +1546,7 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
   for (const std::string& key : keys) stripes.push_back(KeyLocks::StripeOf(key));
   std::sort(stripes.begin(), stripes.end());
   std::optional<KeyLocks::Guard> guard;
-  guard.emplace(&locks_, std::move(stripes));
+  guard.emplace(&locks_, stripes);
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
   const int64_t now_ms = clock_->NowMillis();
   const int64_t remember_ms = remember_.For(request.ns);
@@ -1467,20 +1555,37 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
   std::vector<Found> found(keys.size());
   ReadAll(slices, remember, now_ms, /*locked=*/true, found.data());
   rocksdb::WriteBatch batch;
+  std::vector<journal::JournalStore::Write> journal_writes;
   std::vector<std::string_view> written;
   for (size_t i = 0; i < keys.size(); ++i) {
-    Result<StoredKey> stored = ReadKey(found[i].status, found[i].value, now_ms, remember_ms);
+    Result<StoredKey> stored = ReadFound(found[i], now_ms, remember_ms);
     // A value that does not decode is deleted all the same: the operator asked for the range
     // gone. Only a failed read stops the batch.
     if (!stored.ok() && !stored.status().IsCorruption()) return stored.status();
     // Deleted since the walk, or only dead versions in windows (which leave with their window).
-    if (found[i].family == nullptr) continue;
+    if (journal_ ? !found[i].version : found[i].family == nullptr) continue;
     if (stored.ok() && stored->live) step.deleted++;
     if (stored.ok() && stored->remembered) step.forgotten++;
-    batch.Delete(found[i].family, keys[i]);
+    if (journal_) {
+      // Kept as long as the version it deletes (raised by the journal store).
+      journal_writes.push_back({journal::OpType::kDelete, keys[i], {}, now_ms, &*found[i].version});
+    } else {
+      batch.Delete(found[i].family, keys[i]);
+    }
     written.push_back(keys[i]);
   }
   // 3. One write, under the same rules as Apply's commit (write_health.h, SyncWal).
+  if (!journal_writes.empty()) {
+    const bool synced = options_.durability == Durability::kSync;
+    bool appended = false;
+    if (Status s = CommitToJournal(journal_writes, now_ms, synced, &appended); !s.ok()) {
+      if (synced && appended) {  // as in ApplyImpl: the index may show the deletes
+        BeginDeferredWrite(stripes);
+        deferred_done_.fetch_add(1, std::memory_order_acq_rel);
+      }
+      return s;
+    }
+  }
   if (batch.Count() > 0) {
     std::shared_lock<std::shared_mutex> synced_write;
     if (write_options_.sync) synced_write = std::shared_lock<std::shared_mutex>(synced_writes_);
@@ -1498,9 +1603,10 @@ Result<PurgeStep> RocksEngine::Purge(const PurgeRequest& request) {
 
 Status RocksEngine::Compact(std::string_view ns) {
   if (ns.empty()) return CompactAll();
-  if (journal_) return NotUnderTheJournal("compacting one namespace");
   Result<WalkRange> range = ResolveWalk(ns, "", "", options_.limits);
   if (!range.ok()) return range.status();
+  // The journal keeps no namespace apart from the others: its segments are compacted whole.
+  if (journal_) return CompactAll();
   if (Status s = WriteClockMark(); !s.ok()) return s;  // as CompactAll: before removing anything
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;

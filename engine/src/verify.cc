@@ -84,17 +84,20 @@ Status VerifyJournal(const std::string& dir, VerifyReport* report, Findings* und
           uint64_t) {
         if (op.type != journal::OpType::kPut) return;
         bool never_expires = false;
-        std::string plain;
-        Result<std::string_view> value =
-            journal::Journal::ValueOf(op, journal.DictionaryOf(at.segment), &plain);
-        if (Status st = value.ok() ? CheckValue(*value, report, &never_expires) : value.status();
+        std::string scratch;
+        Result<journal::OpView> plain =
+            journal::Journal::Plain(op, journal.DictionaryOf(at.segment), &scratch);
+        if (Status st =
+                plain.ok() ? CheckValue(plain->value, report, &never_expires) : plain.status();
             !st.ok()) {
           std::string file;
           for (const journal::Journal::SegmentInfo& segment : journal.Segments()) {
             if (segment.id == at.segment) file = journal.SegmentPath(segment.number);
           }
-          undecodable->Add(DescribeKey(op.key) + " in " + file + " at offset " +
-                           std::to_string(at.offset) + ": " + st.message());
+          const std::string_view key = plain.ok() ? plain->key : op.key;
+          undecodable->Add((key.empty() ? "a record compressed with its key" : DescribeKey(key)) +
+                           " in " + file + " at offset " + std::to_string(at.offset) + ": " +
+                           st.message());
         }
       });
   if (!checked.ok()) return checked.status();

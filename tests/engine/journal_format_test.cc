@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crc32c.h"
 #include "support/temp_dir.h"
 
 namespace idem::journal {
@@ -36,7 +37,7 @@ class SegmentImage {
  public:
   static constexpr uint64_t kSalt = 0x5a175a17;
   explicit SegmentImage(size_t capacity = 4096) {
-    bytes_ = EncodeSegmentHeader(SegmentHeader{7, 1'700'000'000'000, 0, kSalt});
+    bytes_ = EncodeSegmentHeader(SegmentHeader{7, 1'700'000'000'000, 0, kSalt, {}});
     bytes_.resize(capacity, '\0');
   }
   // Appends one entry of `ops`; returns where it starts.
@@ -82,7 +83,7 @@ SegmentScan Scan(std::string_view bytes, std::vector<Seen>* seen = nullptr,
 }
 
 TEST(JournalSegmentHeaderTest, RoundTripsAndRejectsWhatIsNotOne) {
-  const std::string header = EncodeSegmentHeader(SegmentHeader{42, -5, 1234, 0xfeedf00d});
+  const std::string header = EncodeSegmentHeader(SegmentHeader{42, -5, 1234, 0xfeedf00d, {}});
   ASSERT_EQ(kSegmentHeaderBytes, header.size());
   Result<SegmentHeader> decoded = DecodeSegmentHeader(header);
   ASSERT_OK(decoded);
@@ -99,7 +100,7 @@ TEST(JournalSegmentHeaderTest, RoundTripsAndRejectsWhatIsNotOne) {
   bad[0] = 'X';
   EXPECT_NE(std::string::npos, DecodeSegmentHeader(bad).status().message().find("magic"));
   bad = header;
-  bad[8] = 3;  // version (1: no dictionary, 2: with one)
+  bad[8] = 4;  // version (1: no dictionary, 3 with one, 2 with one and values compressed alone)
   EXPECT_NE(std::string::npos, DecodeSegmentHeader(bad).status().message().find("version"));
   for (size_t at : {20, 36, 44}) {  // number, after sequence, salt
     bad = header;
@@ -193,7 +194,7 @@ TEST(JournalScanTest, AWholeSegmentIsReadInOrderWithItsOffsets) {
   image.bytes().resize(image.end());
   EXPECT_EQ(Tail::kClean, Scan(image.bytes()).tail);
   // So does an empty one.
-  EXPECT_EQ(Tail::kClean, Scan(EncodeSegmentHeader(SegmentHeader{1, 0})).tail);
+  EXPECT_EQ(Tail::kClean, Scan(EncodeSegmentHeader(SegmentHeader{1, 0, 0, 0, {}})).tail);
 }
 
 TEST(JournalScanTest, EveryCutOfTheLastEntryIsATornTailThatKeepsTheEntriesBefore) {
@@ -335,7 +336,7 @@ TEST(JournalScanTest, RandomDamageNeverYieldsAnOperationThatWasNotWritten) {
   }
 }
 
-TEST(JournalSegmentHeaderTest, ADictionaryFollowsTheHeaderOfFormatTwo) {
+TEST(JournalSegmentHeaderTest, ADictionaryFollowsTheHeaderOfFormatsTwoAndThree) {
   const std::string dictionary(1001, 'd');
   const SegmentHeader header{9, 5, 77, 0xabc, dictionary};
   EXPECT_EQ(kSegmentHeaderBytes + 8 + 1008, header.entries_offset());
@@ -347,7 +348,16 @@ TEST(JournalSegmentHeaderTest, ADictionaryFollowsTheHeaderOfFormatTwo) {
   EXPECT_EQ(dictionary, decoded->dictionary);
   EXPECT_EQ(77u, decoded->after_sequence);
   // Without one: format 1, as before.
-  EXPECT_EQ(static_cast<char>(kFormatVersion), EncodeSegmentHeader(SegmentHeader{9, 5, 77, 1})[8]);
+  EXPECT_EQ(static_cast<char>(kFormatVersion),
+            EncodeSegmentHeader(SegmentHeader{9, 5, 77, 1, {}})[8]);
+  // Format 2 (values compressed alone), no longer written, reads the same.
+  std::string format_two = encoded;
+  format_two[8] = static_cast<char>(kValueDictionaryFormatVersion);
+  const uint32_t crc_of_header = MaskCrc(Crc32c(std::string_view(format_two).substr(16, 32)));
+  for (int i = 0; i < 4; ++i) format_two[12 + i] = static_cast<char>(crc_of_header >> (8 * i));
+  Result<SegmentHeader> two = DecodeSegmentHeader(format_two);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(dictionary, two->dictionary);
 
   auto why = [](const std::string& bytes) { return DecodeSegmentHeader(bytes).status().message(); };
   std::string bad = encoded;
@@ -364,9 +374,9 @@ TEST(JournalSegmentHeaderTest, ADictionaryFollowsTheHeaderOfFormatTwo) {
   }
 }
 
-// Finish stores each put's value as the compressor returns it, flagged, where it is shorter;
-// the offsets and sizes are the stored entry's, and a scan reads the stored bytes back.
-TEST(JournalEntryTest, FinishStoresTheValuesItsCompressorShortens) {
+// Finish stores each put's key and value as the compressor returns them, flagged, where that is
+// shorter; the offsets and sizes are the stored entry's, and a scan reads the stored bytes back.
+TEST(JournalEntryTest, FinishStoresThePutsItsCompressorShortens) {
   EntryBuilder builder;
   const std::string long_value(300, 'a');
   ASSERT_TRUE(builder.Add(Put("k1", long_value, 10)).ok());
@@ -384,25 +394,86 @@ TEST(JournalEntryTest, FinishStoresTheValuesItsCompressorShortens) {
         *out = "A300";
         return true;
       });
-  EXPECT_EQ((std::vector<std::string>{long_value, "short"}), offered);  // puts only
-  EXPECT_EQ(kEntryHeaderBytes + OpBytes(2, 4) + OpBytes(2, 0) + OpBytes(2, 5), entry.size());
+  std::string plain_long, plain_short;  // puts only, each with its key
+  AppendKeyAndValue("k1", long_value, &plain_long);
+  AppendKeyAndValue("k3", "short", &plain_short);
+  EXPECT_EQ((std::vector<std::string>{plain_long, plain_short}), offered);
+  EXPECT_EQ(kEntryHeaderBytes + OpBytes(0, 4) + OpBytes(2, 0) + OpBytes(2, 5), entry.size());
   EXPECT_LT(entry.size(), as_added);
   EXPECT_EQ(entry.size(), builder.finished_bytes());
   EXPECT_EQ(0u, builder.ops());
   const std::vector<uint32_t> offsets = builder.offsets();
   ASSERT_EQ(3u, offsets.size());
-  const std::vector<std::pair<std::string, bool>> stored = {
-      {"A300", true}, {"", false}, {"short", false}};
+  struct Stored {
+    std::string key, value;
+    bool compressed;
+  };
+  const std::vector<Stored> stored = {
+      {"", "A300", true}, {"k2", "", false}, {"k3", "short", false}};
   for (size_t i = 0; i < 3; ++i) {
     Result<OpView> op = DecodeOp(std::string_view(entry).substr(offsets[i], builder.op_bytes(i)));
     ASSERT_TRUE(op.ok()) << op.status().ToString();
-    EXPECT_EQ(stored[i].first, op->value);
-    EXPECT_EQ(stored[i].second, op->compressed);
+    EXPECT_EQ(stored[i].key, op->key);
+    EXPECT_EQ(stored[i].value, op->value);
+    EXPECT_EQ(stored[i].compressed, op->compressed);
+    EXPECT_EQ(stored[i].compressed, op->key_in_value);
   }
-  // A builder takes a compressed value only for a put, never empty.
+  // A builder takes a compressed value only for a put, never empty; a key in the value only with
+  // the value compressed and no key besides.
   EXPECT_TRUE(builder.Add(OpView{OpType::kDelete, 1, "k", {}, true}).IsInvalidArgument());
   EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, "k", {}, true}).IsInvalidArgument());
+  EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, {}, "z", false, true}).IsInvalidArgument());
+  EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, "k", "z", true, true}).IsInvalidArgument());
   EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, "k", "z", true}).ok());
+  EXPECT_TRUE(builder.Add(OpView{OpType::kPut, 1, {}, "z", true, true}).ok());
+}
+
+// The plain form of a put compressed with its key splits back into both; what does not hold a
+// key is Corruption, and an operation that says its key is in its value has no key besides.
+TEST(JournalEntryTest, AKeyStoredInItsValueSplitsBackOut) {
+  std::string plain;
+  AppendKeyAndValue("the-key", "the value", &plain);
+  OpView op;
+  ASSERT_TRUE(SplitKeyAndValue(plain, &op).ok());
+  EXPECT_EQ("the-key", op.key);
+  EXPECT_EQ("the value", op.value);
+  plain.clear();
+  AppendKeyAndValue("k", "", &plain);
+  ASSERT_TRUE(SplitKeyAndValue(plain, &op).ok());
+  EXPECT_EQ("k", op.key);
+  EXPECT_EQ("", op.value);
+  for (std::string bad : {std::string(), std::string(1, '\x05'), std::string("\x00\x00v", 3),
+                          std::string("\x09\x00shorter", 9)}) {
+    EXPECT_TRUE(SplitKeyAndValue(bad, &op).IsCorruption()) << bad.size();
+  }
+
+  // Flags 3 with a stored key, or flags 1 without one, do not decode.
+  EntryBuilder builder;
+  ASSERT_TRUE(builder.Add(OpView{OpType::kPut, 1, {}, "zz", true, true}).ok());
+  std::string entry = builder.Finish(EntryStamp{1, 0, 0});
+  const std::string_view op_bytes = std::string_view(entry).substr(kEntryHeaderBytes);
+  Result<OpView> decoded = DecodeOp(op_bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_TRUE(decoded->key_in_value);
+  EXPECT_TRUE(decoded->key.empty());
+  auto with_flags = [](std::string bytes, char flags, size_t checked) {
+    bytes[5] = flags;
+    const uint32_t crc = MaskCrc(Crc32c(std::string_view(bytes).substr(4, checked)));
+    for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(crc >> (8 * i));
+    return bytes;
+  };
+  EXPECT_NE(std::string::npos,
+            DecodeOp(with_flags(std::string(op_bytes), 1, kOpHeaderBytes - 4 + 2))
+                .status()
+                .message()
+                .find("empty key"));
+  ASSERT_TRUE(builder.Add(OpView{OpType::kPut, 1, "k", "zz", true}).ok());
+  entry = builder.Finish(EntryStamp{2, 0, 0});
+  const std::string keyed(std::string_view(entry).substr(kEntryHeaderBytes));
+  EXPECT_NE(std::string::npos, DecodeOp(with_flags(keyed, 3, kOpHeaderBytes - 4 + 3))
+                                   .status()
+                                   .message()
+                                   .find("key besides"));
 }
 
 // A compressed value needs its segment's dictionary: in a segment of format 1 it does not check.

@@ -220,14 +220,6 @@ TEST_F(JournalLayoutTest, ABatchIsOneEntryAndOneTooLargeForASegmentIsRefusedWhol
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ("FOUND", Get("short", keys[i]));
 }
 
-TEST_F(JournalLayoutTest, WhatTheJournalLayoutCannotDoYetIsRefusedAsNotSupported) {
-  ASSERT_EQ("INSERTED", Insert("short", "k"));
-  EXPECT_EQ(Status::Code::kNotSupported, engine().Scan({.ns = "short"}).status().code());
-  EXPECT_EQ(Status::Code::kNotSupported, engine().Purge({.ns = "short"}).status().code());
-  EXPECT_EQ(Status::Code::kNotSupported, engine().Compact("short").code());
-  EXPECT_EQ("FOUND", Get("short", "k"));
-}
-
 TEST_F(JournalLayoutTest, SegmentsTooSmallForTheLargestRecordAreRefusedAtOpen) {
   engine_.reset();
   options_.limits.max_payload_bytes = 1 << 20;  // more than a 64 KiB segment holds

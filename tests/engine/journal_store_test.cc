@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -22,8 +23,10 @@
 #include <rocksdb/file_system.h>
 
 #include "support/concurrency.h"
+#include "support/data_damage.h"
 #include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
+#include "value_dictionary.h"
 
 namespace idem::journal {
 namespace {
@@ -101,7 +104,7 @@ class JournalStoreTest : public ::testing::Test {
     return std::filesystem::exists(store_->journal().SegmentPath(number));
   }
   uint64_t ActiveSegment() const { return store_->journal().Segments().back().number; }
-  // Segment files of format 2: with a dictionary for their compressed values.
+  // Segment files with a dictionary for their compressed operations (format 3).
   size_t SegmentsWithADictionary() const {
     size_t n = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir_.Sub("journal"))) {
@@ -447,9 +450,10 @@ std::string ResponseLike(int i) {
          std::to_string(i % 1000) + ",\"body\":\"accepted for settlement\"}";
 }
 
-// With a dictionary, values are stored compressed once enough were seen to train one; the
-// journal's first segment is sealed then rather than left without. What is read, after a
-// reopen and after a move into a segment with another dictionary, is what was written.
+// With a dictionary, puts are stored compressed, each key inside its value, once enough were
+// seen to train one; the journal's first segment is sealed then rather than left without. What
+// is read, after a reopen (which finds each key by decompressing it) and after a move into a
+// segment with another dictionary, is what was written.
 TEST_F(JournalStoreTest, ValuesAreStoredCompressedWithEachSegmentsDictionary) {
   options_.segment_bytes = 1 << 20;
   options_.dictionary_bytes = 4096;
@@ -474,6 +478,17 @@ TEST_F(JournalStoreTest, ValuesAreStoredCompressedWithEachSegmentsDictionary) {
     stored_bytes += segment.end_offset - segment.entries_offset;
   }
   EXPECT_LT(stored_bytes, raw_bytes * 2 / 3) << "raw " << raw_bytes;
+  size_t puts = 0, keys_inside = 0;
+  for (size_t i = 1; i < segments.size(); ++i) {
+    const std::string bytes =
+        testing::ReadWholeFile(store_->journal().SegmentPath(segments[i].number));
+    ASSERT_OK(ScanSegment(bytes, 0, [&](const OpView& op, uint64_t, uint64_t) {
+      ++puts;
+      keys_inside += op.key_in_value && op.key.empty();
+    }));
+  }
+  EXPECT_GT(puts, size_t{kRecords / 2});
+  EXPECT_EQ(puts, keys_inside);
   for (int i = 0; i < kRecords; i += 7) ASSERT_EQ(ResponseLike(i), Get("key-" + std::to_string(i)));
 
   Reopen();
@@ -491,6 +506,129 @@ TEST_F(JournalStoreTest, ValuesAreStoredCompressedWithEachSegmentsDictionary) {
   EXPECT_EQ(static_cast<size_t>(kRecords / 10), store_->records());
   for (int i = 0; i < kRecords; i += 10)
     ASSERT_EQ(ResponseLike(i), Get("key-" + std::to_string(i)));
+}
+
+// A journal written with values compressed apart from their keys (format 2) reads as written,
+// across reopens and moves; nothing is compressed into its segment any more (a build that reads
+// format 2 would not read a key in a value), and the next segment is of format 3.
+TEST_F(JournalStoreTest, ASegmentOfFormatTwoReadsAsWrittenAndTakesNothingCompressed) {
+  std::deque<std::string> samples;
+  for (int i = 0; i < 2'000; ++i) samples.push_back(ResponseLike(i + 100'000));
+  Result<std::shared_ptr<const ValueDictionary>> dictionary = ValueDictionary::Train(samples, 4096);
+  ASSERT_OK(dictionary);
+  constexpr uint64_t kSalt = 0x5a17;
+  SegmentHeader header{1, 0, 0, kSalt, std::string((*dictionary)->bytes())};
+  std::string segment = EncodeSegmentHeader(header);
+  segment[8] = static_cast<char>(kValueDictionaryFormatVersion);  // outside the header's checksum
+  constexpr int kOld = 500;
+  for (int i = 0; i < kOld; ++i) {
+    std::string stored;
+    ASSERT_TRUE((*dictionary)->Compress(ResponseLike(i), &stored));
+    EntryBuilder entry;
+    ASSERT_OK(entry.Add(OpView{OpType::kPut, i % 2 == 0 ? kForever : 100,
+                               "old-" + std::to_string(i), stored, true}));
+    segment += entry.Finish(EntryStamp{static_cast<uint64_t>(i + 1), 0, kSalt});
+  }
+  segment.resize((segment.size() / 4096 + 1) * 4096, '\0');
+  store_.reset();
+  std::filesystem::remove_all(dir_.Sub("journal"));
+  std::filesystem::create_directories(dir_.Sub("journal"));
+  const std::string path = dir_.Sub("journal") + "/0000000000000001.jnl";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(segment.data(), static_cast<std::streamsize>(segment.size()));
+  }
+  options_.segment_bytes = 1 << 20;
+  options_.dictionary_bytes = 4096;
+  Reopen();
+  for (int i = 0; i < kOld; ++i) ASSERT_EQ(ResponseLike(i), Get("old-" + std::to_string(i)));
+
+  for (int i = 0; i < 3'000; ++i)
+    Apply({Put("new-" + std::to_string(i), ResponseLike(i), kForever)});
+  ASSERT_GE(store_->journal().Segments().size(), 2u);
+  size_t ops = 0, compressed = 0;
+  ASSERT_OK(ScanSegment(testing::ReadWholeFile(path), 0, [&](const OpView& op, uint64_t, uint64_t) {
+    ++ops;
+    compressed += op.compressed;
+    EXPECT_FALSE(op.key_in_value);
+  }));
+  EXPECT_GT(ops, size_t{kOld});  // written on as given until the next segment could be trained
+  EXPECT_EQ(size_t{kOld}, compressed);
+  EXPECT_GE(SegmentsWithADictionary(), 1u);  // format 3
+
+  Reopen();
+  for (int i = 0; i < kOld; ++i) ASSERT_EQ(ResponseLike(i), Get("old-" + std::to_string(i)));
+  for (int i = 0; i < 3'000; i += 7) ASSERT_EQ(ResponseLike(i), Get("new-" + std::to_string(i)));
+  // Its long-lived half moves into format 3, decompressed and compressed again with its key.
+  Apply({Put("last", std::string(options_.segment_bytes / 2, 'x'), 100)});  // seals the rest
+  Result<JournalStore::MoveReport> moved =
+      store_->MoveSurvivors(100, {.max_needed_fraction = 1.0, .min_stay_ms = 0});
+  ASSERT_OK(moved);
+  EXPECT_EQ(0u, moved->skipped) << moved->first_skipped.ToString();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  Reopen(100);
+  for (int i = 0; i < kOld; ++i) {
+    ASSERT_EQ(i % 2 == 0 ? ResponseLike(i) : "(none)", Get("old-" + std::to_string(i)));
+  }
+}
+
+// A walk visits every operation in the order written, telling current versions apart, and
+// resumes exactly where a visitor stopped it; a position that is no entry's is refused.
+TEST_P(JournalStoreReadsTest, AWalkVisitsEveryOperationInOrderAndResumesWhereItStopped) {
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = "key-" + std::to_string(i % 100);  // three versions of each
+    if (i % 7 == 3) {
+      Apply({Delete(key, 10)});
+    } else {
+      Apply({Put(key, ResponseLike(i), 1'000), Put("twin-" + std::to_string(i), "v", 1'000)});
+    }
+  }
+  ASSERT_GE(store_->journal().Segments().size(), 3u);
+  struct Seen {
+    std::string key;
+    bool current;
+    bool operator==(const Seen&) const = default;
+  };
+  std::vector<Seen> all;
+  Result<std::optional<WalkPosition>> end =
+      store_->Walk(WalkPosition{}, [&](const OpView& op, bool current) {
+        all.push_back({std::string(op.key), current});
+        if (current) EXPECT_EQ(Get(op.key), op.value) << op.key;
+        return true;
+      });
+  ASSERT_OK(end);
+  EXPECT_FALSE(end->has_value());
+  size_t currents = 0;
+  for (const Seen& seen : all) currents += seen.current;
+  EXPECT_EQ(store_->records(), currents);
+  EXPECT_GE(all.size(), 300u);
+
+  // Stopped after every third operation and resumed: the same operations, in the same order.
+  std::vector<Seen> paged;
+  WalkPosition from;
+  for (int pages = 0; pages < 10'000; ++pages) {
+    int taken = 0;
+    Result<std::optional<WalkPosition>> next =
+        store_->Walk(from, [&](const OpView& op, bool current) {
+          if (taken == 3) return false;
+          ++taken;
+          paged.push_back({std::string(op.key), current});
+          return true;
+        });
+    ASSERT_OK(next);
+    if (!next->has_value()) break;
+    from = **next;
+  }
+  EXPECT_EQ(all, paged);
+
+  const Journal::SegmentInfo first = store_->journal().Segments().front();
+  auto refused = [&](WalkPosition at) {
+    Result<std::optional<WalkPosition>> walk =
+        store_->Walk(at, [](const OpView&, bool) { return true; });
+    return walk.status().IsInvalidArgument();
+  };
+  EXPECT_TRUE(refused({first.number, first.entries_offset + 8, 0}));  // inside an entry
+  EXPECT_TRUE(refused({first.number, first.entries_offset, 2}));      // past its operations
 }
 
 // A damaged dictionary is found at open, naming the segment; so is a compressed value in a

@@ -910,7 +910,7 @@ TEST_F(JournalTest, ImpossibleStatesAreRefused) {
   std::filesystem::remove(Path(5));
 
   // A later segment whose entries are numbered below the earlier one's.
-  std::string bytes = EncodeSegmentHeader(SegmentHeader{2, 0, 0, 99});
+  std::string bytes = EncodeSegmentHeader(SegmentHeader{2, 0, 0, 99, {}});
   EntryBuilder entry;
   ASSERT_OK(entry.Add(OpView{OpType::kPut, 0, "z", "v"}));
   bytes += entry.Finish(EntryStamp{1, 0, 99});

@@ -135,7 +135,7 @@ TEST_F(JournalVerifyTest, DecodesValuesCompressedWithTheirSegmentsDictionaries) 
   engine_.reset();
   size_t with_dictionary = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("db/journal"))) {
-    with_dictionary += testing::ReadWholeFile(e.path().string())[8] == 2;  // format 2
+    with_dictionary += testing::ReadWholeFile(e.path().string())[8] == 3;  // format 3
   }
   EXPECT_GE(with_dictionary, 1u);
   auto report = VerifyDatabase(dir_.Sub("db"), options_);

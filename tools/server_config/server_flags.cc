@@ -749,10 +749,10 @@ std::vector<FlagSpec> Flags(ParseState& s) {
          return st.ok() ? st : Bad("--layout", "expected leveled, windows or journal");
        }},
       {"journal-compression", "on|off", engine.journal_dictionary_bytes != 0 ? "on" : "off",
-       "with --layout journal: store values compressed with a dictionary\n"
-       "each segment carries, trained on earlier records: about half the\n"
-       "disk per record, for ~1.2 us of CPU per write (a quarter of the\n"
-       "peak write rate on one CPU) and ~0.2 us per read",
+       "with --layout journal: store records compressed with a dictionary\n"
+       "each segment carries, trained on earlier records: under half the\n"
+       "disk per record, for ~1.2 us of CPU per write (a quarter to a third\n"
+       "of the peak write rate on one CPU) and ~0.2 us per read",
        false,
        [&s](std::string_view v) {
          return ParseChoice<size_t>("--journal-compression", v,

@@ -15,6 +15,13 @@
 // judged at one "now": records expired at that instant are never listed (expiry is enforced on
 // read, as Get does), and neither are remembered keys' markers (they are not records).
 //
+// Under the journal layout (EngineOptions::Layout::kJournal) a walk goes through the records in
+// the order they were written instead, every namespace's (the examined bound counts them all),
+// and a cursor names the place in the journal it stopped at: a key present throughout is
+// returned at least once, and again where it went if it was written, or moved by a reclaim
+// pass, after the walk passed it; a key written during the walk is returned. Each record a page
+// lists was its key's current version when the page read it.
+//
 // Cost: besides the keys it examines, each page sorts the live memtable once (the default hash
 // memtable keeps no order: engine/src/hash_memtable.h), tens of milliseconds for a full 64 MiB
 // one. A server runs each page on a thread of its own, never on the event loop or an engine
@@ -70,7 +77,7 @@ struct ScanEntry {
 size_t ScanEntryBytes(std::string_view key, const Record& record);
 
 struct ScanPage {
-  std::vector<ScanEntry> records;  // in key order
+  std::vector<ScanEntry> records;  // in key order (the journal layout: the order written)
   std::string cursor;              // "": the scan is complete
   uint64_t examined = 0;           // keys looked at for this page
 };

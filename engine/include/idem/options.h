@@ -221,14 +221,15 @@ struct EngineOptions {
   static constexpr uint64_t kMaxJournalSegmentBytes = uint64_t{64} << 20;
   uint64_t journal_segment_bytes = uint64_t{64} << 20;
   size_t journal_max_open_files = 256;
-  // kJournal: values are stored compressed with a dictionary of at most this many bytes, trained
-  // on recent values when each segment is created and kept in it (zstd; a value is stored as
-  // given where that is shorter); 0, the default, stores every value as given. Records share
-  // most of their bytes with one another (field names, statuses, response skeletons) and little
-  // within themselves: with kDefaultJournalDictionaryBytes, idem-bench's records take 104 MiB
-  // per million instead of 191, for ~1.2 µs of CPU per write and ~0.2 µs per read (a quarter of
-  // the server's peak write rate on one CPU: docs/performance.md, "Journal values compressed").
-  // A batch must then fit in a segment less these bytes.
+  // kJournal: records (key and value together) are stored compressed with a dictionary of at
+  // most this many bytes, trained on recent records when each segment is created and kept in it
+  // (zstd; a record is stored as given where that is shorter); 0, the default, stores every
+  // record as given. Records share most of their bytes with one another (field names, statuses,
+  // response skeletons) and little within themselves: with kDefaultJournalDictionaryBytes,
+  // idem-bench's records take 83 MiB per million instead of 191, for ~1.2 µs of CPU per write
+  // and ~0.2 µs per read (a quarter to a third of the server's peak write rate on one CPU:
+  // docs/performance.md, "Journal values compressed"). A batch must then fit in a segment less
+  // these bytes.
   static constexpr size_t kDefaultJournalDictionaryBytes = size_t{8} << 10;
   static constexpr size_t kMaxJournalDictionaryBytes = size_t{64} << 10;
   size_t journal_dictionary_bytes = 0;

@@ -107,7 +107,8 @@ class Store {
   // Admin queries, in bounded pages (idem/admin.h). The engine and the network client answer
   // them alike; another Store answers NotSupported.
   //
-  // Scan: the next page of `request.ns`'s live records in key order that match its filter.
+  // Scan: the next page of `request.ns`'s live records in key order (under the journal layout,
+  // the order written: idem/admin.h) that match its filter.
   // InvalidArgument, with a message, for a namespace, prefix or status the limits refuse, a
   // status a state-graph namespace does not have, a limit outside 1..kMaxScanPageRecords, or a
   // cursor that does not decode or belongs to another namespace or prefix. Corruption when a
