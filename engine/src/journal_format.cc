@@ -209,7 +209,8 @@ void EncodeOp(const OpView& op, char* p) {
   p[7] = static_cast<char>(op.key.size() >> 8);
   PutFixed32(p + 8, static_cast<uint32_t>(op.value.size()));
   PutFixed64(p + 12, static_cast<uint64_t>(op.keep_until_ms));
-  std::memcpy(p + kOpHeaderBytes, op.key.data(), op.key.size());
+  // An empty view may have no data to copy from (a key stored in its value).
+  if (!op.key.empty()) std::memcpy(p + kOpHeaderBytes, op.key.data(), op.key.size());
   if (!op.value.empty()) {
     std::memcpy(p + kOpHeaderBytes + op.key.size(), op.value.data(), op.value.size());
   }
