@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <tuple>
 
 #include <rocksdb/file_system.h>
 
@@ -106,6 +107,18 @@ struct Journal::Segment {
   bool keys_in_values = true;
   // How many samples it was trained on; a segment opened from disk counts as trained on all.
   size_t dictionary_samples = kDictionarySamples;
+
+  // Takes what the header decoded from `bytes` (its file's first bytes) says: where entries
+  // begin, the dictionary. Corruption naming the file if the dictionary does not load.
+  Status TakeHeader(const SegmentHeader& header, std::string_view bytes) {
+    entries_offset = header.entries_offset();
+    if (header.dictionary.empty()) return Status::Ok();
+    Result<Journal::Dictionary> loaded = ValueDictionary::Load(header.dictionary);
+    if (!loaded.ok()) return Status::Corruption(path + ": " + loaded.status().message());
+    dictionary = std::move(*loaded);
+    keys_in_values = SegmentFormatVersion(bytes) != kValueDictionaryFormatVersion;
+    return Status::Ok();
+  }
 };
 
 Journal::Journal(rocksdb::FileSystem* fs, std::string dir, const JournalOptions& options,
@@ -176,15 +189,15 @@ std::optional<uint32_t> Journal::FreeId() {
 
 Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
-                                               const Replay& replay) {
-  return OpenOrCheck(fs, dir, options, clock, replay, nullptr);
+                                               const Replay& replay, const Resume* resume) {
+  return OpenOrCheck(fs, dir, options, clock, replay, resume, nullptr);
 }
 
 Result<Journal::CheckReport> Journal::Check(rocksdb::FileSystem* fs, const std::string& dir,
                                             const Replay& replay) {
   CheckReport report;
   Result<std::unique_ptr<Journal>> checked = OpenOrCheck(
-      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, &report);
+      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, nullptr, &report);
   if (!checked.ok()) return checked.status();
   return report;
 }
@@ -193,7 +206,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
                                                       const std::string& dir,
                                                       const JournalOptions& options,
                                                       const Clock* clock, const Replay& replay,
-                                                      CheckReport* check) {
+                                                      const Resume* resume, CheckReport* check) {
   if (options.max_open_sealed_files == 0) {
     return Status::InvalidArgument("journal max_open_sealed_files must be at least 1");
   }
@@ -227,6 +240,24 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
   std::sort(numbers.begin(), numbers.end());
 
   std::unique_ptr<Journal> journal(new Journal(fs, dir, options, clock));
+  // The segments taken as saved are not scanned (Open's contract). They come first: nothing is
+  // replayed or changed on disk before the last of them is checked, so a rejection starts over.
+  const size_t saved = resume != nullptr && check == nullptr ? resume->segments.size() : 0;
+  auto reject = [&](const std::string& why) -> Result<std::unique_ptr<Journal>> {
+    journal.reset();
+    if (resume->rejected) resume->rejected(why);
+    return OpenOrCheck(fs, dir, options, clock, replay, nullptr, check);
+  };
+  if (saved > 0) {
+    bool as_saved = numbers.size() >= saved;
+    for (size_t i = 0; as_saved && i < saved; ++i) {
+      as_saved = numbers[i] == resume->segments[i].number;
+    }
+    if (!as_saved) {
+      return reject("its segments are not the " + std::to_string(saved) + " saved, from number " +
+                    std::to_string(resume->segments.front().number));
+    }
+  }
   // The segment being scanned and the one before it, in turns: Read serves them from here.
   // Not zero-filled first: the read overwrites what the scan looks at.
   struct Buffer {
@@ -265,6 +296,13 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
       return FromRocks(s);
     }
     segment->file = Shared(std::move(file));
+    if (i < saved) {
+      Status taken = journal->TakeAsSaved(
+          segment, size, resume->segments[i], last,
+          i + 1 == saved ? std::optional(resume->last_sequence) : std::nullopt);
+      if (!taken.ok()) return reject(taken.message());
+      continue;
+    }
     journal->scanned_[i % 2].reset();  // its buffer is about to take this segment's bytes
     Buffer& buffer = buffers[i % 2];
     if (buffer.capacity < size) {
@@ -297,15 +335,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
       return Status::Corruption(segment->path + ": its header says segment " +
                                 std::to_string(header->number));
     }
-    segment->entries_offset = header->entries_offset();
-    if (!header->dictionary.empty()) {
-      Result<Dictionary> dictionary = ValueDictionary::Load(header->dictionary);
-      if (!dictionary.ok()) {
-        return Status::Corruption(segment->path + ": " + dictionary.status().message());
-      }
-      segment->dictionary = std::move(*dictionary);
-      segment->keys_in_values = SegmentFormatVersion(data) != kValueDictionaryFormatVersion;
-    }
+    if (Status s = segment->TakeHeader(*header, data); !s.ok()) return s;
     if (cut) {
       Result<SegmentScan> scan = ScanSegment(data, 0, nullptr);
       if (!scan.ok()) return Status::Corruption(segment->path + ": " + scan.status().message());
@@ -413,6 +443,68 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
     journal->preparer_ = std::thread([j] { j->PrepareLoop(); });
   }
   return journal;
+}
+
+bool Journal::TakesSavedId(uint32_t id) const {
+  return id < JournalIndex::kMaxSegments && (id >= by_id_.size() || !by_id_[id]);
+}
+
+Status Journal::TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t size,
+                            const SegmentInfo& info, bool active,
+                            std::optional<uint64_t> last_sequence) {
+  const bool last_saved = last_sequence.has_value();
+  // The header, and for the last segment saved what follows its entries: nothing but zeros
+  // (zeros ahead) if nothing was appended since.
+  const uint64_t header_bytes = std::min<uint64_t>(size, kMaxSegmentHeaderBytes);
+  const uint64_t tail_bytes = last_saved && size > info.end_offset ? size - info.end_offset : 0;
+  if (tail_bytes > kMaxSegmentBytes) return Status::Corruption(segment->path + " is too long");
+  std::string bytes(header_bytes + tail_bytes, '\0');
+  for (const auto& [offset, length, to] :
+       {std::tuple{uint64_t{0}, header_bytes, bytes.data()},
+        std::tuple{info.end_offset, tail_bytes, bytes.data() + header_bytes}}) {
+    if (length == 0) continue;
+    rocksdb::Slice read;
+    if (rocksdb::IOStatus s =
+            segment->file->Read(offset, length, rocksdb::IOOptions(), &read, to, nullptr);
+        !s.ok()) {
+      return FromRocks(s);
+    }
+    if (read.size() != length) return Status::IOError(segment->path + ": a read came back short");
+    if (read.data() != to) std::memcpy(to, read.data(), length);
+  }
+  const std::string_view data(bytes.data(), header_bytes);
+  Result<SegmentHeader> header = DecodeSegmentHeader(data);
+  if (!header.ok()) return Status::Corruption(segment->path + ": " + header.status().message());
+  if (header->number != segment->number || header->salt != info.salt ||
+      header->entries_offset() != info.entries_offset || size < info.end_offset ||
+      info.end_offset < info.entries_offset || !TakesSavedId(info.id)) {
+    return Status::Corruption(segment->path + " is not the segment saved");
+  }
+  if (last_saved && (LastNonZero(std::string_view(bytes).substr(header_bytes)) > 0 ||
+                     header->after_sequence > *last_sequence)) {
+    return Status::Corruption(segment->path + " does not end as saved, at offset " +
+                              std::to_string(info.end_offset));
+  }
+  if (Status s = segment->TakeHeader(*header, data); !s.ok()) return s;
+  segment->id = info.id;
+  segment->salt = info.salt;
+  segment->end = info.end_offset;
+  segment->synced = info.end_offset;  // saved only once durable
+  segment->zeros_end = size;
+  segment->max_keep_until_ms = info.max_keep_until_ms;
+  last_sequence_ = std::max({last_sequence_, header->after_sequence, last_sequence.value_or(0)});
+  if (by_id_.size() <= info.id) by_id_.resize(info.id + 1);
+  by_id_[info.id] = segment;
+  next_id_ = (info.id + 1) % JournalIndex::kMaxSegments;
+  if (active) {
+    active_ = segment;
+    return Status::Ok();
+  }
+  segment->keep_open = false;
+  Closing closing;
+  std::lock_guard<std::mutex> lock(mu_);
+  KeepOpenWhileRecent(segment.get(), &closing);
+  return Status::Ok();
 }
 
 void Journal::Activate(std::shared_ptr<Segment> segment) {

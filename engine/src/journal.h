@@ -126,9 +126,25 @@ class Journal {
   // header's number is not its file's, or sequence numbers do not grow across segments; then
   // the replay calls made so far are void. IOError if a file cannot be read.
   // `fs` and `clock` outlive the journal.
+  //
+  // With `resume` (what the owner saved of the journal at its last clean close), the segments
+  // it lists are taken as they were then: their headers read, their entries neither read,
+  // checked nor replayed (damage in them is found by the read that meets it, or by Check); the
+  // segments after them are scanned and replayed as usual. It is taken only if
+  // the journal is as saved: the first segment files are the saved ones (by number), each
+  // header decodes with the saved salt and entries offset, each file reaches its saved end, and
+  // nothing but zeros follows the last saved segment's entries (every append since would be
+  // there). Otherwise `resume->rejected` is called with why, before any replay call, and Open
+  // goes on as without `resume`.
+  struct Resume {
+    std::vector<SegmentInfo> segments;  // oldest first
+    uint64_t last_sequence = 0;
+    std::function<void(const std::string& why)> rejected;
+  };
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                const JournalOptions& options, const Clock* clock,
-                                               const Replay& replay);
+                                               const Replay& replay,
+                                               const Resume* resume = nullptr);
   // What Open would find in `dir`, changing nothing (to verify a journal no process has open):
   // the same checks, the same errors, `replay` called the same way, but no tail zeroed, no
   // segment deleted or created, nothing synced. IOError if `dir` cannot be listed.
@@ -241,11 +257,18 @@ class Journal {
                                                       const std::string& dir,
                                                       const JournalOptions& options,
                                                       const Clock* clock, const Replay& replay,
-                                                      CheckReport* check);
+                                                      const Resume* resume, CheckReport* check);
   // Creates segment `number`, synced, its id held until Activate takes it. Busy if every id is
   // taken.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);
   void Activate(std::shared_ptr<Segment> segment);  // mu_ held
+  // Open with a Resume: sets up a segment (its file open) as `info` says, from its header alone,
+  // as the active one with `active`. With `last_sequence` (the journal's, for the last segment
+  // saved), checks that nothing but zeros follows its entries. Corruption saying why if the
+  // file does not agree with `info`.
+  Status TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t size,
+                     const SegmentInfo& info, bool active, std::optional<uint64_t> last_sequence);
+  bool TakesSavedId(uint32_t id) const;  // while Open sets up segments: no segment has `id`
   // Makes the next segment (prepared, or with `create` created now: a failed creation fails the
   // journal, but for Busy when every id is taken) the active one after `full`. Without `create`
   // and no segment prepared: IOError, nothing changed.

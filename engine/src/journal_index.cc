@@ -158,6 +158,45 @@ size_t JournalIndex::EraseSegments(const std::vector<uint32_t>& segments) {
   return erased;
 }
 
+JournalIndex::ShardImage JournalIndex::Export(size_t shard_number) const {
+  const Shard& shard = *shards_[shard_number];
+  std::shared_lock<std::shared_mutex> lock(shard.mu);
+  ShardImage image;
+  image.slots = static_cast<uint32_t>(shard.slots.size());
+  image.entries.reserve(shard.used);
+  for (uint64_t slot : shard.slots) {
+    if (slot != 0) image.entries.push_back(slot);
+  }
+  return image;
+}
+
+bool JournalIndex::Import(size_t shard_number, const ShardImage& image) {
+  const size_t slots = image.slots;
+  if (slots < kInitialSlots || slots > kMaxSlots || (slots & (slots - 1)) != 0 ||
+      image.entries.size() * 5 > slots * 4) {
+    return false;
+  }
+  for (uint64_t slot : image.entries) {
+    if (((slot >> kSegmentShift) & kSegmentMask) == 0 || !Holds(Unpack(slot))) return false;
+  }
+  Shard& shard = *shards_[shard_number];
+  std::unique_lock<std::shared_mutex> lock(shard.mu);
+  if (shard.used != 0) return false;
+  shard.slots.assign(slots, 0);
+  for (uint64_t slot : image.entries) shard.Place(slot);
+  shard.used = image.entries.size();
+  return true;
+}
+
+void JournalIndex::Clear() {
+  for (auto& shard : shards_) {
+    std::unique_lock<std::shared_mutex> lock(shard->mu);
+    shard->slots.assign(kInitialSlots, 0);
+    shard->slots.shrink_to_fit();
+    shard->used = 0;
+  }
+}
+
 size_t JournalIndex::size() const {
   size_t n = 0;
   for (const auto& shard : shards_) {

@@ -72,6 +72,21 @@ class JournalIndex {
   // how many. A shard is locked only while it is swept.
   size_t EraseSegments(const std::vector<uint32_t>& segments);
 
+  // The index as data, shard by shard, for saving it whole (journal_saved_index.h): a
+  // shard's table size and its entries, each packed as the table holds it (opaque to the
+  // caller, meaningful only to Import). Not atomic across shards: the caller holds off writers.
+  struct ShardImage {
+    uint32_t slots = 0;
+    std::vector<uint64_t> entries;
+  };
+  ShardImage Export(size_t shard) const;
+  // Fills shard `shard`, which must be empty, from what Export gave. False, and the shard left
+  // empty, if the image is not one Export could give: a table size that is not a power of two
+  // in range, more entries than it grows at, or an entry that is no location's.
+  [[nodiscard]] bool Import(size_t shard, const ShardImage& image);
+  // Removes every entry.
+  void Clear();
+
   size_t size() const;
   size_t MemoryBytes() const;  // the slots' memory
 

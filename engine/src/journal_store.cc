@@ -26,16 +26,52 @@ Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs
                                                          const Clock* clock,
                                                          int64_t removal_bound_ms) {
   std::unique_ptr<JournalStore> store(new JournalStore(options, removal_bound_ms));
+  OpenReport& report = store->opened_;
+  Journal::Resume resume;
+  Result<std::optional<SavedJournal>> saved = ReadSavedIndex(fs, dir, &store->index_);
+  if (!saved.ok()) {
+    report.saved_index_unused = saved.status().message();
+  } else if (*saved) {
+    resume.segments = std::move((*saved)->segments);
+    resume.last_sequence = (*saved)->last_sequence;
+    store->needs_ = std::move((*saved)->needs);
+    report.loaded_saved_index = true;
+    resume.rejected = [&](const std::string& why) {
+      store->index_.Clear();
+      store->needs_.clear();
+      report.loaded_saved_index = false;
+      report.saved_index_unused = "the journal is not as saved: " + why;
+    };
+  }
   Status replayed;
   Result<std::unique_ptr<Journal>> journal = Journal::Open(
       fs, dir, options, clock,
       [&](const Journal& j, const OpView& op, Journal::Location at, uint64_t /*sequence*/) {
         if (replayed.ok()) replayed = store->Replay(j, op, at);
-      });
+      },
+      report.loaded_saved_index ? &resume : nullptr);
   if (!journal.ok()) return journal.status();
   if (!replayed.ok()) return replayed;
   store->journal_ = std::move(*journal);
+  store->fs_ = fs;
+  store->dir_ = dir;
+  if (Status s = DeleteSavedIndex(fs, dir); !s.ok()) return s;
   return store;
+}
+
+Status JournalStore::SaveIndex() {
+  std::lock_guard<std::mutex> moving(drop_mu_);
+  std::lock_guard<std::mutex> appending(apply_mu_);
+  if (!failed_.ok()) return failed_;
+  if (Status s = journal_->Sync(); !s.ok()) return s;
+  SavedJournal saved;
+  saved.segments = journal_->Segments();
+  saved.last_sequence = journal_->last_sequence();
+  {
+    std::lock_guard<std::mutex> lock(need_mu_);
+    saved.needs = needs_;
+  }
+  return WriteSavedIndex(fs_, dir_, saved, index_);
 }
 
 Status JournalStore::Replay(const Journal& journal, const OpView& stored, Journal::Location at) {

@@ -21,11 +21,13 @@
 // record when it is under kReadAhead bytes: a copy out of the mapped segment with
 // JournalOptions::mapped_reads, a pread otherwise) and its key compared.
 //
-// Open replays every segment, oldest first, into a fresh index: an operation whose keep-until
-// is at or before the owner's removal bound is treated as absent, as is a key whose last
-// operation is a delete. Each operation on a key already indexed reads that key's candidates
-// back to tell which is its own: from memory when they are in the segment being scanned or the
-// one before it (Journal::Open), as an update's earlier version nearly always is; one pread
+// Open loads the index saved at the last clean close (SaveIndex; journal_saved_index.h), if
+// there is one and the journal is as it was then, and replays only what came after it (nothing,
+// after a clean close). Otherwise it replays every segment, oldest first, into a fresh index: an
+// operation whose keep-until is at or before the owner's removal bound is treated as absent, as is
+// a key whose last operation is a delete. Each operation on a key already indexed reads that key's
+// candidates back to tell which is its own: from memory when they are in the segment being scanned
+// or the one before it (Journal::Open), as an update's earlier version nearly always is; one pread
 // each otherwise.
 //
 // The removal bound must never go back: the bound given to Open is at least every bound given
@@ -54,6 +56,7 @@
 #include "idem/result.h"
 #include "journal.h"
 #include "journal_index.h"
+#include "journal_saved_index.h"
 
 namespace rocksdb {
 class FileSystem;
@@ -87,9 +90,11 @@ class JournalStore {
     const Version* found = nullptr;
   };
 
-  // Opens (or creates) the store in `dir`, replaying it (above); `removal_bound_ms`: operations
-  // whose keep-until is at or before it are absent. Errors as Journal::Open. `fs` and `clock`
-  // outlive the store.
+  // Opens (or creates) the store in `dir`, loading its saved index or replaying it (above);
+  // `removal_bound_ms`: replayed operations whose keep-until is at or before it are absent (a
+  // loaded index may still hold such records, as a running store does until its next drop).
+  // A saved index is deleted, durably, before this returns: its error if that fails. Errors as
+  // Journal::Open. `fs` and `clock` outlive the store.
   static Result<std::unique_ptr<JournalStore>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                     const JournalOptions& options,
                                                     const Clock* clock, int64_t removal_bound_ms);
@@ -107,6 +112,20 @@ class JournalStore {
   Status Apply(std::span<const Write> writes);
   // Makes every batch applied before the call durable.
   Status Sync();
+  // Syncs the journal, then saves the index for the next Open to load instead of replaying the
+  // journal: for the owner's clean close, once it applies nothing more (writers and moves wait
+  // meanwhile; applied afterwards, a batch would not be in the saved index, and the next Open
+  // would see that its journal differs and replay). The journal's failure if it failed (nothing
+  // saved); IOError naming the file if it cannot be written.
+  Status SaveIndex();
+  // How Open built the index.
+  struct OpenReport {
+    bool loaded_saved_index = false;
+    // Why a saved index that was there was not used (it did not read back, or the journal is
+    // not as it was saved); empty if there was none or it was used.
+    std::string saved_index_unused;
+  };
+  const OpenReport& opened() const { return opened_; }
   // Deletes every sealed segment whose operations all reached their keep-until by `until_ms`
   // (the owner's removal bound), after removing their index entries; the active segment too,
   // sealed first, so that a store no longer written to keeps no dead segment. Returns how many;
@@ -196,7 +215,9 @@ class JournalStore {
 
   const JournalOptions options_;
   const int64_t removal_bound_ms_;  // for the replay at open
-  std::string replay_scratch_;      // a replayed operation's key and value, decompressed
+  rocksdb::FileSystem* fs_ = nullptr;
+  std::string dir_;
+  std::string replay_scratch_;  // a replayed operation's key and value, decompressed
   JournalIndex index_;
   std::unique_ptr<Journal> journal_;
   std::mutex apply_mu_;                  // one Apply at a time, whatever the owner does
@@ -218,7 +239,8 @@ class JournalStore {
   std::vector<Unmovable> unmovable_;
   uint64_t move_calls_ = 0;
   mutable std::mutex need_mu_;
-  std::unordered_map<uint32_t, std::map<int64_t, uint64_t>> needs_;  // guarded by need_mu_
+  NeedsBySegment needs_;  // guarded by need_mu_
+  OpenReport opened_;
 };
 
 }  // namespace idem::journal

@@ -139,7 +139,7 @@ class RocksEngine final : public ServingEngine {
       (void)db_->SyncWAL();
       health_->ExitSync();
     }
-    if (journal_) (void)journal_->Sync();
+    if (journal_) SaveJournalIndex();
     journal_.reset();
     windows_.reset();  // its handles go before the database closes
     (void)db_->Close();
@@ -219,6 +219,10 @@ class RocksEngine final : public ServingEngine {
   // The journal layout: a journal that failed takes no writes until the engine is reopened
   // (journal.h: after a failed fdatasync no later sync can vouch for the pages it lost).
   Status JournalFailure() const;
+  // At a clean close, once nothing is written: saves the journal's index for the next open to
+  // load instead of replaying the journal (journal_saved_index.h). A failure is logged: the
+  // next open replays.
+  void SaveJournalIndex();
   Result<ReclaimReport> ReclaimJournal(const journal::JournalStore::MovePolicy& policy);
   // Where a record that dies at `death_ms` (0: never) belongs under this run's layout: the
   // family, and its window's filter (null for the default family).
@@ -635,6 +639,22 @@ Status RocksEngine::SyncWal() {
   AdvanceTo(deferred_synced_, covered);
   if (covered == begun) AdvanceTo(durable_floor_, begun);
   return Status::Ok();
+}
+
+void RocksEngine::SaveJournalIndex() {
+  const auto start = std::chrono::steady_clock::now();
+  if (Status s = journal_->SaveIndex(); !s.ok()) {
+    LogToOperator(options_.log, LogRecord(LogLevel::kWarn, "journal_index_unsaved",
+                                          "the next open replays the journal: " + s.message()));
+    return;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  LogToOperator(options_.log, LogRecord(LogLevel::kInfo, "journal_index_saved",
+                                        "saved the journal's index for the next open")
+                                  .With("records", static_cast<int64_t>(journal_->records()))
+                                  .With("ms", static_cast<int64_t>(ms)));
 }
 
 Status RocksEngine::JournalFailure() const {
@@ -1887,6 +1907,15 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
         journal_fs.get(), JournalDir(dir), journal_options, options.clock.get(), bound);
     if (!opened.ok()) return opened.status();
     journal = std::move(*opened);
+    if (journal->opened().loaded_saved_index) {
+      options.log(LogRecord(LogLevel::kInfo, "journal_index_loaded",
+                            "loaded the index saved at the last clean close")
+                      .With("records", static_cast<int64_t>(journal->records())));
+    } else if (!journal->opened().saved_index_unused.empty()) {
+      options.log(LogRecord(LogLevel::kWarn, "journal_index_replayed",
+                            "replayed the journal instead of loading its saved index: " +
+                                journal->opened().saved_index_unused));
+    }
     if (const auto& tail = journal->journal().repaired_tail()) {
       options.log(LogRecord(LogLevel::kWarn, "journal_tail_repaired", tail->what)
                       .With("segment", static_cast<int64_t>(tail->segment_number))

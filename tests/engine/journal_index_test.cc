@@ -178,6 +178,62 @@ TEST(JournalIndexTest, AgreesWithAModelThroughGrowthAndErasure) {
   EXPECT_LT(stale, 10u);  // only other keys' matching tags, rare
 }
 
+TEST(JournalIndexTest, AnExportedIndexImportsAsItWas) {
+  JournalIndex index;
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<uint64_t, Location>> entries;
+  for (int i = 0; i < 50'000; ++i) {
+    entries.emplace_back(rng(), Location{static_cast<uint32_t>(rng() % 9),
+                                         static_cast<uint32_t>(8 * (rng() % 100000))});
+    ASSERT_TRUE(index.Insert(entries.back().first, entries.back().second));
+  }
+  // Entries whose probe runs wrap around a shard's end, and an erasure that shifted one back.
+  for (uint64_t tag = 62; tag < 66; ++tag) ASSERT_TRUE(index.Insert(HashOf(3, tag), {1, 8}));
+  ASSERT_TRUE(index.Erase(HashOf(3, 62), {1, 8}));
+
+  JournalIndex copy;
+  for (size_t shard = 0; shard < JournalIndex::kShards; ++shard) {
+    ASSERT_TRUE(copy.Import(shard, index.Export(shard))) << shard;
+  }
+  EXPECT_EQ(index.size(), copy.size());
+  EXPECT_EQ(index.MemoryBytes(), copy.MemoryBytes());
+  for (const auto& [hash, at] : entries) ASSERT_EQ(Find(index, hash), Find(copy, hash));
+  for (uint64_t tag = 63; tag < 66; ++tag) EXPECT_TRUE(Has(copy, HashOf(3, tag), {1, 8}));
+  EXPECT_FALSE(Has(copy, HashOf(3, 62), {1, 8}));
+  // The copy is an index like any other: it grows, replaces and erases.
+  ASSERT_TRUE(copy.Replace(entries[0].first, entries[0].second, {8, 16}));
+  EXPECT_TRUE(Has(copy, entries[0].first, {8, 16}));
+  ASSERT_TRUE(copy.Erase(entries[1].first, entries[1].second));
+  EXPECT_EQ(index.size() - 1, copy.size());
+
+  copy.Clear();
+  EXPECT_EQ(0u, copy.size());
+  EXPECT_TRUE(Find(copy, entries[2].first).empty());
+}
+
+TEST(JournalIndexTest, RefusesImagesExportCouldNotGive) {
+  JournalIndex source;
+  ASSERT_TRUE(source.Insert(HashOf(0, 5), {2, 64}));
+  const JournalIndex::ShardImage good = source.Export(0);
+  ASSERT_EQ(1u, good.entries.size());
+  JournalIndex index;
+  JournalIndex::ShardImage bad = good;
+  for (uint32_t slots : {0u, 32u, 96u, (1u << 26)}) {
+    bad.slots = slots;
+    EXPECT_FALSE(index.Import(0, bad)) << slots;
+  }
+  bad = good;
+  bad.entries.assign(52, good.entries[0]);  // more than 80 % of 64 slots
+  EXPECT_FALSE(index.Import(0, bad));
+  bad = good;
+  bad.entries = {good.entries[0] & ~(((uint64_t{1} << 16) - 1) << 23)};  // no segment: empty
+  EXPECT_FALSE(index.Import(0, bad));
+  EXPECT_EQ(0u, index.size());
+  ASSERT_TRUE(index.Import(0, good));
+  EXPECT_FALSE(index.Import(0, good));  // not empty
+  EXPECT_EQ((std::vector<Location>{{2, 64}}), Find(index, HashOf(0, 5)));
+}
+
 TEST(JournalIndexTest, MemoryIsAboutEightBytesPerSlot) {
   JournalIndex index;
   const size_t empty = index.MemoryBytes();

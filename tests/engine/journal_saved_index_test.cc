@@ -1,0 +1,395 @@
+// The journal store's index saved at a clean close (engine/src/journal_saved_index.h): the next
+// open loads it instead of replaying the journal, and agrees with a model; a saved index that
+// does not read back, or that stands for a journal written since, is not used, and the open
+// replays instead without losing a record; saving fails with the journal.
+#include "journal_saved_index.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "journal_store.h"
+#include "support/journal_fault_fs.h"
+#include "support/temp_dir.h"
+
+namespace idem::journal {
+namespace {
+
+using Write = JournalStore::Write;
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+
+class JournalSavedIndexTest : public ::testing::TestWithParam<bool> {
+ protected:
+  JournalSavedIndexTest() {
+    if (GetParam()) options_.dictionary_bytes = 1024;  // keys compressed in their values
+    Reopen();
+  }
+
+  std::string Dir() const { return dir_.Sub("journal"); }
+  std::string IndexPath() const { return Dir() + "/" + kSavedIndexName; }
+  void Reopen(int64_t removal_bound_ms = 0) {
+    store_.reset();
+    Result<std::unique_ptr<JournalStore>> store =
+        JournalStore::Open(&fs_, Dir(), options_, &clock_, removal_bound_ms);
+    ASSERT_OK(store);
+    store_ = std::move(*store);
+  }
+  void SaveAndReopen() {
+    ASSERT_OK(store_->SaveIndex());
+    ASSERT_TRUE(std::filesystem::exists(IndexPath()));
+    Reopen();
+  }
+
+  // Random batches of puts and deletes over 200 keys, kept in `model_`.
+  void WriteBatches(int batches, int64_t keep_until = 1000) {
+    for (int b = 0; b < batches; ++b) {
+      std::vector<std::string> keys, values;
+      const int n = 1 + static_cast<int>(rng_() % 4);
+      for (int i = 0; i < n; ++i) {
+        keys.push_back("key-" + std::to_string(rng_() % 200));
+        values.push_back("{\"n\":" + std::to_string(rng_() % 100'000) + ",\"fill\":\"" +
+                         std::string(rng_() % 120, static_cast<char>('a' + rng_() % 26)) + "\"}");
+      }
+      std::vector<Write> batch;
+      for (int i = 0; i < n; ++i) {
+        if (rng_() % 5 == 0) {
+          batch.push_back(Write{OpType::kDelete, keys[i], {}, 0});
+          model_.erase(keys[i]);
+        } else {
+          batch.push_back(Write{OpType::kPut, keys[i], values[i], keep_until});
+          model_[keys[i]] = values[i];
+        }
+      }
+      ASSERT_OK(store_->Apply(batch));
+    }
+  }
+  void ExpectModel(const std::string& when) {
+    ASSERT_EQ(model_.size(), store_->records()) << when;
+    for (int k = 0; k < 200; ++k) {
+      const std::string key = "key-" + std::to_string(k);
+      Result<std::optional<JournalStore::Version>> got = store_->Get(key);
+      ASSERT_OK(got);
+      auto it = model_.find(key);
+      ASSERT_EQ(it == model_.end() ? "(none)" : it->second, *got ? (*got)->value : "(none)")
+          << key << " " << when;
+    }
+  }
+  size_t SegmentFiles() const {
+    size_t n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(Dir())) {
+      n += entry.path().extension() == ".jnl";
+    }
+    return n;
+  }
+  // Reads of segment files during `f`.
+  size_t SegmentReadsDuring(const std::function<void()>& f) {
+    std::atomic<size_t> reads{0};
+    fs_.after_read = [&](const std::string& path) { reads += path.ends_with(".jnl"); };
+    f();
+    fs_.after_read = nullptr;
+    return reads.load();
+  }
+  std::string ReadFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void WriteFile(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+
+  testing::JournalFaultFs fs_;
+  testing::TempDir dir_;
+  ManualClock clock_;
+  JournalOptions options_{
+      .segment_bytes = 4096, .zeros_ahead_bytes = 1024, .prepare_in_background = false};
+  std::unique_ptr<JournalStore> store_;
+  std::map<std::string, std::string> model_;
+  std::mt19937_64 rng_{7};
+};
+INSTANTIATE_TEST_SUITE_P(Compression, JournalSavedIndexTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Compressed" : "Plain";
+                         });
+
+TEST_P(JournalSavedIndexTest, AReopenLoadsTheSavedIndexAndReadsOnlySegmentHeaders) {
+  // Updates of records many segments back: a replay reads each earlier version back (a read
+  // more than the segments, each); a load reads nothing but each segment's header, and what
+  // follows the last one's entries (zeros ahead), to check that nothing was appended since.
+  const std::vector<std::string> early = {"early-0", "early-1", "early-2", "early-3", "early-4"};
+  for (const std::string& key : early) {
+    ASSERT_OK(store_->Apply(std::vector<Write>{{OpType::kPut, key, "begun", 1000}}));
+  }
+  WriteBatches(1500);
+  for (const std::string& key : early) {
+    ASSERT_OK(store_->Apply(std::vector<Write>{{OpType::kPut, key, "done", 1000}}));
+  }
+  ASSERT_GT(SegmentFiles(), 20u);
+  const size_t replayed_reads = SegmentReadsDuring([&] { Reopen(); });
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+  EXPECT_EQ("", store_->opened().saved_index_unused);
+  EXPECT_GE(replayed_reads, SegmentFiles() + early.size());
+
+  ASSERT_OK(store_->SaveIndex());
+  const size_t loaded_reads = SegmentReadsDuring([&] { Reopen(); });
+  EXPECT_TRUE(store_->opened().loaded_saved_index);
+  EXPECT_EQ("", store_->opened().saved_index_unused);
+  EXPECT_EQ(SegmentFiles() + 1, loaded_reads);
+  EXPECT_FALSE(std::filesystem::exists(IndexPath())) << "used once, deleted by the open";
+  for (const std::string& key : early) {
+    Result<std::optional<JournalStore::Version>> got = store_->Get(key);
+    ASSERT_OK(got);
+    ASSERT_TRUE(got->has_value()) << key;
+    EXPECT_EQ("done", (*got)->value);
+    // ExpectModel looks at key-0..199 and the count.
+    ASSERT_OK(store_->Apply(std::vector<Write>{{OpType::kDelete, key, {}, 0}}));
+  }
+  ExpectModel("loaded");
+
+  // The store goes on from there: writes, a reopen that replays, another that loads.
+  WriteBatches(300);
+  ExpectModel("written after loading");
+  Reopen();
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+  ExpectModel("replayed");
+  SaveAndReopen();
+  EXPECT_TRUE(store_->opened().loaded_saved_index);
+  ExpectModel("loaded again");
+  EXPECT_EQ(store_->journal().Segments().size(), SegmentFiles());
+}
+
+TEST_P(JournalSavedIndexTest, DropsAndMovesGoOnAsAfterAReplay) {
+  // A record that never ends, among short-lived ones and some that end in an hour: the store that
+  // loaded its index drops and moves what one that replayed the same journal does (the moves
+  // are picked by the estimates of each segment's needed bytes, saved with the index).
+  ASSERT_OK(store_->Apply(std::vector<Write>{{OpType::kPut, "forever", "f", kForever}}));
+  WriteBatches(400, /*keep_until=*/100);
+  WriteBatches(60, /*keep_until=*/3'600'000);
+  const std::string copy_dir = dir_.Sub("copy");
+  ASSERT_OK(store_->journal().CopyTo(copy_dir));
+  Result<std::unique_ptr<JournalStore>> replayed =
+      JournalStore::Open(&fs_, copy_dir, options_, &clock_, 0);
+  ASSERT_OK(replayed);
+  SaveAndReopen();
+  ASSERT_TRUE(store_->opened().loaded_saved_index);
+  const JournalStore::MovePolicy policy{.max_needed_fraction = 0.5, .min_stay_ms = 0};
+  for (JournalStore* store : {store_.get(), replayed->get()}) {
+    Result<size_t> dropped = store->DropEndedBy(100);
+    ASSERT_OK(dropped);
+    EXPECT_GT(*dropped, 0u);
+  }
+  Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, policy);
+  Result<JournalStore::MoveReport> moved_after_replay = (*replayed)->MoveSurvivors(100, policy);
+  ASSERT_OK(moved);
+  ASSERT_OK(moved_after_replay);
+  EXPECT_GE(moved->segments, 1u);  // the first, at least: kept by "forever" alone
+  EXPECT_EQ(moved_after_replay->segments, moved->segments);
+  EXPECT_EQ(moved_after_replay->ops_moved, moved->ops_moved);
+  EXPECT_EQ(moved_after_replay->bytes_freed, moved->bytes_freed);
+  EXPECT_EQ((*replayed)->journal().Segments().size(), store_->journal().Segments().size());
+  Reopen(100);
+  Result<std::optional<JournalStore::Version>> forever = store_->Get("forever");
+  ASSERT_OK(forever);
+  ASSERT_TRUE(forever->has_value());
+  EXPECT_EQ("f", (*forever)->value);
+  for (const auto& [key, value] : model_) {
+    Result<std::optional<JournalStore::Version>> got = store_->Get(key);
+    ASSERT_OK(got);
+    if (*got) EXPECT_EQ(value, (*got)->value) << key;  // what ended by 100 may be gone
+  }
+}
+
+// A segment prepared ahead (while the one before it was half full) and active, but empty, when
+// the index was saved: its header's after sequence is below the journal's last.
+TEST_P(JournalSavedIndexTest, AnEmptyActiveSegmentPreparedAheadLoads) {
+  options_.prepare_in_background = true;
+  Reopen();
+  const size_t before = SegmentFiles();
+  WriteBatches(15);  // over half a segment, less than a whole one
+  ASSERT_EQ(before, store_->journal().Segments().size());
+  for (int wait = 0; wait < 500 && SegmentFiles() == before; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the preparer's file
+  }
+  ASSERT_EQ(before + 1, SegmentFiles());
+  WriteBatches(2);  // after the prepared segment's header was written
+  ASSERT_EQ(before, store_->journal().Segments().size());
+  Reopen();  // as after a crash: the prepared segment, last, is the active one, empty
+  ASSERT_EQ(kSegmentHeaderBytes, store_->journal().Segments().back().end_offset);
+  SaveAndReopen();
+  EXPECT_TRUE(store_->opened().loaded_saved_index) << store_->opened().saved_index_unused;
+  ExpectModel("loaded");
+  WriteBatches(20);
+  SaveAndReopen();
+  EXPECT_TRUE(store_->opened().loaded_saved_index) << store_->opened().saved_index_unused;
+  ExpectModel("loaded after writing on");
+}
+
+// A saved index copied back after the journal was written on (by hand, or a delete that did not
+// happen) stands for a journal that is no more: the open sees it and replays.
+TEST_P(JournalSavedIndexTest, AJournalWrittenSinceItsIndexWasSavedIsReplayed) {
+  struct Change {
+    const char* name;
+    std::function<void()> apply;
+  };
+  const std::vector<Change> changes = {
+      {"appended to the active segment", [&] { WriteBatches(1); }},
+      {"rolled to new segments", [&] { WriteBatches(200); }},
+      {"a segment dropped",
+       [&] {
+         // Records outside the model that end at 50, whole segments of them.
+         for (int i = 0; i < 200; ++i) {
+           const std::string key = "gone-" + std::to_string(i);
+           ASSERT_OK(
+               store_->Apply(std::vector<Write>{{OpType::kPut, key, std::string(100, 'g'), 50}}));
+         }
+         WriteBatches(50);
+         Result<size_t> dropped = store_->DropEndedBy(50);
+         ASSERT_OK(dropped);
+         ASSERT_GT(*dropped, 0u);
+       }},
+  };
+  WriteBatches(400);
+  for (const Change& change : changes) {
+    SCOPED_TRACE(change.name);
+    ASSERT_OK(store_->SaveIndex());
+    const std::string saved = ReadFile(IndexPath());
+    Reopen();
+    ASSERT_TRUE(store_->opened().loaded_saved_index);
+    change.apply();
+    store_.reset();  // a crash, or a close that did not save
+    WriteFile(IndexPath(), saved);
+    Reopen(/*removal_bound_ms=*/50);
+    EXPECT_FALSE(store_->opened().loaded_saved_index);
+    EXPECT_NE(std::string::npos,
+              store_->opened().saved_index_unused.find("the journal is not as saved"))
+        << store_->opened().saved_index_unused;
+    EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+    ExpectModel(change.name);
+  }
+}
+
+TEST_P(JournalSavedIndexTest, ATornWriteAfterTheSaveIsReplayedAndRepaired) {
+  WriteBatches(300);
+  const Journal::SegmentInfo active = store_->journal().Segments().back();
+  const std::string path = store_->journal().SegmentPath(active.number);
+  SaveAndReopen();
+  ASSERT_TRUE(store_->opened().loaded_saved_index);
+  ASSERT_OK(store_->SaveIndex());
+  store_.reset();
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(active.end_offset));
+    f.write("torn write", 10);
+  }
+  Reopen();
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+  EXPECT_NE(std::string::npos, store_->opened().saved_index_unused.find("does not end as saved"))
+      << store_->opened().saved_index_unused;
+  ASSERT_TRUE(store_->journal().repaired_tail().has_value());
+  ExpectModel("repaired");
+}
+
+TEST_P(JournalSavedIndexTest, ASavedIndexThatDoesNotReadBackIsNotUsed) {
+  WriteBatches(400);
+  ASSERT_OK(store_->SaveIndex());
+  const std::string good = ReadFile(IndexPath());
+  ASSERT_GT(good.size(), 256u * 12);
+  struct Damage {
+    const char* name;
+    std::string bytes;
+    const char* why;
+  };
+  auto flipped = [&](size_t at) {
+    std::string bytes = good;
+    bytes[at] ^= 0x20;
+    return bytes;
+  };
+  std::string version = good;
+  version[8] = 9;
+  const std::vector<Damage> damages = {
+      {"not an index", "something else entirely, long enough", "not a saved index"},
+      {"another version", version, "version 9"},
+      {"its head flipped", flipped(20), "its head does not match its checksum"},
+      {"a shard's entry flipped", flipped(good.size() - 10), "does not match its checksum"},
+      {"cut short", good.substr(0, good.size() - 100), ""},
+      {"empty", "", "ends early"},
+      {"bytes after its end", good + "x", "bytes past its end"},
+  };
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.name);
+    store_.reset();
+    WriteFile(IndexPath(), damage.bytes);
+    Reopen();
+    EXPECT_FALSE(store_->opened().loaded_saved_index);
+    const std::string& why = store_->opened().saved_index_unused;
+    EXPECT_NE(std::string::npos, why.find(IndexPath())) << why;
+    EXPECT_NE(std::string::npos, why.find(damage.why)) << why;
+    EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+    ExpectModel(damage.name);
+  }
+}
+
+TEST_P(JournalSavedIndexTest, AShardThatSaysMoreEntriesThanTheFileHoldsAllocatesNothing) {
+  WriteBatches(50);
+  ASSERT_OK(store_->SaveIndex());
+  std::string bytes = ReadFile(IndexPath());
+  // The first shard starts after magic, version, head length, head and its checksum.
+  const uint32_t head = static_cast<uint8_t>(bytes[12]) | static_cast<uint8_t>(bytes[13]) << 8 |
+                        static_cast<uint8_t>(bytes[14]) << 16 |
+                        static_cast<uint32_t>(static_cast<uint8_t>(bytes[15])) << 24;
+  const size_t shard = 16 + head + 4;
+  bytes.replace(shard + 4, 4, "\xff\xff\xff\x7f");  // 2^31 entries: 16 GiB
+  store_.reset();
+  WriteFile(IndexPath(), bytes);
+  Reopen();
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+  EXPECT_NE(std::string::npos, store_->opened().saved_index_unused.find("more than it holds"))
+      << store_->opened().saved_index_unused;
+  ExpectModel("replayed");
+}
+
+TEST_P(JournalSavedIndexTest, SavingFailsWithTheJournalAndLeavesNoIndex) {
+  WriteBatches(100);
+  fs_.fail_syncs = true;
+  Status saved = store_->SaveIndex();
+  fs_.fail_syncs = false;
+  EXPECT_TRUE(saved.IsIOError()) << saved.ToString();
+  EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+  // The journal failed: it saves nothing from now on.
+  EXPECT_FALSE(store_->SaveIndex().ok());
+  EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+  Reopen();
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+
+  // A file that cannot be created: IOError naming it; nothing left behind.
+  fs_.fail_creates = true;
+  saved = store_->SaveIndex();
+  fs_.fail_creates = false;
+  EXPECT_TRUE(saved.IsIOError()) << saved.ToString();
+  EXPECT_NE(std::string::npos, saved.message().find(IndexPath() + ".tmp")) << saved.ToString();
+  EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+  Reopen();
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+  ExpectModel("replayed");
+}
+
+TEST_P(JournalSavedIndexTest, WhatACrashWhileSavingLeftIsDeletedByTheOpen) {
+  WriteBatches(100);
+  ASSERT_OK(store_->SaveIndex());
+  store_.reset();
+  std::filesystem::rename(IndexPath(), IndexPath() + ".tmp");  // not renamed into place yet
+  Reopen();
+  EXPECT_FALSE(store_->opened().loaded_saved_index);
+  EXPECT_EQ("", store_->opened().saved_index_unused);
+  EXPECT_FALSE(std::filesystem::exists(IndexPath() + ".tmp"));
+  ExpectModel("replayed");
+}
+
+}  // namespace
+}  // namespace idem::journal
