@@ -17,7 +17,9 @@
 //   BM_Get_AtScale/records/journal: random hits over 10M records, RocksDB vs the journal store.
 //   BM_JournalIndex_EraseSegment/keys: the index's sweep when segments are dropped.
 //   BM_JournalStore_ApplyBatch/writes: one batch of new keys; per write, flat in the batch size.
-//   BM_JournalStore_Open/records: a restart's replay of the journal, per record.
+//   BM_JournalStore_Open/records/saved: a restart's replay of the journal (saved:0), against a
+//   load of the index saved at the close (saved:1), per record.
+//   BM_JournalIndex_CopyTables/keys: what writers wait for while a save copies the index.
 //   BM_JournalStore_Update/given:1 vs /given:0: a completion's write given the version its Get
 //   found, against one that looks the key up again.
 //   BM_Journal_ReadSealed/open_files: reads across 32 sealed segments with every file kept open
@@ -464,9 +466,10 @@ void BM_Journal_ReadSealed(benchmark::State& state) {
 }
 
 // Opening a journal store of `records` records written in batches of 128, each about as large
-// as a completed record: what a restart replays (no hint files yet).
+// as a completed record: what a restart replays, or (saved) loads from the index the close saved.
 void BM_JournalStore_Open(benchmark::State& state) {
   const uint64_t records = static_cast<uint64_t>(state.range(0));
+  const bool saved = state.range(1) != 0;
   const std::string dir = FreshDir("idem_microbench_journal_open");
   ManualClock clock;
   const std::string value = RecordValue();
@@ -485,11 +488,15 @@ void BM_JournalStore_Open(benchmark::State& state) {
       for (const auto& k : keys) writes.push_back({journal::OpType::kPut, k, value, 1});
       if (!(*opened)->Apply(writes).ok()) Die("journal apply failed");
     }
+    if (saved && !(*opened)->SaveIndex().ok()) Die("journal save failed");
   }
   for (auto _ : state) {
     auto opened = journal::JournalStore::Open(rocksdb::FileSystem::Default().get(), dir,
                                               journal::JournalOptions(), &clock, 0);
-    if (!opened.ok() || (*opened)->records() != records) state.SkipWithError("open failed");
+    if (!opened.ok() || (*opened)->records() != records ||
+        (*opened)->opened().loaded_saved_index != saved) {
+      state.SkipWithError("open failed");
+    }
   }
   state.counters["per_record"] =
       benchmark::Counter(static_cast<double>(records) * state.iterations(),
@@ -908,6 +915,32 @@ void BM_JournalIndex_EraseSegment(benchmark::State& state) {
   state.counters["slots"] = static_cast<double>(index.MemoryBytes() / 8);
 }
 
+// A save's copy of an index of `keys` keys (JournalIndex::CopyTable of every shard into tables
+// sized beforehand, as JournalStore::SaveIndex copies it), during which the store's writers wait.
+void BM_JournalIndex_CopyTables(benchmark::State& state) {
+  const uint64_t keys = static_cast<uint64_t>(state.range(0));
+  journal::JournalIndex index;
+  for (uint64_t i = 0; i < keys; ++i) {
+    if (!index.Insert(KeyHash("key-" + std::to_string(i)), {static_cast<uint32_t>(i % 20), 8})) {
+      state.SkipWithError("index full");
+      return;
+    }
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<std::vector<uint64_t>> tables(journal::JournalIndex::kShards);
+    for (size_t shard = 0; shard < tables.size(); ++shard) {
+      tables[shard].resize(index.TableSlots(shard));
+    }
+    state.ResumeTiming();
+    for (size_t shard = 0; shard < tables.size(); ++shard) index.CopyTable(shard, &tables[shard]);
+    benchmark::DoNotOptimize(tables.data());
+  }
+  state.counters["per_key"] =
+      benchmark::Counter(static_cast<double>(keys) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void BM_CompareAndSet(benchmark::State& state) {
   // The state-machine completion: WHERE status IN (DONE, SUCCEEDED) SET status = SUCCEEDED,
   // payload.
@@ -1015,8 +1048,8 @@ BENCHMARK(BM_JournalStore_MoveSurvivors)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JournalStore_Open)
-    ->Arg(1'000'000)
-    ->Arg(10'000'000)
+    ->ArgNames({"records", "saved"})
+    ->ArgsProduct({{1'000'000, 10'000'000}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2)
     ->UseRealTime();
@@ -1041,6 +1074,12 @@ BENCHMARK(BM_WindowKeyFilter_Hit)
     ->ArgsProduct({{1 << 20, 16 << 20}, {0, 1}})
     ->UseRealTime();
 BENCHMARK(BM_JournalIndex_EraseSegment)
+    ->Arg(20'000'000)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_JournalIndex_CopyTables)
+    ->Arg(4'000'000)
     ->Arg(20'000'000)
     ->Iterations(5)
     ->Unit(benchmark::kMillisecond)

@@ -240,23 +240,35 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
   std::sort(numbers.begin(), numbers.end());
 
   std::unique_ptr<Journal> journal(new Journal(fs, dir, options, clock));
-  // The segments taken as saved are not scanned (Open's contract). They come first: nothing is
-  // replayed or changed on disk before the last of them is checked, so a rejection starts over.
-  const size_t saved = resume != nullptr && check == nullptr ? resume->segments.size() : 0;
+  // Open's contract with a Resume. Segment files were only appended to (the active one) or
+  // deleted since the save: the saved ones still there come first, and were sealed then but
+  // for the last. Nothing is replayed or changed on disk before that one is checked, and
+  // its replayed operations (those after its saved end) are checked before each is replayed,
+  // so a rejection starts over.
+  const Resume* const as_saved =
+      check == nullptr && resume != nullptr && !resume->segments.empty() ? resume : nullptr;
   auto reject = [&](const std::string& why) -> Result<std::unique_ptr<Journal>> {
     journal.reset();
     if (resume->rejected) resume->rejected(why);
     return OpenOrCheck(fs, dir, options, clock, replay, nullptr, check);
   };
-  if (saved > 0) {
-    bool as_saved = numbers.size() >= saved;
-    for (size_t i = 0; as_saved && i < saved; ++i) {
-      as_saved = numbers[i] == resume->segments[i].number;
+  // Each file's saved segment, if it is one.
+  std::vector<const SegmentInfo*> saved_as(numbers.size(), nullptr);
+  if (as_saved != nullptr) {
+    const std::vector<SegmentInfo>& saved = as_saved->segments;
+    std::vector<uint32_t> gone;
+    size_t f = 0;
+    for (const SegmentInfo& info : saved) {
+      if (f < numbers.size() && numbers[f] < info.number) {
+        return reject("segment " + std::to_string(numbers[f]) + " was not there when saved");
+      }
+      if (f < numbers.size() && numbers[f] == info.number) {
+        saved_as[f++] = &info;
+      } else {
+        gone.push_back(info.id);
+      }
     }
-    if (!as_saved) {
-      return reject("its segments are not the " + std::to_string(saved) + " saved, from number " +
-                    std::to_string(resume->segments.front().number));
-    }
+    if (!gone.empty() && as_saved->gone) as_saved->gone(gone);
   }
   // The segment being scanned and the one before it, in turns: Read serves them from here.
   // Not zero-filled first: the read overwrites what the scan looks at.
@@ -296,12 +308,21 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
       return FromRocks(s);
     }
     segment->file = Shared(std::move(file));
-    if (i < saved) {
-      Status taken = journal->TakeAsSaved(
-          segment, size, resume->segments[i], last,
-          i + 1 == saved ? std::optional(resume->last_sequence) : std::nullopt);
-      if (!taken.ok()) return reject(taken.message());
-      continue;
+    // The last saved segment, if written on since the save, is scanned below: its operations
+    // after its saved end are replayed.
+    const SegmentInfo* const grown = saved_as[i];
+    uint64_t replay_from = 0;
+    if (saved_as[i] != nullptr) {
+      const bool saved_last = saved_as[i] == &as_saved->segments.back();
+      Result<bool> taken =
+          journal->TakeAsSaved(segment, size, *saved_as[i], last,
+                               saved_last ? std::optional(as_saved->last_sequence) : std::nullopt);
+      if (!taken.ok()) return reject(taken.status().message());
+      if (*taken) continue;
+      replay_from = saved_as[i]->end_offset;
+    } else if (as_saved != nullptr) {
+      // Written after the save: its entries come after the saved ones.
+      journal->last_sequence_ = std::max(journal->last_sequence_, as_saved->last_sequence);
     }
     journal->scanned_[i % 2].reset();  // its buffer is about to take this segment's bytes
     Buffer& buffer = buffers[i % 2];
@@ -346,17 +367,33 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
       past_cut.push_back(segment->path);
       continue;
     }
-    std::optional<uint32_t> free_id = journal->FreeId();
-    if (!free_id) return Status::Busy(dir + " holds more journal segments than an index can");
-    segment->id = *free_id;
+    if (grown != nullptr) {
+      segment->id = grown->id;  // TakeAsSaved checked that it is free
+      if (journal->by_id_.size() <= grown->id) journal->by_id_.resize(grown->id + 1);
+      journal->next_id_ = (grown->id + 1) % JournalIndex::kMaxSegments;
+    } else {
+      std::optional<uint32_t> free_id = journal->FreeId();
+      if (!free_id) return Status::Busy(dir + " holds more journal segments than an index can");
+      segment->id = *free_id;
+    }
     segment->salt = header->salt;
     const uint32_t id = segment->id;
     journal->by_id_[id] = segment;  // readable by the replay
     journal->scanned_[i % 2] = ScannedSegment{id, data, segment->dictionary};
+    // A grown segment's entries up to its saved end are the saved ones, those after it later.
+    bool not_as_saved = false;
     Result<SegmentScan> scan = ScanSegment(
         data, journal->last_sequence_, [&](const OpView& op, uint64_t offset, uint64_t seq) {
+          if (grown != nullptr && !not_as_saved) {
+            not_as_saved = (offset < replay_from) != (seq <= as_saved->last_sequence);
+          }
+          if (not_as_saved || offset < replay_from) return;
           if (replay) replay(*journal, op, Location{id, static_cast<uint32_t>(offset)}, seq);
         });
+    if (grown != nullptr && (not_as_saved || !scan.ok() || scan->end_offset < replay_from)) {
+      return reject(segment->path + " does not hold what was saved, up to offset " +
+                    std::to_string(replay_from));
+    }
     if (!scan.ok()) return Status::Corruption(segment->path + ": " + scan.status().message());
     const std::string where = segment->path + " at offset " + std::to_string(scan->bad_offset);
     if (scan->tail == SegmentScan::Tail::kDamaged) {
@@ -395,6 +432,9 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
     }
   }
   journal->scanned_ = {};
+  if (as_saved != nullptr) {
+    journal->last_sequence_ = std::max(journal->last_sequence_, as_saved->last_sequence);
+  }
   if (check != nullptr) {
     for (const auto& segment : journal->by_id_) {
       if (!segment) continue;
@@ -449,14 +489,14 @@ bool Journal::TakesSavedId(uint32_t id) const {
   return id < JournalIndex::kMaxSegments && (id >= by_id_.size() || !by_id_[id]);
 }
 
-Status Journal::TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t size,
-                            const SegmentInfo& info, bool active,
-                            std::optional<uint64_t> last_sequence) {
-  const bool last_saved = last_sequence.has_value();
+Result<bool> Journal::TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t size,
+                                  const SegmentInfo& info, bool active,
+                                  std::optional<uint64_t> last_sequence) {
   // The header, and for the last segment saved what follows its entries: nothing but zeros
   // (zeros ahead) if nothing was appended since.
   const uint64_t header_bytes = std::min<uint64_t>(size, kMaxSegmentHeaderBytes);
-  const uint64_t tail_bytes = last_saved && size > info.end_offset ? size - info.end_offset : 0;
+  const uint64_t tail_bytes =
+      last_sequence.has_value() && size > info.end_offset ? size - info.end_offset : 0;
   if (tail_bytes > kMaxSegmentBytes) return Status::Corruption(segment->path + " is too long");
   std::string bytes(header_bytes + tail_bytes, '\0');
   for (const auto& [offset, length, to] :
@@ -477,15 +517,12 @@ Status Journal::TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t si
   if (!header.ok()) return Status::Corruption(segment->path + ": " + header.status().message());
   if (header->number != segment->number || header->salt != info.salt ||
       header->entries_offset() != info.entries_offset || size < info.end_offset ||
-      info.end_offset < info.entries_offset || !TakesSavedId(info.id)) {
+      info.end_offset < info.entries_offset || !TakesSavedId(info.id) ||
+      (last_sequence && header->after_sequence > *last_sequence)) {
     return Status::Corruption(segment->path + " is not the segment saved");
   }
-  if (last_saved && (LastNonZero(std::string_view(bytes).substr(header_bytes)) > 0 ||
-                     header->after_sequence > *last_sequence)) {
-    return Status::Corruption(segment->path + " does not end as saved, at offset " +
-                              std::to_string(info.end_offset));
-  }
   if (Status s = segment->TakeHeader(*header, data); !s.ok()) return s;
+  if (LastNonZero(std::string_view(bytes).substr(header_bytes)) > 0) return false;  // grown
   segment->id = info.id;
   segment->salt = info.salt;
   segment->end = info.end_offset;
@@ -498,13 +535,13 @@ Status Journal::TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t si
   next_id_ = (info.id + 1) % JournalIndex::kMaxSegments;
   if (active) {
     active_ = segment;
-    return Status::Ok();
+    return true;
   }
   segment->keep_open = false;
   Closing closing;
   std::lock_guard<std::mutex> lock(mu_);
   KeepOpenWhileRecent(segment.get(), &closing);
-  return Status::Ok();
+  return true;
 }
 
 void Journal::Activate(std::shared_ptr<Segment> segment) {

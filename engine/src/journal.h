@@ -127,18 +127,24 @@ class Journal {
   // the replay calls made so far are void. IOError if a file cannot be read.
   // `fs` and `clock` outlive the journal.
   //
-  // With `resume` (what the owner saved of the journal at its last clean close), the segments
-  // it lists are taken as they were then: their headers read, their entries neither read,
-  // checked nor replayed (damage in them is found by the read that meets it, or by Check); the
-  // segments after them are scanned and replayed as usual. It is taken only if
-  // the journal is as saved: the first segment files are the saved ones (by number), each
-  // header decodes with the saved salt and entries offset, each file reaches its saved end, and
-  // nothing but zeros follows the last saved segment's entries (every append since would be
-  // there). Otherwise `resume->rejected` is called with why, before any replay call, and Open
-  // goes on as without `resume`.
+  // With `resume` (what the owner saved of the journal at some point: its segments then, and
+  // its last sequence number), the saved segments still there are taken as they were then:
+  // their headers read, their entries neither read, checked nor replayed (damage in them is
+  // found by the read that meets it, or by Check). Segment files are only ever appended to (the
+  // active one) or deleted, so what was written since the save is replayed: the last saved
+  // segment's entries after its saved end, if any, and the segments after it, scanned and
+  // replayed as usual. Before any replay call, `resume->gone` is given the ids of the saved
+  // segments deleted since (dropped, or moved out of), whose index entries the caller removes.
+  // The resume is taken only if the journal is one that could have followed the save: no
+  // segment file among the saved ones that was not saved, each saved header with its saved
+  // salt and entries offset, each file reaching its saved end, and the last saved segment
+  // holding entries up to its saved end numbered up to the saved sequence and only higher
+  // ones after it. Otherwise `resume->rejected` is called with why, before any replay call,
+  // and Open goes on as without `resume`.
   struct Resume {
     std::vector<SegmentInfo> segments;  // oldest first
     uint64_t last_sequence = 0;
+    std::function<void(const std::vector<uint32_t>& ids)> gone;
     std::function<void(const std::string& why)> rejected;
   };
   static Result<std::unique_ptr<Journal>> Open(rocksdb::FileSystem* fs, const std::string& dir,
@@ -263,11 +269,13 @@ class Journal {
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t number);
   void Activate(std::shared_ptr<Segment> segment);  // mu_ held
   // Open with a Resume: sets up a segment (its file open) as `info` says, from its header alone,
-  // as the active one with `active`. With `last_sequence` (the journal's, for the last segment
-  // saved), checks that nothing but zeros follows its entries. Corruption saying why if the
-  // file does not agree with `info`.
-  Status TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t size,
-                     const SegmentInfo& info, bool active, std::optional<uint64_t> last_sequence);
+  // as the active one with `active`, and returns true. With `last_sequence` (the journal's, for
+  // the last segment saved), false, nothing set up but the header's fields, if anything but
+  // zeros follows its saved end: written on since, it is to be scanned. Corruption saying why
+  // if the file does not agree with `info`.
+  Result<bool> TakeAsSaved(const std::shared_ptr<Segment>& segment, uint64_t size,
+                           const SegmentInfo& info, bool active,
+                           std::optional<uint64_t> last_sequence);
   bool TakesSavedId(uint32_t id) const;  // while Open sets up segments: no segment has `id`
   // Makes the next segment (prepared, or with `create` created now: a failed creation fails the
   // journal, but for Busy when every id is taken) the active one after `full`. Without `create`

@@ -1,5 +1,6 @@
 #include "journal_index.h"
 
+#include <algorithm>
 #include <mutex>
 #include <utility>
 
@@ -158,16 +159,32 @@ size_t JournalIndex::EraseSegments(const std::vector<uint32_t>& segments) {
   return erased;
 }
 
-JournalIndex::ShardImage JournalIndex::Export(size_t shard_number) const {
+size_t JournalIndex::TableSlots(size_t shard_number) const {
   const Shard& shard = *shards_[shard_number];
   std::shared_lock<std::shared_mutex> lock(shard.mu);
+  return shard.slots.size();
+}
+
+void JournalIndex::CopyTable(size_t shard_number, std::vector<uint64_t>* table) const {
+  const Shard& shard = *shards_[shard_number];
+  std::shared_lock<std::shared_mutex> lock(shard.mu);
+  table->resize(shard.slots.size());
+  std::copy(shard.slots.begin(), shard.slots.end(), table->begin());
+}
+
+JournalIndex::ShardImage JournalIndex::ImageOf(const std::vector<uint64_t>& table) {
   ShardImage image;
-  image.slots = static_cast<uint32_t>(shard.slots.size());
-  image.entries.reserve(shard.used);
-  for (uint64_t slot : shard.slots) {
+  image.slots = static_cast<uint32_t>(table.size());
+  for (uint64_t slot : table) {
     if (slot != 0) image.entries.push_back(slot);
   }
   return image;
+}
+
+JournalIndex::ShardImage JournalIndex::Export(size_t shard_number) const {
+  std::vector<uint64_t> table;
+  CopyTable(shard_number, &table);
+  return ImageOf(table);
 }
 
 bool JournalIndex::Import(size_t shard_number, const ShardImage& image) {

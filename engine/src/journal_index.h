@@ -72,14 +72,21 @@ class JournalIndex {
   // how many. A shard is locked only while it is swept.
   size_t EraseSegments(const std::vector<uint32_t>& segments);
 
-  // The index as data, shard by shard, for saving it whole (journal_saved_index.h): a
-  // shard's table size and its entries, each packed as the table holds it (opaque to the
-  // caller, meaningful only to Import). Not atomic across shards: the caller holds off writers.
+  // The index as data, shard by shard, for saving it whole (journal_saved_index.h). A shard's
+  // table is its slots, 0 for an empty one, each other packed as the table holds it (opaque to
+  // the caller, meaningful only to Import). CopyTable copies one with a memcpy under the shard's
+  // lock, into `table` resized to the shard's slots: a caller that sized it beforehand
+  // (TableSlots) allocates nothing while its writers wait. Not atomic across shards: the caller
+  // holds off writers.
+  size_t TableSlots(size_t shard) const;
+  void CopyTable(size_t shard, std::vector<uint64_t>* table) const;
+  // A table's size and its entries (its slots but the empty ones), as saved.
   struct ShardImage {
     uint32_t slots = 0;
     std::vector<uint64_t> entries;
   };
-  ShardImage Export(size_t shard) const;
+  static ShardImage ImageOf(const std::vector<uint64_t>& table);
+  ShardImage Export(size_t shard) const;  // ImageOf(a copy of the shard's table)
   // Fills shard `shard`, which must be empty, from what Export gave. False, and the shard left
   // empty, if the image is not one Export could give: a table size that is not a power of two
   // in range, more entries than it grows at, or an entry that is no location's.

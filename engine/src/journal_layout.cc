@@ -35,6 +35,9 @@ Status ValidateJournalOptions(const EngineOptions& options) {
                                    std::to_string(record_bytes) + " bytes with max_payload_bytes " +
                                    std::to_string(l.max_payload_bytes) + ")");
   }
+  if (options.journal_index_save_interval_ms < 0) {
+    return Status::InvalidArgument("journal_index_save_interval_ms must not be negative");
+  }
   if (options.journal_max_open_files < 1) {
     return Status::InvalidArgument("journal_max_open_files must be at least 1");
   }

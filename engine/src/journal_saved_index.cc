@@ -1,5 +1,6 @@
 #include "journal_saved_index.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -123,7 +124,10 @@ Result<SavedJournal> DecodeHead(std::string_view head) {
 }  // namespace
 
 Status WriteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir, const SavedJournal& journal,
-                       const JournalIndex& index) {
+                       const std::vector<std::vector<uint64_t>>& tables) {
+  if (tables.size() != JournalIndex::kShards) {
+    return Status::InvalidArgument("a saved index needs every shard of the index");
+  }
   std::string head;
   coding::PutFixed64(&head, journal.last_sequence);
   PutFixed32(&head, static_cast<uint32_t>(journal.segments.size()));
@@ -156,11 +160,15 @@ Status WriteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir, const Sa
   rocksdb::IOStatus s = fs->NewWritableFile(tmp, rocksdb::FileOptions(), &file, nullptr);
   if (s.ok()) s = file->Append(out, io, nullptr);
   for (size_t shard = 0; s.ok() && shard < JournalIndex::kShards; ++shard) {
-    const JournalIndex::ShardImage image = index.Export(shard);
+    const std::vector<uint64_t>& table = tables[shard];
+    const size_t entries = table.size() - std::count(table.begin(), table.end(), uint64_t{0});
     out.clear();
-    PutFixed32(&out, image.slots);
-    PutFixed32(&out, static_cast<uint32_t>(image.entries.size()));
-    for (uint64_t entry : image.entries) coding::PutFixed64(&out, entry);
+    out.reserve(8 + entries * 8 + 4);
+    PutFixed32(&out, static_cast<uint32_t>(table.size()));
+    PutFixed32(&out, static_cast<uint32_t>(entries));
+    for (uint64_t slot : table) {
+      if (slot != 0) coding::PutFixed64(&out, slot);
+    }
     PutFixed32(&out, MaskCrc(Crc32c(out)));
     s = file->Append(out, io, nullptr);
   }
@@ -240,21 +248,24 @@ Result<std::optional<SavedJournal>> ReadSavedIndex(rocksdb::FileSystem* fs, cons
   return std::optional<SavedJournal>(std::move(*journal));
 }
 
-Status DeleteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir) {
+namespace {
+
+Status DeleteIfThere(rocksdb::FileSystem* fs, const std::string& path) {
   const rocksdb::IOOptions io;
-  bool deleted = false;
-  // A temporary file too: what a crash while saving left.
-  for (const std::string& path :
-       {PathOf(dir, kSavedIndexName), PathOf(dir, std::string(kSavedIndexName) + ".tmp")}) {
-    rocksdb::IOStatus s = fs->FileExists(path, io, nullptr);
-    if (s.IsNotFound()) continue;
-    if (s.ok()) s = fs->DeleteFile(path, io, nullptr);
-    if (!s.ok()) return Status::IOError(path + ": " + FromRocks(s).message());
-    deleted = true;
-  }
-  if (!deleted) return Status::Ok();
-  const rocksdb::IOStatus s = SyncDirectory(fs, dir);
-  return s.ok() ? Status::Ok() : Status::IOError(dir + ": " + FromRocks(s).message());
+  rocksdb::IOStatus s = fs->FileExists(path, io, nullptr);
+  if (s.IsNotFound()) return Status::Ok();
+  if (s.ok()) s = fs->DeleteFile(path, io, nullptr);
+  return s.ok() ? Status::Ok() : Status::IOError(path + ": " + FromRocks(s).message());
+}
+
+}  // namespace
+
+Status DeleteUnfinishedSave(rocksdb::FileSystem* fs, const std::string& dir) {
+  return DeleteIfThere(fs, PathOf(dir, std::string(kSavedIndexName) + ".tmp"));
+}
+
+Status DeleteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir) {
+  return DeleteIfThere(fs, PathOf(dir, kSavedIndexName));
 }
 
 }  // namespace idem::journal

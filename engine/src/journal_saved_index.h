@@ -1,14 +1,14 @@
-// The journal store's index saved at a clean close, so that the next open loads it instead of
-// replaying every segment: a replay reads and checksums the whole journal (21 s for 4M records
-// measured here), a load reads 8 bytes per record.
+// The journal store's index saved to a file, so that an open loads it instead of replaying
+// every segment: a replay reads and checksums the whole journal (21 s for 4M records measured
+// here), a load reads 8 bytes per record and replays only what was written after the save.
 //
-// The file is `index` in the journal's directory. The owner writes it at a clean close, once
-// every entry is durable and no writer is left (`index.tmp`, synced, renamed, the directory
-// synced), and the open that finds it deletes it, durably, before the store takes a write: it
-// stands for the journal as it was at that close, and is used at most once. A crash therefore
-// leaves none, and the open after it replays. The open checks the journal against it
-// (Journal::Resume) and replays instead if they differ, so a file that outlived its close by
-// accident (copied back by hand, a failed delete) cannot stand for a journal written since.
+// The file is `index` in the journal's directory, written at a clean close and, while the store
+// runs, every so often (the owner's choice): `index.tmp`, synced, renamed, the directory
+// synced, once every entry it points at is durable. It stands for the journal at one point;
+// the journal only grows after it (appends) or loses whole segments (drops, moves), so a save
+// serves every later open of the same journal (Journal::Resume). An open checks the journal
+// against it and replays instead if the journal could not have followed the save (another
+// journal's file, or a journal that lost entries the save points at).
 //
 // Format, integers fixed-width little-endian:
 //   magic "IDEMJIDX" (8) | version (4) | head length (4) | head | masked crc32c of the head (4)
@@ -52,16 +52,18 @@ struct SavedJournal {
   NeedsBySegment needs;
 };
 
-// Writes `journal` and `index` as `dir`'s saved index, replacing any. IOError naming the file.
+// Writes `journal` and the index's `tables` (JournalIndex::CopyTable of every shard) as `dir`'s
+// saved index, replacing any. IOError naming the file.
 Status WriteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir, const SavedJournal& journal,
-                       const JournalIndex& index);
+                       const std::vector<std::vector<uint64_t>>& tables);
 // Reads `dir`'s saved index into `index` (empty) and returns the rest; nullopt if there is
 // none. Corruption saying why if it does not read back whole (`index` is then empty again);
 // IOError if it cannot be read.
 Result<std::optional<SavedJournal>> ReadSavedIndex(rocksdb::FileSystem* fs, const std::string& dir,
                                                    JournalIndex* index);
-// Deletes `dir`'s saved index and what a save that did not finish left, if any, and syncs the
-// directory.
+// Deletes what a save that did not finish left in `dir`, if anything.
+Status DeleteUnfinishedSave(rocksdb::FileSystem* fs, const std::string& dir);
+// Deletes `dir`'s saved index, if any: one an open found of no use.
 Status DeleteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir);
 
 }  // namespace idem::journal

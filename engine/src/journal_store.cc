@@ -36,11 +36,15 @@ Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs
     resume.last_sequence = (*saved)->last_sequence;
     store->needs_ = std::move((*saved)->needs);
     report.loaded_saved_index = true;
+    resume.gone = [&](const std::vector<uint32_t>& ids) {
+      store->index_.EraseSegments(ids);
+      for (uint32_t id : ids) store->ForgetNeeds(id);
+    };
     resume.rejected = [&](const std::string& why) {
       store->index_.Clear();
       store->needs_.clear();
       report.loaded_saved_index = false;
-      report.saved_index_unused = "the journal is not as saved: " + why;
+      report.saved_index_unused = "the journal could not have followed the save: " + why;
     };
   }
   Status replayed;
@@ -55,23 +59,40 @@ Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs
   store->journal_ = std::move(*journal);
   store->fs_ = fs;
   store->dir_ = dir;
-  if (Status s = DeleteSavedIndex(fs, dir); !s.ok()) return s;
+  if (Status s = DeleteUnfinishedSave(fs, dir); !s.ok()) return s;
+  if (!report.saved_index_unused.empty()) {
+    // Of no use to any later open either.
+    if (Status s = DeleteSavedIndex(fs, dir); !s.ok()) return s;
+  }
   return store;
 }
 
 Status JournalStore::SaveIndex() {
-  std::lock_guard<std::mutex> moving(drop_mu_);
-  std::lock_guard<std::mutex> appending(apply_mu_);
-  if (!failed_.ok()) return failed_;
-  if (Status s = journal_->Sync(); !s.ok()) return s;
-  SavedJournal saved;
-  saved.segments = journal_->Segments();
-  saved.last_sequence = journal_->last_sequence();
-  {
-    std::lock_guard<std::mutex> lock(need_mu_);
-    saved.needs = needs_;
+  std::lock_guard<std::mutex> moving(drop_mu_);  // no drop or move meanwhile
+  // Sized (and so allocated and touched) before writers wait: the copy is then a memcpy per
+  // shard. A shard that grows meanwhile is resized during the copy.
+  std::vector<std::vector<uint64_t>> tables(JournalIndex::kShards);
+  for (size_t shard = 0; shard < tables.size(); ++shard) {
+    tables[shard].resize(index_.TableSlots(shard));
   }
-  return WriteSavedIndex(fs_, dir_, saved, index_);
+  SavedJournal saved;
+  {
+    // The index as of one point in the journal: writers wait while it is copied.
+    std::lock_guard<std::mutex> appending(apply_mu_);
+    if (!failed_.ok()) return failed_;
+    saved.segments = journal_->Segments();
+    saved.last_sequence = journal_->last_sequence();
+    {
+      std::lock_guard<std::mutex> lock(need_mu_);
+      saved.needs = needs_;
+    }
+    for (size_t shard = 0; shard < tables.size(); ++shard) {
+      index_.CopyTable(shard, &tables[shard]);
+    }
+  }
+  // What the copy points at is durable before the copy is.
+  if (Status s = journal_->Sync(); !s.ok()) return s;
+  return WriteSavedIndex(fs_, dir_, saved, tables);
 }
 
 Status JournalStore::Replay(const Journal& journal, const OpView& stored, Journal::Location at) {

@@ -21,9 +21,9 @@
 // record when it is under kReadAhead bytes: a copy out of the mapped segment with
 // JournalOptions::mapped_reads, a pread otherwise) and its key compared.
 //
-// Open loads the index saved at the last clean close (SaveIndex; journal_saved_index.h), if
-// there is one and the journal is as it was then, and replays only what came after it (nothing,
-// after a clean close). Otherwise it replays every segment, oldest first, into a fresh index: an
+// Open loads the index saved last (SaveIndex; journal_saved_index.h), if there is one and the
+// journal could have followed it, and replays only what was written after it (nothing after
+// a clean close). Otherwise it replays every segment, oldest first, into a fresh index: an
 // operation whose keep-until is at or before the owner's removal bound is treated as absent, as is
 // a key whose last operation is a delete. Each operation on a key already indexed reads that key's
 // candidates back to tell which is its own: from memory when they are in the segment being scanned
@@ -93,7 +93,7 @@ class JournalStore {
   // Opens (or creates) the store in `dir`, loading its saved index or replaying it (above);
   // `removal_bound_ms`: replayed operations whose keep-until is at or before it are absent (a
   // loaded index may still hold such records, as a running store does until its next drop).
-  // A saved index is deleted, durably, before this returns: its error if that fails. Errors as
+  // A saved index that cannot be used is deleted: its error if that fails. Errors as
   // Journal::Open. `fs` and `clock` outlive the store.
   static Result<std::unique_ptr<JournalStore>> Open(rocksdb::FileSystem* fs, const std::string& dir,
                                                     const JournalOptions& options,
@@ -112,17 +112,19 @@ class JournalStore {
   Status Apply(std::span<const Write> writes);
   // Makes every batch applied before the call durable.
   Status Sync();
-  // Syncs the journal, then saves the index for the next Open to load instead of replaying the
-  // journal: for the owner's clean close, once it applies nothing more (writers and moves wait
-  // meanwhile; applied afterwards, a batch would not be in the saved index, and the next Open
-  // would see that its journal differs and replay). The journal's failure if it failed (nothing
-  // saved); IOError naming the file if it cannot be written.
+  // Saves the index as it stands, for a later Open to load instead of replaying the journal
+  // (it then replays what was written after the save): at the owner's clean close, and every
+  // so often while writes go on. Writers wait while the index's table is copied (a memcpy per
+  // shard into memory allocated before, held until written: 10-20 bytes per record), not while
+  // the copy is written; drops and moves wait until it is. The journal is synced before the
+  // copy is written. The journal's failure if it failed (nothing saved); IOError naming the
+  // file if it cannot be written.
   Status SaveIndex();
   // How Open built the index.
   struct OpenReport {
     bool loaded_saved_index = false;
-    // Why a saved index that was there was not used (it did not read back, or the journal is
-    // not as it was saved); empty if there was none or it was used.
+    // Why a saved index that was there was not used (it did not read back, or the journal
+    // could not have followed it); empty if there was none or it was used.
     std::string saved_index_unused;
   };
   const OpenReport& opened() const { return opened_; }

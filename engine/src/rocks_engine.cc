@@ -103,6 +103,7 @@ class RocksEngine final : public ServingEngine {
         health_(std::move(health)),
         stripe_ticket_(new std::atomic<uint64_t>[KeyLocks::kStripes]) {
     for (size_t i = 0; i < KeyLocks::kStripes; ++i) stripe_ticket_[i].store(0);
+    journal_index_saved_ms_.store(clock_->NowMillis());  // the open loaded or replayed it
     write_options_.sync = options_.durability == Durability::kSync;
     if (options_.reclaim_interval_ms > 0) reclaimer_ = std::thread([this] { ReclaimLoop(); });
     // In the background: reading every window's keys takes time in proportion to the records
@@ -221,8 +222,14 @@ class RocksEngine final : public ServingEngine {
   Status JournalFailure() const;
   // At a clean close, once nothing is written: saves the journal's index for the next open to
   // load instead of replaying the journal (journal_saved_index.h). A failure is logged: the
-  // next open replays.
+  // next open replays what came after the last save.
   void SaveJournalIndex();
+  // A reclaim pass's: saves the journal's index if journal_index_save_interval_ms has passed
+  // since the last save; whether it did. A failure does not fail the pass (the last save still
+  // serves, with more to replay): the operator hears of the first one and of the recovery.
+  bool SaveJournalIndexIfDue();
+  std::atomic<int64_t> journal_index_saved_ms_{0};  // engine time of the last save (or the open)
+  std::atomic<bool> journal_index_save_failing_{false};
   Result<ReclaimReport> ReclaimJournal(const journal::JournalStore::MovePolicy& policy);
   // Where a record that dies at `death_ms` (0: never) belongs under this run's layout: the
   // family, and its window's filter (null for the default family).
@@ -1279,7 +1286,30 @@ Result<ReclaimReport> RocksEngine::ReclaimJournal(const journal::JournalStore::M
                         .With("segments", static_cast<int64_t>(moved->skipped)));
     }
   }
+  report.journal_index_saved = SaveJournalIndexIfDue();
   return report;
+}
+
+bool RocksEngine::SaveJournalIndexIfDue() {
+  const int64_t now = clock_->NowMillis();
+  const int64_t interval = options_.journal_index_save_interval_ms;
+  if (interval == 0 || now - journal_index_saved_ms_.load() < interval) return false;
+  if (Status s = journal_->SaveIndex(); !s.ok()) {
+    if (!journal_index_save_failing_.exchange(true)) {
+      LogToOperator(options_.log,
+                    LogRecord(LogLevel::kWarn, "journal_index_unsaved",
+                              "saving the journal's index failed, retrying every reclaim pass (a "
+                              "start after a crash replays more meanwhile): " +
+                                  s.message()));
+    }
+    return false;
+  }
+  journal_index_saved_ms_.store(now);
+  if (journal_index_save_failing_.exchange(false)) {
+    LogToOperator(options_.log, LogRecord(LogLevel::kInfo, "journal_index_saved",
+                                          "saving the journal's index works again"));
+  }
+  return true;
 }
 
 Result<ReclaimReport> RocksEngine::ReclaimExpired() {

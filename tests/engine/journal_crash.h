@@ -10,6 +10,9 @@
 // used when the kill came; then it reports what the drop and the move removed. Moves are rarer
 // than the ~100 rounds a segment takes to end, so that most segments are dropped whole.
 //
+// Every kSaveEvery rounds it saves the store's index (JournalStore::SaveIndex), so that most
+// reopens load a save and replay only what came after it; the others replay everything.
+//
 // A round is kRoundMs of keep-until: the store estimates what a segment still needs per minute.
 #pragma once
 
@@ -28,6 +31,7 @@ inline constexpr int64_t kEphemeralRounds = 10;
 inline constexpr int64_t kBoundLag = 40;
 inline constexpr int kDropEvery = 10;
 inline constexpr int kMoveEvery = 150;
+inline constexpr int kSaveEvery = 25;
 inline constexpr int64_t kKeepForever = INT64_MAX;
 
 inline int64_t KeepUntil(int64_t round) { return round * kRoundMs; }

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     if (!store->Apply(writes).ok()) _exit(4);
     if (!store->Sync().ok()) _exit(4);
     Report(fd, {CrashReport::kAcknowledged, round});
+    if (round % kSaveEvery == 0 && !store->SaveIndex().ok()) _exit(6);
     if (round % kDropEvery == 0 && round > kBoundLag) {
       const int64_t until = KeepUntil(round - kBoundLag);
       Report(fd, {CrashReport::kBound, until});

@@ -77,7 +77,37 @@ TEST_F(JournalLayoutTest, ACleanCloseSavesTheIndexAndTheNextOpenLoadsIt) {
   Reopen();
   EXPECT_EQ((std::vector<std::string>{"journal_index_saved", "journal_index_loaded"}), *events);
   for (int i = 0; i < 200; ++i) ASSERT_EQ("FOUND", Get("short", "k" + std::to_string(i))) << i;
-  EXPECT_FALSE(std::filesystem::exists(JournalDir(dir_.Sub("db")) + "/index"));
+  EXPECT_TRUE(std::filesystem::exists(JournalDir(dir_.Sub("db")) + "/index"));  // for later opens
+}
+
+// While the engine runs, a reclaim pass saves the index once journal_index_save_interval_ms of
+// engine time has passed since the open or the last save (0: only at a clean close).
+TEST_F(JournalLayoutTest, AReclaimPassSavesTheIndexOnceTheIntervalHasPassed) {
+  const std::string index = JournalDir(dir_.Sub("db")) + "/index";
+  options_.journal_index_save_interval_ms = 600'000;
+  Reopen();
+  std::filesystem::remove(index);  // the close's
+  WriteShortLived("k", 50);
+  EXPECT_FALSE(Reclaim().journal_index_saved);
+  clock_->Advance(599'999);
+  EXPECT_FALSE(Reclaim().journal_index_saved);
+  EXPECT_FALSE(std::filesystem::exists(index));
+  clock_->Advance(1);
+  EXPECT_TRUE(Reclaim().journal_index_saved);
+  EXPECT_TRUE(std::filesystem::exists(index));
+  EXPECT_FALSE(Reclaim().journal_index_saved);  // due again 10 minutes later
+  clock_->Advance(600'000);
+  EXPECT_TRUE(Reclaim().journal_index_saved);
+
+  options_.journal_index_save_interval_ms = 0;
+  Reopen();
+  clock_->Advance(24 * kHour);
+  EXPECT_FALSE(Reclaim().journal_index_saved);
+  options_.journal_index_save_interval_ms = -1;
+  engine_.reset();
+  Result<std::unique_ptr<ServingEngine>> refused = ServingEngine::Open(dir_.Sub("db"), options_);
+  ASSERT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
+  EXPECT_NE(std::string::npos, refused.status().message().find("journal_index_save_interval_ms"));
 }
 
 // With journal_dictionary_bytes, the engine's records are stored compressed (a journal's first

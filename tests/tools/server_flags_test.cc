@@ -95,6 +95,8 @@ TEST(ServerFlagsTest, EveryFlag) {
                                  "off",
                                  "--journal-compression",
                                  "on",
+                                 "--journal-index-save-interval",
+                                 "2m",
                                  "--rocksdb-options",
                                  "level0_file_num_compaction_trigger=8"});
   ASSERT_OK(f);
@@ -132,6 +134,7 @@ TEST(ServerFlagsTest, EveryFlag) {
   EXPECT_EQ(EngineOptions::BackgroundPriority::kLow, f->engine.background_priority);
   EXPECT_EQ(0u, f->engine.wal_prezero_chunk_bytes);
   EXPECT_EQ(EngineOptions::kDefaultJournalDictionaryBytes, f->engine.journal_dictionary_bytes);
+  EXPECT_EQ(120'000, f->engine.journal_index_save_interval_ms);
   EXPECT_EQ("level0_file_num_compaction_trigger=8", f->engine.rocksdb_options);
 }
 
@@ -658,7 +661,7 @@ TEST(ServerFlagsTest, ExampleConfigDocumentsEveryOption) {
     EXPECT_NE(std::string::npos, example.find("\n# " + name + " = "))
         << name << " is not in " << IDEM_EXAMPLE_CONFIG;
   }
-  EXPECT_EQ(60, listed);
+  EXPECT_EQ(61, listed);
 
   // Each "# key = value" line: a default as --print-config shows it (unless the option has
   // none, or it is an example of a repeatable one); uncommented, they all parse.
@@ -754,6 +757,7 @@ TEST(ServerFlagsTest, ErrorsNameTheFlag) {
            {{"--background-priority", "idle"}, "--background-priority"},
            {{"--wal-prezero", "yes"}, "--wal-prezero"},
            {{"--journal-compression", "zstd"}, "--journal-compression"},
+           {{"--journal-index-save-interval", "often"}, "--journal-index-save-interval"},
            {{"--rocksdb-options"}, "--rocksdb-options"},
            {{"--allow-remote=maybe"}, "--allow-remote"},
        }) {

@@ -29,6 +29,9 @@ struct ReclaimReport {
   // surviving records were appended again.
   uint64_t journal_segments_dropped = 0;
   uint64_t journal_segments_moved = 0;
+  // The journal layout: the pass saved the journal's index
+  // (EngineOptions::journal_index_save_interval_ms).
+  bool journal_index_saved = false;
 };
 
 class Engine : public Store {
