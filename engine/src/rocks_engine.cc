@@ -1939,7 +1939,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     journal = std::move(*opened);
     if (journal->opened().loaded_saved_index) {
       options.log(LogRecord(LogLevel::kInfo, "journal_index_loaded",
-                            "loaded the index saved at the last clean close")
+                            "loaded the journal's saved index, replayed what came after it")
                       .With("records", static_cast<int64_t>(journal->records())));
     } else if (!journal->opened().saved_index_unused.empty()) {
       options.log(LogRecord(LogLevel::kWarn, "journal_index_replayed",
