@@ -172,19 +172,15 @@ void JournalIndex::CopyTable(size_t shard_number, std::vector<uint64_t>* table) 
   std::copy(shard.slots.begin(), shard.slots.end(), table->begin());
 }
 
-JournalIndex::ShardImage JournalIndex::ImageOf(const std::vector<uint64_t>& table) {
+JournalIndex::ShardImage JournalIndex::Export(size_t shard_number) const {
+  std::vector<uint64_t> table;
+  CopyTable(shard_number, &table);
   ShardImage image;
   image.slots = static_cast<uint32_t>(table.size());
   for (uint64_t slot : table) {
     if (slot != 0) image.entries.push_back(slot);
   }
   return image;
-}
-
-JournalIndex::ShardImage JournalIndex::Export(size_t shard_number) const {
-  std::vector<uint64_t> table;
-  CopyTable(shard_number, &table);
-  return ImageOf(table);
 }
 
 bool JournalIndex::Import(size_t shard_number, const ShardImage& image) {

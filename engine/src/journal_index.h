@@ -80,13 +80,12 @@ class JournalIndex {
   // holds off writers.
   size_t TableSlots(size_t shard) const;
   void CopyTable(size_t shard, std::vector<uint64_t>* table) const;
-  // A table's size and its entries (its slots but the empty ones), as saved.
+  // A table's size and its entries (its slots but the empty ones): what a save holds of it.
   struct ShardImage {
     uint32_t slots = 0;
     std::vector<uint64_t> entries;
   };
-  static ShardImage ImageOf(const std::vector<uint64_t>& table);
-  ShardImage Export(size_t shard) const;  // ImageOf(a copy of the shard's table)
+  ShardImage Export(size_t shard) const;  // a copy of the shard's table, as saved
   // Fills shard `shard`, which must be empty, from what Export gave. False, and the shard left
   // empty, if the image is not one Export could give: a table size that is not a power of two
   // in range, more entries than it grows at, or an entry that is no location's.

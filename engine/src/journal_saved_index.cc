@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::string_view kMagic = "IDEMJIDX";
 constexpr uint32_t kVersion = 1;
-constexpr size_t kSegmentBytes = 8 + 4 + 8 + 8 + 8 + 8;
+constexpr size_t kSavedSegmentBytes = 8 + 4 + 8 + 8 + 8 + 8;  // one segment in the head
 constexpr size_t kBucketBytes = 16;
 
 std::string PathOf(const std::string& dir, std::string_view name) {
@@ -86,7 +86,7 @@ Result<SavedJournal> DecodeHead(std::string_view head) {
   journal.last_sequence = u64();
   const uint32_t segments = u32();
   if (segments == 0 || segments > JournalIndex::kMaxSegments ||
-      !need(uint64_t{segments} * kSegmentBytes)) {
+      !need(uint64_t{segments} * kSavedSegmentBytes)) {
     return Status::Corruption("its head lists " + std::to_string(segments) + " segments");
   }
   journal.segments.resize(segments);

@@ -103,6 +103,17 @@ class JournalSavedIndexTest : public ::testing::TestWithParam<bool> {
   void WriteFile(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
+  // Puts `bytes` where the saved index is and reopens: the open replays instead, says why
+  // (`why` in it), and deletes the file.
+  void ExpectRefused(const std::string& bytes, const std::string& why) {
+    store_.reset();
+    WriteFile(IndexPath(), bytes);
+    Reopen();
+    EXPECT_FALSE(store_->opened().loaded_saved_index);
+    EXPECT_NE(std::string::npos, store_->opened().saved_index_unused.find(why))
+        << store_->opened().saved_index_unused;
+    EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+  }
 
   testing::JournalFaultFs fs_;
   testing::TempDir dir_;
@@ -419,12 +430,7 @@ TEST_P(JournalSavedIndexTest, AnotherJournalsSavedIndexIsNotUsed) {
   model_.clear();
   Reopen();
   WriteBatches(300);
-  store_.reset();
-  WriteFile(IndexPath(), other);
-  Reopen();
-  EXPECT_FALSE(store_->opened().loaded_saved_index);
-  EXPECT_NE(std::string::npos, store_->opened().saved_index_unused.find("not the segment saved"))
-      << store_->opened().saved_index_unused;
+  ExpectRefused(other, "not the segment saved");
   ExpectModel("replayed");
 }
 
@@ -456,14 +462,9 @@ TEST_P(JournalSavedIndexTest, ASavedIndexThatDoesNotReadBackIsNotUsed) {
   };
   for (const Damage& damage : damages) {
     SCOPED_TRACE(damage.name);
-    store_.reset();
-    WriteFile(IndexPath(), damage.bytes);
-    Reopen();
-    EXPECT_FALSE(store_->opened().loaded_saved_index);
+    ExpectRefused(damage.bytes, damage.why);
     const std::string& why = store_->opened().saved_index_unused;
     EXPECT_NE(std::string::npos, why.find(IndexPath())) << why;
-    EXPECT_NE(std::string::npos, why.find(damage.why)) << why;
-    EXPECT_FALSE(std::filesystem::exists(IndexPath()));
     ExpectModel(damage.name);
   }
 }
@@ -478,12 +479,7 @@ TEST_P(JournalSavedIndexTest, AShardThatSaysMoreEntriesThanTheFileHoldsAllocates
                         static_cast<uint32_t>(static_cast<uint8_t>(bytes[15])) << 24;
   const size_t shard = 16 + head + 4;
   bytes.replace(shard + 4, 4, "\xff\xff\xff\x7f");  // 2^31 entries: 16 GiB
-  store_.reset();
-  WriteFile(IndexPath(), bytes);
-  Reopen();
-  EXPECT_FALSE(store_->opened().loaded_saved_index);
-  EXPECT_NE(std::string::npos, store_->opened().saved_index_unused.find("more than it holds"))
-      << store_->opened().saved_index_unused;
+  ExpectRefused(bytes, "more than it holds");
   ExpectModel("replayed");
 }
 
