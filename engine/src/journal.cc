@@ -194,10 +194,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
 }
 
 Result<Journal::CheckReport> Journal::Check(rocksdb::FileSystem* fs, const std::string& dir,
-                                            const Replay& replay) {
+                                            const Replay& replay, const Resume* resume) {
   CheckReport report;
   Result<std::unique_ptr<Journal>> checked = OpenOrCheck(
-      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, nullptr, &report);
+      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, resume, &report);
   if (!checked.ok()) return checked.status();
   return report;
 }
@@ -245,8 +245,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
   // for the last. Nothing is replayed or changed on disk before that one is checked, and
   // its replayed operations (those after its saved end) are checked before each is replayed,
   // so a rejection starts over.
-  const Resume* const as_saved =
-      check == nullptr && resume != nullptr && !resume->segments.empty() ? resume : nullptr;
+  const Resume* const as_saved = resume != nullptr && !resume->segments.empty() ? resume : nullptr;
   auto reject = [&](const std::string& why) -> Result<std::unique_ptr<Journal>> {
     journal.reset();
     if (resume->rejected) resume->rejected(why);
@@ -436,11 +435,8 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
     journal->last_sequence_ = std::max(journal->last_sequence_, as_saved->last_sequence);
   }
   if (check != nullptr) {
-    for (const auto& segment : journal->by_id_) {
-      if (!segment) continue;
-      ++check->segments;
-      check->entry_bytes += segment->end;
-    }
+    check->kept = journal->Segments();
+    for (const SegmentInfo& segment : check->kept) check->entry_bytes += segment.end_offset;
     check->last_sequence = journal->last_sequence_;
     if (journal->repaired_tail_) {
       const TailRepair& tail = *journal->repaired_tail_;

@@ -152,18 +152,19 @@ class Journal {
                                                const Replay& replay,
                                                const Resume* resume = nullptr);
   // What Open would find in `dir`, changing nothing (to verify a journal no process has open):
-  // the same checks, the same errors, `replay` called the same way, but no tail zeroed, no
-  // segment deleted or created, nothing synced. IOError if `dir` cannot be listed.
+  // the same checks, the same errors, `replay` and `resume`'s calls made the same way, but no
+  // tail zeroed, no segment deleted or created, nothing synced. IOError if `dir` cannot be
+  // listed.
   struct CheckReport {
-    size_t segments = 0;       // the segments Open would keep
-    uint64_t entry_bytes = 0;  // up to where their entries end, summed
+    std::vector<SegmentInfo> kept;  // the segments Open would keep, oldest first
+    uint64_t entry_bytes = 0;       // up to where their entries end, summed
     uint64_t last_sequence = 0;
     // What Open would zero (TailRepair below), and the segments after it that it would delete.
     std::optional<std::string> tail_to_repair;
     size_t segments_to_delete = 0;
   };
   static Result<CheckReport> Check(rocksdb::FileSystem* fs, const std::string& dir,
-                                   const Replay& replay);
+                                   const Replay& replay, const Resume* resume = nullptr);
   // Whether `dir` holds a segment file: false if it does not exist; IOError if it cannot be
   // listed.
   static Result<bool> HasSegments(rocksdb::FileSystem* fs, const std::string& dir);

@@ -347,7 +347,7 @@ TEST_F(JournalTest, ASealedSegmentEndingTornWithNothingSyncedAfterItEndsTheJourn
       });
   ASSERT_OK(check);
   EXPECT_EQ(in_first, checked);
-  EXPECT_EQ(1u, check->segments);
+  EXPECT_EQ(1u, check->kept.size());
   EXPECT_EQ(2u, check->segments_to_delete);
   ASSERT_TRUE(check->tail_to_repair.has_value());
   EXPECT_EQ(0u, check->tail_to_repair->rfind("segment 1 offset ", 0)) << *check->tail_to_repair;
