@@ -731,7 +731,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
     at = segment->end;
   }
   const rocksdb::IOOptions io;
-  if (at + size > options_.segment_bytes || WantsDictionary(*segment)) {
+  if (at + size > options_.segment_bytes || RollsForDictionary(*segment)) {
     if (Status s = RollFrom(*segment, /*create=*/true); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     segment = active_;
@@ -789,6 +789,17 @@ bool Journal::WantsDictionary(const Segment& segment) const {
   if (training_failed_ || !sampler_->ready()) return false;
   return !segment.dictionary || !segment.keys_in_values ||
          sampler_->Outgrew(segment.dictionary_samples);
+}
+
+bool Journal::RollsForDictionary(const Segment& segment) {
+  if (!WantsDictionary(segment)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!preparer_.joinable() || spare_) return true;
+  if (!preparing_ && !prepare_asked_ && prepare_failed_for_ != segment.number + 1) {
+    prepare_asked_ = true;
+    prepare_cv_.notify_all();
+  }
+  return false;
 }
 
 Status Journal::Sync() {

@@ -88,9 +88,10 @@ struct JournalOptions {
   // latest 4,096), which its header holds; a put is stored compressed where that makes it
   // shorter (the key then is read by decompressing it with its value). A journal's first
   // segment, created with nothing to train on, is sealed once 256 samples were seen, so that
-  // the next has a dictionary; that one once there are 1,024, and that one once there are 4,096.
-  // An entry must then fit in a segment with the largest dictionary: `segment_bytes` less the
-  // header and these bytes.
+  // the next has a dictionary; that one once there are 1,024, and that one once there are 4,096
+  // (with prepare_in_background, once the preparer has made the next segment: a writer does
+  // not wait for the training). An entry must then fit in a segment with the largest
+  // dictionary: `segment_bytes` less the header and these bytes.
   size_t dictionary_bytes = 0;
 };
 
@@ -317,6 +318,11 @@ class Journal {
   // it has one trained on a quarter of the samples there are now (a journal's first segments:
   // at most two such seals).
   bool WantsDictionary(const Segment& segment) const;
+  // Whether an append rolls from `segment` first for the dictionary it wants: at once without a
+  // preparer; with one, once it has prepared the next segment (asked here), so that no writer
+  // waits while a dictionary is trained (20-50 ms) and a file created. Until then appends go on
+  // into `segment`, compressed as before.
+  bool RollsForDictionary(const Segment& segment);
 
   rocksdb::FileSystem* const fs_;
   const std::string dir_;
