@@ -20,6 +20,8 @@
 //   BM_JournalStore_Open/records/saved: a restart's replay of the journal (saved:0), against a
 //   load of the index saved at the close (saved:1), per record.
 //   BM_JournalIndex_CopyTables/keys: what writers wait for while a save copies the index.
+//   BM_Journal_FirstAppends: a new journal's first appends with a dictionary; max_append_us,
+//   the longest one (its first segments are sealed early for better dictionaries).
 //   BM_JournalStore_Update/given:1 vs /given:0: a completion's write given the version its Get
 //   found, against one that looks the key up again.
 //   BM_Journal_ReadSealed/open_files: reads across 32 sealed segments with every file kept open
@@ -463,6 +465,52 @@ void BM_Journal_ReadSealed(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   j.reset();
   std::filesystem::remove_all(dir);
+}
+
+// A new journal with the engine's usual dictionary size, its preparer running: the first 20,000
+// appends of one record each, as a new database's first writes. Its first segments are sealed
+// early, three times, for a dictionary trained on more samples; the counter max_append_us is the
+// longest append (with the writer training the dictionary itself, 20-50 ms each time).
+void BM_Journal_FirstAppends(benchmark::State& state) {
+  constexpr int kAppends = 20'000;
+  ManualClock clock;
+  journal::JournalOptions options;
+  options.dictionary_bytes = EngineOptions::kDefaultJournalDictionaryBytes;
+  Record r;
+  r.status = "DONE";
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < kAppends; ++i) {
+    keys.push_back(RecordKey(kNs, KeyOf(i)));
+    r.payload = PayloadOf(i);
+    values.emplace_back();
+    EncodeRecord(r, &values.back());
+  }
+  double max_us = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::string dir = FreshDir("idem_microbench_journal_first");
+    auto opened =
+        journal::Journal::Open(rocksdb::FileSystem::Default().get(), dir, options, &clock, nullptr);
+    if (!opened.ok()) Die("journal open: " + opened.status().ToString());
+    state.ResumeTiming();
+    for (int i = 0; i < kAppends; ++i) {
+      journal::EntryBuilder entry;
+      if (!entry.Add(journal::OpView{journal::OpType::kPut, 1, keys[i], values[i]}).ok()) {
+        Die("entry");
+      }
+      const auto started = std::chrono::steady_clock::now();
+      if (!(*opened)->Append(&entry).ok()) state.SkipWithError("append failed");
+      max_us = std::max(max_us, std::chrono::duration<double, std::micro>(
+                                    std::chrono::steady_clock::now() - started)
+                                    .count());
+    }
+    state.PauseTiming();
+    opened->reset();
+    std::filesystem::remove_all(dir);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kAppends);
+  state.counters["max_append_us"] = max_us;
 }
 
 // Opening a journal store of `records` records written in batches of 128, each about as large
@@ -1047,6 +1095,7 @@ BENCHMARK(BM_JournalStore_MoveSurvivors)
     ->Iterations(3)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Journal_FirstAppends)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_JournalStore_Open)
     ->ArgNames({"records", "saved"})
     ->ArgsProduct({{1'000'000, 10'000'000}, {0, 1}})

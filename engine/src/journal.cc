@@ -194,10 +194,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(rocksdb::FileSystem* fs, const st
 }
 
 Result<Journal::CheckReport> Journal::Check(rocksdb::FileSystem* fs, const std::string& dir,
-                                            const Replay& replay) {
+                                            const Replay& replay, const Resume* resume) {
   CheckReport report;
   Result<std::unique_ptr<Journal>> checked = OpenOrCheck(
-      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, nullptr, &report);
+      fs, dir, JournalOptions{.prepare_in_background = false}, nullptr, replay, resume, &report);
   if (!checked.ok()) return checked.status();
   return report;
 }
@@ -245,8 +245,7 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
   // for the last. Nothing is replayed or changed on disk before that one is checked, and
   // its replayed operations (those after its saved end) are checked before each is replayed,
   // so a rejection starts over.
-  const Resume* const as_saved =
-      check == nullptr && resume != nullptr && !resume->segments.empty() ? resume : nullptr;
+  const Resume* const as_saved = resume != nullptr && !resume->segments.empty() ? resume : nullptr;
   auto reject = [&](const std::string& why) -> Result<std::unique_ptr<Journal>> {
     journal.reset();
     if (resume->rejected) resume->rejected(why);
@@ -436,11 +435,8 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
     journal->last_sequence_ = std::max(journal->last_sequence_, as_saved->last_sequence);
   }
   if (check != nullptr) {
-    for (const auto& segment : journal->by_id_) {
-      if (!segment) continue;
-      ++check->segments;
-      check->entry_bytes += segment->end;
-    }
+    check->kept = journal->Segments();
+    for (const SegmentInfo& segment : check->kept) check->entry_bytes += segment.end_offset;
     check->last_sequence = journal->last_sequence_;
     if (journal->repaired_tail_) {
       const TailRepair& tail = *journal->repaired_tail_;
@@ -735,7 +731,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
     at = segment->end;
   }
   const rocksdb::IOOptions io;
-  if (at + size > options_.segment_bytes || WantsDictionary(*segment)) {
+  if (at + size > options_.segment_bytes || RollsForDictionary(*segment)) {
     if (Status s = RollFrom(*segment, /*create=*/true); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     segment = active_;
@@ -793,6 +789,17 @@ bool Journal::WantsDictionary(const Segment& segment) const {
   if (training_failed_ || !sampler_->ready()) return false;
   return !segment.dictionary || !segment.keys_in_values ||
          sampler_->Outgrew(segment.dictionary_samples);
+}
+
+bool Journal::RollsForDictionary(const Segment& segment) {
+  if (!WantsDictionary(segment)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!preparer_.joinable() || spare_) return true;
+  if (!preparing_ && !prepare_asked_ && prepare_failed_for_ != segment.number + 1) {
+    prepare_asked_ = true;
+    prepare_cv_.notify_all();
+  }
+  return false;
 }
 
 Status Journal::Sync() {

@@ -88,9 +88,10 @@ struct JournalOptions {
   // latest 4,096), which its header holds; a put is stored compressed where that makes it
   // shorter (the key then is read by decompressing it with its value). A journal's first
   // segment, created with nothing to train on, is sealed once 256 samples were seen, so that
-  // the next has a dictionary; that one once there are 1,024, and that one once there are 4,096.
-  // An entry must then fit in a segment with the largest dictionary: `segment_bytes` less the
-  // header and these bytes.
+  // the next has a dictionary; that one once there are 1,024, and that one once there are 4,096
+  // (with prepare_in_background, once the preparer has made the next segment: a writer does
+  // not wait for the training). An entry must then fit in a segment with the largest
+  // dictionary: `segment_bytes` less the header and these bytes.
   size_t dictionary_bytes = 0;
 };
 
@@ -152,18 +153,19 @@ class Journal {
                                                const Replay& replay,
                                                const Resume* resume = nullptr);
   // What Open would find in `dir`, changing nothing (to verify a journal no process has open):
-  // the same checks, the same errors, `replay` called the same way, but no tail zeroed, no
-  // segment deleted or created, nothing synced. IOError if `dir` cannot be listed.
+  // the same checks, the same errors, `replay` and `resume`'s calls made the same way, but no
+  // tail zeroed, no segment deleted or created, nothing synced. IOError if `dir` cannot be
+  // listed.
   struct CheckReport {
-    size_t segments = 0;       // the segments Open would keep
-    uint64_t entry_bytes = 0;  // up to where their entries end, summed
+    std::vector<SegmentInfo> kept;  // the segments Open would keep, oldest first
+    uint64_t entry_bytes = 0;       // up to where their entries end, summed
     uint64_t last_sequence = 0;
     // What Open would zero (TailRepair below), and the segments after it that it would delete.
     std::optional<std::string> tail_to_repair;
     size_t segments_to_delete = 0;
   };
   static Result<CheckReport> Check(rocksdb::FileSystem* fs, const std::string& dir,
-                                   const Replay& replay);
+                                   const Replay& replay, const Resume* resume = nullptr);
   // Whether `dir` holds a segment file: false if it does not exist; IOError if it cannot be
   // listed.
   static Result<bool> HasSegments(rocksdb::FileSystem* fs, const std::string& dir);
@@ -316,6 +318,11 @@ class Journal {
   // it has one trained on a quarter of the samples there are now (a journal's first segments:
   // at most two such seals).
   bool WantsDictionary(const Segment& segment) const;
+  // Whether an append rolls from `segment` first for the dictionary it wants: at once without a
+  // preparer; with one, once it has prepared the next segment (asked here), so that no writer
+  // waits while a dictionary is trained (20-50 ms) and a file created. Until then appends go on
+  // into `segment`, compressed as before.
+  bool RollsForDictionary(const Segment& segment);
 
   rocksdb::FileSystem* const fs_;
   const std::string dir_;

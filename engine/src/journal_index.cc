@@ -201,6 +201,19 @@ bool JournalIndex::Import(size_t shard_number, const ShardImage& image) {
   return true;
 }
 
+std::vector<JournalIndex::Entry> JournalIndex::Entries() const {
+  std::vector<Entry> out;
+  std::vector<uint64_t> table;
+  for (size_t shard = 0; shard < kShards; ++shard) {
+    CopyTable(shard, &table);
+    for (uint64_t slot : table) {
+      if (slot == 0) continue;
+      out.push_back({uint64_t{shard} << 25 | SlotTag(slot), Unpack(slot)});
+    }
+  }
+  return out;
+}
+
 void JournalIndex::Clear() {
   for (auto& shard : shards_) {
     std::unique_lock<std::shared_mutex> lock(shard->mu);

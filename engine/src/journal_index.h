@@ -92,6 +92,13 @@ class JournalIndex {
   [[nodiscard]] bool Import(size_t shard, const ShardImage& image);
   // Removes every entry.
   void Clear();
+  // Every entry, shard by shard: what a key's hash keeps of it (its shard and tag) and the
+  // location recorded for it. For comparing two indexes (verifying a saved one).
+  struct Entry {
+    uint64_t hash_bits = 0;  // shard and tag
+    Location at;
+  };
+  std::vector<Entry> Entries() const;
 
   size_t size() const;
   size_t MemoryBytes() const;  // the slots' memory

@@ -1,7 +1,9 @@
 #include "journal_store.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -26,45 +28,129 @@ Result<std::unique_ptr<JournalStore>> JournalStore::Open(rocksdb::FileSystem* fs
                                                          const Clock* clock,
                                                          int64_t removal_bound_ms) {
   std::unique_ptr<JournalStore> store(new JournalStore(options, removal_bound_ms));
-  OpenReport& report = store->opened_;
   Journal::Resume resume;
-  Result<std::optional<SavedJournal>> saved = ReadSavedIndex(fs, dir, &store->index_);
-  if (!saved.ok()) {
-    report.saved_index_unused = saved.status().message();
-  } else if (*saved) {
-    resume.segments = std::move((*saved)->segments);
-    resume.last_sequence = (*saved)->last_sequence;
-    store->needs_ = std::move((*saved)->needs);
-    report.loaded_saved_index = true;
-    resume.gone = [&](const std::vector<uint32_t>& ids) {
-      store->index_.EraseSegments(ids);
-      for (uint32_t id : ids) store->ForgetNeeds(id);
-    };
-    resume.rejected = [&](const std::string& why) {
-      store->index_.Clear();
-      store->needs_.clear();
-      report.loaded_saved_index = false;
-      report.saved_index_unused = "the journal could not have followed the save: " + why;
-    };
-  }
+  store->LoadSaved(fs, dir, &resume);
   Status replayed;
-  Result<std::unique_ptr<Journal>> journal = Journal::Open(
-      fs, dir, options, clock,
-      [&](const Journal& j, const OpView& op, Journal::Location at, uint64_t /*sequence*/) {
-        if (replayed.ok()) replayed = store->Replay(j, op, at);
-      },
-      report.loaded_saved_index ? &resume : nullptr);
+  Result<std::unique_ptr<Journal>> journal =
+      Journal::Open(fs, dir, options, clock, store->ReplayInto(&replayed),
+                    store->opened_.loaded_saved_index ? &resume : nullptr);
   if (!journal.ok()) return journal.status();
   if (!replayed.ok()) return replayed;
   store->journal_ = std::move(*journal);
   store->fs_ = fs;
   store->dir_ = dir;
   if (Status s = DeleteUnfinishedSave(fs, dir); !s.ok()) return s;
-  if (!report.saved_index_unused.empty()) {
+  if (!store->opened_.saved_index_unused.empty()) {
     // Of no use to any later open either.
     if (Status s = DeleteSavedIndex(fs, dir); !s.ok()) return s;
   }
   return store;
+}
+
+void JournalStore::LoadSaved(rocksdb::FileSystem* fs, const std::string& dir,
+                             Journal::Resume* resume) {
+  OpenReport& report = opened_;
+  Result<std::optional<SavedJournal>> saved = ReadSavedIndex(fs, dir, &index_);
+  if (!saved.ok()) {
+    report.saved_index_unused = saved.status().message();
+    return;
+  }
+  if (!*saved) return;
+  resume->segments = std::move((*saved)->segments);
+  resume->last_sequence = (*saved)->last_sequence;
+  needs_ = std::move((*saved)->needs);
+  report.loaded_saved_index = true;
+  resume->gone = [this](const std::vector<uint32_t>& ids) {
+    index_.EraseSegments(ids);
+    for (uint32_t id : ids) ForgetNeeds(id);
+  };
+  resume->rejected = [this](const std::string& why) {
+    index_.Clear();
+    needs_.clear();
+    opened_.loaded_saved_index = false;
+    opened_.saved_index_unused = "the journal could not have followed the save: " + why;
+  };
+}
+
+Journal::Replay JournalStore::ReplayInto(Status* replayed) {
+  return [this, replayed](const Journal& journal, const OpView& op, Journal::Location at,
+                          uint64_t /*sequence*/) {
+    if (replayed->ok()) *replayed = Replay(journal, op, at);
+  };
+}
+
+Result<JournalStore::SavedIndexCheck> JournalStore::CheckSavedIndex(rocksdb::FileSystem* fs,
+                                                                    const std::string& dir,
+                                                                    int64_t removal_bound_ms) {
+  SavedIndexCheck out;
+  // The index an open would load: the save, less the segments gone since, and a replay of what
+  // came after it.
+  JournalStore loaded(JournalOptions{}, removal_bound_ms);
+  Journal::Resume resume;
+  loaded.LoadSaved(fs, dir, &resume);
+  if (!loaded.opened_.loaded_saved_index) {
+    out.unusable = loaded.opened_.saved_index_unused;
+    out.saved = !out.unusable.empty();
+    return out;
+  }
+  Status replayed;
+  Result<Journal::CheckReport> as_loaded =
+      Journal::Check(fs, dir, loaded.ReplayInto(&replayed), &resume);
+  if (!as_loaded.ok()) return as_loaded.status();
+  if (!replayed.ok()) return replayed;
+  out.saved = true;
+  if (!loaded.opened_.loaded_saved_index) {
+    out.unusable = loaded.opened_.saved_index_unused;
+    return out;
+  }
+  out.records = loaded.index_.size();
+  // The whole journal replayed: the records a load must find (those needed past the bound),
+  // and those it may still hold (a running store keeps a dead record's entry until its segment
+  // goes, and saves it).
+  JournalStore must(JournalOptions{}, removal_bound_ms);
+  JournalStore may(JournalOptions{}, std::numeric_limits<int64_t>::min());
+  const Journal::Replay into_must = must.ReplayInto(&replayed);
+  const Journal::Replay into_may = may.ReplayInto(&replayed);
+  Result<Journal::CheckReport> whole = Journal::Check(
+      fs, dir, [&](const Journal& journal, const OpView& op, Journal::Location at, uint64_t seq) {
+        into_must(journal, op, at, seq);
+        into_may(journal, op, at, seq);
+      });
+  if (!whole.ok()) return whole.status();
+  if (!replayed.ok()) return replayed;
+
+  // Entries compared by key hash and segment number: the two checks number segment ids apart.
+  using Entry = std::tuple<uint64_t, uint64_t, uint32_t>;  // hash bits, segment number, offset
+  auto entries = [](const JournalIndex& index, const std::vector<Journal::SegmentInfo>& kept) {
+    std::unordered_map<uint32_t, uint64_t> number_of;
+    for (const Journal::SegmentInfo& segment : kept) number_of[segment.id] = segment.number;
+    std::vector<Entry> out;
+    for (const JournalIndex::Entry& e : index.Entries()) {
+      auto number = number_of.find(e.at.segment);
+      out.emplace_back(e.hash_bits, number == number_of.end() ? 0 : number->second, e.at.offset);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<Entry> load = entries(loaded.index_, as_loaded->kept);
+  std::vector<Entry> missing, extra;
+  std::ranges::set_difference(entries(must.index_, whole->kept), load, std::back_inserter(missing));
+  std::ranges::set_difference(load, entries(may.index_, whole->kept), std::back_inserter(extra));
+  if (missing.empty() && extra.empty()) return out;
+  auto first = [](const std::vector<Entry>& of) {
+    return " (the first: segment " + std::to_string(std::get<1>(of.front())) + " offset " +
+           std::to_string(std::get<2>(of.front())) + ")";
+  };
+  std::string why;
+  if (!missing.empty()) {
+    why = std::to_string(missing.size()) + " records of the journal are not in it" + first(missing);
+  }
+  if (!extra.empty()) {
+    why += (why.empty() ? "" : ", and ") + std::to_string(extra.size()) +
+           " of its entries point at no key's last operation" + first(extra);
+  }
+  return Status::Corruption(dir + "/" + kSavedIndexName + " does not agree with the journal: " +
+                            why + "; delete it, and the next open replays the journal instead");
 }
 
 Status JournalStore::SaveIndex() {

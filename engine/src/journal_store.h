@@ -128,6 +128,21 @@ class JournalStore {
     std::string saved_index_unused;
   };
   const OpenReport& opened() const { return opened_; }
+
+  // What an open of `dir` would make of its saved index, changing nothing (idemctl verify). The
+  // index a load gives (the save, less the segments gone since, plus a replay of what came
+  // after it) must agree with a replay of the whole journal: it holds every record the replay
+  // holds past `removal_bound_ms`, at the same place, and no entry but one at its key's last
+  // operation (a record dead since may still be there, as in the store that saved it).
+  // Corruption naming the index file, how many entries differ and the first; Journal::Check's
+  // errors for the journal itself.
+  struct SavedIndexCheck {
+    bool saved = false;    // the directory holds a saved index
+    std::string unusable;  // why an open would replay the journal instead; empty if it loads it
+    uint64_t records = 0;  // the entries a load gives
+  };
+  static Result<SavedIndexCheck> CheckSavedIndex(rocksdb::FileSystem* fs, const std::string& dir,
+                                                 int64_t removal_bound_ms);
   // Deletes every sealed segment whose operations all reached their keep-until by `until_ms`
   // (the owner's removal bound), after removing their index entries; the active segment too,
   // sealed first, so that a store no longer written to keeps no dead segment. Returns how many;
@@ -200,8 +215,14 @@ class JournalStore {
   // `journal`; nullopt if none is the key's.
   Result<std::optional<Version>> Find(const Journal& journal, uint64_t hash,
                                       std::string_view key) const;
+  // Reads `dir`'s saved index into the index and the estimates, and sets `resume` to take the
+  // journal on from it (opened_ says whether there was one to load, or why not).
+  void LoadSaved(rocksdb::FileSystem* fs, const std::string& dir, Journal::Resume* resume);
   // Replays one operation read by Journal::Open (as stored).
   Status Replay(const Journal& journal, const OpView& stored, Journal::Location at);
+  // Replay as Journal::Open calls it; the first error is kept in `*replayed`, and nothing is
+  // replayed after it.
+  Journal::Replay ReplayInto(Status* replayed);
   // MoveSurvivors for one segment (drop_mu_ held).
   Status MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
                      MoveReport* report);

@@ -9,9 +9,11 @@
 #include <rocksdb/db.h>
 #include <rocksdb/file_system.h>
 
+#include "clock_mark.h"
 #include "column_families.h"
 #include "journal.h"
 #include "journal_layout.h"
+#include "journal_store.h"
 #include "key_codec.h"
 #include "record_codec.h"
 #include "rocks_options.h"
@@ -71,8 +73,10 @@ struct Findings {
 };
 
 // The journal layout's segments, if the database has any: checked as an open would check them,
-// changing nothing, and every value in them decoded.
-Status VerifyJournal(const std::string& dir, VerifyReport* report, Findings* undecodable) {
+// changing nothing, and every value in them decoded; then the saved index, if any, against
+// them. `removal_bound_ms`: what the next open's bound is at least.
+Status VerifyJournal(const std::string& dir, int64_t removal_bound_ms, VerifyReport* report,
+                     Findings* undecodable) {
   rocksdb::FileSystem* fs = rocksdb::FileSystem::Default().get();
   const std::string journal_dir = JournalDir(dir);
   Result<bool> has = journal::Journal::HasSegments(fs, journal_dir);
@@ -101,9 +105,15 @@ Status VerifyJournal(const std::string& dir, VerifyReport* report, Findings* und
         }
       });
   if (!checked.ok()) return checked.status();
-  report->journal_segments = checked->segments;
+  report->journal_segments = checked->kept.size();
   report->journal_bytes = checked->entry_bytes;
   if (checked->tail_to_repair) report->journal_torn_tail = *checked->tail_to_repair;
+  Result<journal::JournalStore::SavedIndexCheck> index =
+      journal::JournalStore::CheckSavedIndex(fs, journal_dir, removal_bound_ms);
+  if (!index.ok()) return index.status();
+  report->journal_index_saved = index->saved;
+  report->journal_index_records = index->records;
+  report->journal_index_unusable = index->unusable;
   return Status::Ok();
 }
 
@@ -179,7 +189,16 @@ Result<VerifyReport> VerifyDatabase(const std::string& dir, const EngineOptions&
     }
     if (!it->status().ok()) return FromRocks(it->status());
   }
-  if (Status st = VerifyJournal(dir, &report, &undecodable); !st.ok()) return st;
+  // Every bound a drop used, and the next open's, is at most the persisted clock mark less the
+  // grace: at the mark, the check of the saved index asks for no record an open may have left
+  // out. A database without a mark was written under a caller's clock: now, by this one.
+  ClockMark mark;
+  Result<std::optional<int64_t>> marked = mark.Load(db);
+  if (!marked.ok()) return marked.status();
+  const int64_t removal_bound_ms = marked->value_or(engine.clock->NowMillis());
+  if (Status st = VerifyJournal(dir, removal_bound_ms, &report, &undecodable); !st.ok()) {
+    return st;
+  }
   if (undecodable.count > 0 || misplaced.count > 0) {
     std::string message;
     if (undecodable.count > 0) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "journal_store.h"
+#include "key_hash.h"
 #include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
 
@@ -113,6 +114,33 @@ class JournalSavedIndexTest : public ::testing::TestWithParam<bool> {
     EXPECT_NE(std::string::npos, store_->opened().saved_index_unused.find(why))
         << store_->opened().saved_index_unused;
     EXPECT_FALSE(std::filesystem::exists(IndexPath()));
+  }
+
+  // The journal directory's files and what they hold.
+  std::map<std::string, std::string> Files() {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(Dir())) {
+      files[entry.path().filename().string()] = ReadFile(entry.path().string());
+    }
+    return files;
+  }
+  // Rewrites the saved index with its index changed by `change`.
+  void RewriteSave(const std::function<void(JournalIndex*)>& change) {
+    JournalIndex index;
+    Result<std::optional<SavedJournal>> saved = ReadSavedIndex(&fs_, Dir(), &index);
+    ASSERT_OK(saved);
+    ASSERT_TRUE(saved->has_value());
+    change(&index);
+    std::vector<std::vector<uint64_t>> tables(JournalIndex::kShards);
+    for (size_t shard = 0; shard < tables.size(); ++shard) index.CopyTable(shard, &tables[shard]);
+    ASSERT_OK(WriteSavedIndex(&fs_, Dir(), **saved, tables));
+  }
+  uint64_t SegmentNumber(Journal::Location at) const {
+    for (const Journal::SegmentInfo& segment : store_->journal().Segments()) {
+      if (segment.id == at.segment) return segment.number;
+    }
+    ADD_FAILURE() << "no segment " << at.segment;
+    return 0;
   }
 
   testing::JournalFaultFs fs_;
@@ -518,6 +546,105 @@ TEST_P(JournalSavedIndexTest, WhatACrashWhileSavingLeftIsDeletedByTheOpen) {
   EXPECT_EQ("", store_->opened().saved_index_unused);
   EXPECT_FALSE(std::filesystem::exists(IndexPath() + ".tmp"));
   ExpectModel("replayed");
+}
+
+}  // namespace
+}  // namespace idem::journal
+
+namespace idem::journal {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_P(JournalSavedIndexTest, TheCheckOfASaveAgreesWithAReplayAndChangesNothing) {
+  WriteBatches(300);
+  ASSERT_OK(store_->SaveIndex());
+  WriteBatches(100);  // after the save: what a load replays
+  store_.reset();
+  const std::map<std::string, std::string> before = Files();
+  Result<JournalStore::SavedIndexCheck> checked = JournalStore::CheckSavedIndex(&fs_, Dir(), 0);
+  ASSERT_OK(checked);
+  EXPECT_TRUE(checked->saved);
+  EXPECT_EQ("", checked->unusable);
+  EXPECT_EQ(model_.size(), checked->records);
+  EXPECT_EQ(before, Files());
+  // Past the bound every record ended: the save may still hold them, as the store that saved
+  // them did (a load replays nothing written after it then, since all of that ended).
+  checked = JournalStore::CheckSavedIndex(&fs_, Dir(), 1000);
+  ASSERT_OK(checked);
+  EXPECT_GT(checked->records, 0u);
+  EXPECT_LT(checked->records, model_.size());
+
+  // One an open would not load: why, and the file left where it is.
+  WriteFile(IndexPath(), "not an index");
+  checked = JournalStore::CheckSavedIndex(&fs_, Dir(), 0);
+  ASSERT_OK(checked);
+  EXPECT_TRUE(checked->saved);
+  EXPECT_TRUE(Contains(checked->unusable, IndexPath())) << checked->unusable;
+  EXPECT_TRUE(std::filesystem::exists(IndexPath()));
+
+  std::filesystem::remove(IndexPath());
+  checked = JournalStore::CheckSavedIndex(&fs_, Dir(), 0);
+  ASSERT_OK(checked);
+  EXPECT_FALSE(checked->saved);
+  EXPECT_EQ("", checked->unusable);
+}
+
+TEST_P(JournalSavedIndexTest, TheCheckFindsASaveThatDoesNotAgreeWithTheJournal) {
+  // A save whose entries pass every check of its own, but that a load would answer wrongly
+  // from: it misses a record, or points at the record's earlier version.
+  WriteBatches(50);
+  ASSERT_OK(store_->Apply(std::vector<Write>{{OpType::kPut, "target", "first", kForever}}));
+  const Journal::Location first = (*store_->Get("target"))->at;
+  WriteBatches(50);
+  ASSERT_OK(store_->Apply(std::vector<Write>{{OpType::kPut, "target", "second", kForever}}));
+  const Journal::Location second = (*store_->Get("target"))->at;
+  const std::string first_at = "segment " + std::to_string(SegmentNumber(first)) + " offset " +
+                               std::to_string(first.offset) + ")";
+  const std::string second_at = "segment " + std::to_string(SegmentNumber(second)) + " offset " +
+                                std::to_string(second.offset) + ")";
+  ASSERT_OK(store_->SaveIndex());
+  store_.reset();
+  const std::string saved = ReadFile(IndexPath());
+  const uint64_t hash = KeyHash("target");
+
+  RewriteSave([&](JournalIndex* index) { ASSERT_TRUE(index->Erase(hash, second)); });
+  Result<JournalStore::SavedIndexCheck> checked = JournalStore::CheckSavedIndex(&fs_, Dir(), 0);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(Status::Code::kCorruption, checked.status().code());
+  const std::string missing = checked.status().message();
+  EXPECT_TRUE(Contains(missing, IndexPath() +
+                                    " does not agree with the journal: 1 records of "
+                                    "the journal are not in it (the first: " +
+                                    second_at))
+      << missing;
+  EXPECT_FALSE(Contains(missing, "point at")) << missing;
+  EXPECT_TRUE(Contains(missing, "delete it")) << missing;
+  Reopen();  // what the check is for: a load believes it
+  EXPECT_TRUE(store_->opened().loaded_saved_index);
+  EXPECT_FALSE(store_->Get("target")->has_value());
+  store_.reset();
+
+  WriteFile(IndexPath(), saved);
+  RewriteSave([&](JournalIndex* index) { ASSERT_TRUE(index->Replace(hash, second, first)); });
+  checked = JournalStore::CheckSavedIndex(&fs_, Dir(), 0);
+  ASSERT_FALSE(checked.ok());
+  const std::string stale = checked.status().message();
+  EXPECT_TRUE(Contains(stale, "1 records of the journal are not in it (the first: " + second_at))
+      << stale;
+  EXPECT_TRUE(Contains(stale,
+                       "and 1 of its entries point at no key's last operation (the "
+                       "first: " +
+                           first_at))
+      << stale;
+  Reopen();
+  EXPECT_EQ("first", (*store_->Get("target"))->value);
+
+  store_.reset();
+  WriteFile(IndexPath(), saved);
+  ASSERT_OK(JournalStore::CheckSavedIndex(&fs_, Dir(), 0));
 }
 
 }  // namespace

@@ -347,7 +347,7 @@ TEST_F(JournalTest, ASealedSegmentEndingTornWithNothingSyncedAfterItEndsTheJourn
       });
   ASSERT_OK(check);
   EXPECT_EQ(in_first, checked);
-  EXPECT_EQ(1u, check->segments);
+  EXPECT_EQ(1u, check->kept.size());
   EXPECT_EQ(2u, check->segments_to_delete);
   ASSERT_TRUE(check->tail_to_repair.has_value());
   EXPECT_EQ(0u, check->tail_to_repair->rfind("segment 1 offset ", 0)) << *check->tail_to_repair;
@@ -862,6 +862,55 @@ TEST_F(JournalTest, TheNextSegmentIsPreparedInTheBackground) {
   }
   EXPECT_EQ(2u, journal->Segments().size());
   fs_.fail_creates = false;
+}
+
+// A journal that wants a dictionary (its first segment has none) asks the preparer for the
+// next segment and goes on appending: no writer trains one or creates a file for it.
+TEST_F(JournalTest, AWriterLeavesTheSegmentWithADictionaryToThePreparer) {
+  options_.segment_bytes = 1 << 20;
+  options_.prepare_in_background = true;
+  options_.dictionary_bytes = 1024;
+  const std::thread::id writer = std::this_thread::get_id();
+  std::atomic<int> created_by_writer{0};
+  testing::HoldPoint preparer;  // holds the preparer's creation until the writes are done
+  std::unique_ptr<Journal> journal = MustOpen();
+  fs_.before_create = [&](const std::string& path) {
+    if (!path.ends_with(".jnl")) return;
+    if (std::this_thread::get_id() == writer) {
+      ++created_by_writer;
+    } else {
+      preparer.Hold();
+    }
+  };
+  struct ReleaseAtExit {
+    testing::HoldPoint* hold;
+    ~ReleaseAtExit() { hold->Release(); }
+  } release{&preparer};
+  auto append = [&](int i) {
+    EntryBuilder entry;
+    const std::string key = "order-" + std::to_string(i);
+    const std::string value = "{\"order\":" + std::to_string(i * 7919) +
+                              ",\"state\":\"accepted for settlement\",\"currency\":\"EUR\"}";
+    ASSERT_OK(entry.Add(OpView{OpType::kPut, 1000, key, value}));
+    ASSERT_OK(journal->Append(&entry));
+  };
+  for (int i = 0; i < 1500; ++i) append(i);  // past the 256th sample (one value in four)
+  ASSERT_EQ(0, created_by_writer.load()) << "a writer created the next segment";
+  ASSERT_EQ(1u, journal->Segments().size());
+  preparer.WaitUntilHeld();  // asked
+
+  preparer.Release();
+  for (int i = 1500; i < 100'000 && journal->Segments().size() < 2; ++i) {
+    append(i);
+    if (journal->Segments().size() < 2) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  const std::vector<Journal::SegmentInfo> segments = journal->Segments();
+  ASSERT_EQ(2u, segments.size());
+  EXPECT_TRUE(segments[1].active);
+  EXPECT_NE(nullptr, journal->DictionaryOf(segments[1].id));
+  EXPECT_EQ(0, created_by_writer.load());
+  journal.reset();  // its preparer stopped
+  fs_.before_create = nullptr;
 }
 
 TEST_F(JournalTest, ASegmentWhoseCreationCrashedIsDeleted) {

@@ -8,8 +8,10 @@
 
 #include <gmock/gmock.h>
 #include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
 
 #include "column_families.h"
+#include "journal_saved_index.h"
 #include "key_codec.h"
 #include "record_codec.h"
 #include "rocks_options.h"
@@ -117,7 +119,50 @@ TEST_F(JournalVerifyTest, ReadsEverySegmentAndChangesNothing) {
   EXPECT_EQ(segments.size(), report->journal_segments);
   EXPECT_GT(report->journal_bytes, uint64_t{kRecords} * 1000);
   EXPECT_EQ("", report->journal_torn_tail);
+  // Saved at the close, and checked against the segments.
+  EXPECT_TRUE(report->journal_index_saved);
+  EXPECT_EQ(uint64_t{kRecords}, report->journal_index_records);
+  EXPECT_EQ("", report->journal_index_unusable);
   EXPECT_EQ(before, testing::WithoutInfoLogs(testing::Snapshot(dir_.Sub("db"))));
+}
+
+// A saved index the next open would not load is no damage (that open replays the journal);
+// one it would load that does not agree with the journal is: the open would miss records.
+TEST_F(JournalVerifyTest, ChecksTheSavedIndexAgainstTheJournal) {
+  WriteJournalDatabase();
+  const std::string journal = dir_.Sub("db/journal");
+  const std::string index = journal + "/" + journal::kSavedIndexName;
+  const std::string saved = testing::ReadWholeFile(index);
+  ASSERT_FALSE(saved.empty());
+  std::filesystem::resize_file(index, saved.size() - 1);
+  auto report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_OK(report);
+  EXPECT_TRUE(report->journal_index_saved);
+  EXPECT_THAT(report->journal_index_unusable, HasSubstr(index));
+  EXPECT_EQ(saved.size() - 1, std::filesystem::file_size(index));
+
+  // Emptied, its checksums made right: it reads back, and would lose every record.
+  rocksdb::FileSystem* fs = rocksdb::FileSystem::Default().get();
+  { std::ofstream(index, std::ios::binary | std::ios::trunc) << saved; }
+  journal::JournalIndex entries;
+  Result<std::optional<journal::SavedJournal>> read =
+      journal::ReadSavedIndex(fs, journal, &entries);
+  ASSERT_OK(read);
+  ASSERT_TRUE(read->has_value());
+  const std::vector<std::vector<uint64_t>> empty(journal::JournalIndex::kShards,
+                                                 std::vector<uint64_t>(64, 0));
+  ASSERT_OK(journal::WriteSavedIndex(fs, journal, **read, empty));
+  report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(Status::Code::kCorruption, report.status().code());
+  EXPECT_THAT(report.status().message(),
+              HasSubstr(index + " does not agree with the journal: " + std::to_string(kRecords) +
+                        " records of the journal are not in it"));
+
+  std::filesystem::remove(index);
+  report = VerifyDatabase(dir_.Sub("db"), options_);
+  ASSERT_OK(report);
+  EXPECT_FALSE(report->journal_index_saved);
 }
 
 // Values compressed with their segments' dictionaries are decompressed and decoded.

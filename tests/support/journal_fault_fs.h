@@ -52,6 +52,9 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   std::function<void(const std::string&)> before_open;
   // Called before each open of a directory (to sync it). Set while none is in flight.
   std::function<void()> before_directory;
+  // Called before each creation of a file, with its path, on the creating thread. Set while
+  // none is in flight.
+  std::function<void(const std::string&)> before_create;
 
   // Files opened for reads and writes and not closed yet; the most there were since the last
   // ResetPeakOpenFiles.
@@ -89,6 +92,7 @@ class JournalFaultFs final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
+    if (before_create) before_create(name);
     if (fail_creates) return rocksdb::IOStatus::NoSpace("injected ENOSPC");
     return target()->NewWritableFile(name, options, result, dbg);
   }

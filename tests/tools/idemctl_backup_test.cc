@@ -204,6 +204,32 @@ TEST(IdemctlBackup, InProcessOnADataDirectoryAndVerifyNamesADamagedTableFile) {
   EXPECT_EQ(0, Idemctl("--data " + dir.Sub("b") + " verify").exit_code);
 }
 
+// Under the journal layout verify also says whether the next start loads the saved index.
+TEST(IdemctlBackup, VerifySaysWhetherTheNextStartLoadsTheJournalsSavedIndex) {
+  testing::TempDir dir;
+  {
+    EngineOptions options;
+    options.layout = EngineOptions::Layout::kJournal;
+    auto engine = Engine::Open(dir.Sub("db"), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    InsertRecords(**engine);
+  }  // a clean close saves the index
+  testing::CommandResult r = Idemctl("--data " + dir.Sub("db") + " verify");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("journal_index agrees with the journal; the next open loads "
+                                  "it: " +
+                                  std::to_string(kRecords) + " records\n"));
+  r = Idemctl("--data " + dir.Sub("db") + " --json verify");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("\"journal_index\":{\"records\":" + std::to_string(kRecords) + "}"));
+  std::filesystem::resize_file(dir.Sub("db/journal/index"), 10);
+  r = Idemctl("--data " + dir.Sub("db") + " verify");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("journal_index unusable: "));
+  EXPECT_THAT(r.output, HasSubstr("(the next open replays the journal and deletes it)"));
+}
+
 TEST(IdemctlBackup, VerifyNeedsADataDirectoryAndBackupADestination) {
   EXPECT_EQ(2, Idemctl("--server 127.0.0.1:1 verify").exit_code);
   EXPECT_EQ(2, Idemctl("--data /nonexistent backup").exit_code);

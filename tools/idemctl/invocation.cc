@@ -144,8 +144,8 @@ const std::vector<CommandSpec>& Commands() {
        {},
        {},
        "on a database directory only: checks every table file's and journal segment's "
-       "checksums and every stored value's format, read-only, and prints the counts; exit 6 "
-       "(CORRUPTION) on damage"},
+       "checksums, every stored value's format and the journal's saved index against its "
+       "segments, read-only, and prints the counts; exit 6 (CORRUPTION) on damage"},
       {"repair",
        kMaintenance,
        {},

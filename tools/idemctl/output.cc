@@ -357,6 +357,13 @@ std::string FormatVerifyHuman(const VerifyReport& report) {
     out += "journal_torn_tail " + report.journal_torn_tail +
            " (never acknowledged; zeroed by the next open)\n";
   }
+  if (report.journal_index_saved) {
+    out += report.journal_index_unusable.empty()
+               ? "journal_index agrees with the journal; the next open loads it: " +
+                     std::to_string(report.journal_index_records) + " records\n"
+               : "journal_index unusable: " + report.journal_index_unusable +
+                     " (the next open replays the journal and deletes it)\n";
+  }
   if (report.manifest) out += ManifestHuman(*report.manifest);
   out.pop_back();
   return out;
@@ -376,6 +383,18 @@ std::string FormatVerifyJson(const VerifyReport& report) {
   if (!report.journal_torn_tail.empty()) {
     j.Key("journal_torn_tail");
     j.String(report.journal_torn_tail);
+  }
+  if (report.journal_index_saved) {
+    j.Key("journal_index");
+    j.BeginObject();
+    if (report.journal_index_unusable.empty()) {
+      j.Key("records");
+      j.Uint(report.journal_index_records);
+    } else {
+      j.Key("unusable");
+      j.String(report.journal_index_unusable);
+    }
+    j.EndObject();
   }
   if (report.manifest) {
     j.Key("backup");

@@ -186,8 +186,9 @@ struct EngineOptions {
   //                   grace, and the few long-lived records of a mostly dead segment are
   //                   appended again first. Nothing is flushed or compacted; RocksDB keeps only
   //                   the engine's own keys (fences, the clock mark). Costs memory: about 20 bytes
-  //                   of index per record. Not yet: Scan, Purge and Compact of one
-  //                   namespace, which return NotSupported (docs/operations.md).
+  //                   of index per record. Scan and Purge walk the journal in the order it was
+  //                   written, and Compact of one namespace compacts the whole journal
+  //                   (docs/design.md).
   // The leveled and window layouts read what the other wrote: the engine opens every window
   // column family it finds, looks a key up in each window that may still hold it and in the
   // default one, and a write moves its record to where the current layout keeps it (no bulk
