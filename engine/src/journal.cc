@@ -775,11 +775,7 @@ Result<Journal::Location> Journal::Append(EntryBuilder* entry) {
   segment->end = end;
   segment->max_keep_until_ms = std::max(segment->max_keep_until_ms, max_keep_until_ms);
   last_sequence_ = sequence;
-  if (preparer_.joinable() && !spare_ && !preparing_ && !prepare_asked_ &&
-      end > options_.segment_bytes / 2 && prepare_failed_for_ != segment->number + 1) {
-    prepare_asked_ = true;
-    prepare_cv_.notify_all();
-  }
+  if (end > options_.segment_bytes / 2) AskPreparerAfter(*segment);
   return Location{segment->id, static_cast<uint32_t>(at)};
 }
 
@@ -795,11 +791,16 @@ bool Journal::RollsForDictionary(const Segment& segment) {
   if (!WantsDictionary(segment)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (!preparer_.joinable() || spare_) return true;
-  if (!preparing_ && !prepare_asked_ && prepare_failed_for_ != segment.number + 1) {
+  AskPreparerAfter(segment);
+  return false;
+}
+
+void Journal::AskPreparerAfter(const Segment& active) {
+  if (preparer_.joinable() && !spare_ && !preparing_ && !prepare_asked_ &&
+      prepare_failed_for_ != active.number + 1) {
     prepare_asked_ = true;
     prepare_cv_.notify_all();
   }
-  return false;
 }
 
 Status Journal::Sync() {

@@ -323,6 +323,9 @@ class Journal {
   // waits while a dictionary is trained (20-50 ms) and a file created. Until then appends go on
   // into `segment`, compressed as before.
   bool RollsForDictionary(const Segment& segment);
+  // mu_ held: asks the preparing thread, if there is one, for the segment after `active`, unless
+  // it is there, being made or asked for already, or its creation failed last time.
+  void AskPreparerAfter(const Segment& active);
 
   rocksdb::FileSystem* const fs_;
   const std::string dir_;
