@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <vector>
 
 #include <rocksdb/write_batch.h>
 
+#include "expiry_windows.h"
 #include "journal_layout.h"
 #include "journal_store.h"
 #include "key_codec.h"
@@ -67,10 +69,22 @@ Status WriteMark(rocksdb::FileSystem* fs, const std::string& path) {
   return s.ok() ? Status::Ok() : FromRocks(s);
 }
 
-// Deletes every record of the default family (they are in the journal now), durably, then the
-// mark that said they might still be there.
-Status DeleteMovedRecords(rocksdb::DB* db, rocksdb::FileSystem* fs,
-                          const std::string& journal_dir) {
+// Drops every window family, one MANIFEST record each: a crash leaves each whole or gone.
+Status DropWindows(ExpiryWindows* windows, uint64_t* dropped) {
+  while (!windows->Current()->empty()) {  // a failed drop ends a pass early: its error is next
+    Result<size_t> pass = windows->DropEndedBy(std::numeric_limits<int64_t>::max());
+    if (!pass.ok()) return pass.status();
+    *dropped += *pass;
+  }
+  return Status::Ok();
+}
+
+// Deletes every record RocksDB holds (they are in the journal now), durably: the window families
+// dropped, the default family's records deleted; then the mark that said they might still be
+// there.
+Status DeleteMovedRecords(rocksdb::DB* db, ExpiryWindows* windows, rocksdb::FileSystem* fs,
+                          const std::string& journal_dir, uint64_t* windows_dropped) {
+  if (Status st = DropWindows(windows, windows_dropped); !st.ok()) return st;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   it->SeekToLast();
   if (!it->status().ok()) return FromRocks(it->status());
@@ -99,6 +113,25 @@ Status DeleteMovedRecords(rocksdb::DB* db, rocksdb::FileSystem* fs,
   return SyncDirectory(fs, journal_dir);
 }
 
+// The families that hold records, in the reverse of the order a read looks a key up in them
+// (journal_conversion.h): windows that have ended (a read skips them: they hold dead versions
+// only), the default family, then the windows a read probes, oldest first. The snapshot `keep`
+// keeps the window handles valid.
+std::vector<rocksdb::ColumnFamilyHandle*> FamiliesReadLast(
+    rocksdb::DB* db, const ExpiryWindows& windows, int64_t now_ms,
+    std::shared_ptr<const ExpiryWindows::Set>* keep) {
+  *keep = windows.Current();
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  for (const ExpiryWindows::Window& w : **keep) {  // ascending by end
+    if (w.end_ms <= now_ms) families.push_back(w.handle.get());
+  }
+  families.push_back(db->DefaultColumnFamily());
+  for (const ExpiryWindows::Window& w : **keep) {
+    if (w.end_ms > now_ms) families.push_back(w.handle.get());
+  }
+  return families;
+}
+
 // The keep-until the engine would give the stored value (a record or a marker) in `ns`; 0: it
 // is dead at any bound.
 Result<int64_t> KeepUntilOf(std::string_view value, int64_t remember_ms) {
@@ -113,10 +146,11 @@ Result<int64_t> KeepUntilOf(std::string_view value, int64_t remember_ms) {
 }
 
 // Builds the journal of the default family's live records in `staging`, synced, with the mark.
-Status BuildStagingJournal(rocksdb::DB* db, rocksdb::FileSystem* fs, const std::string& staging,
-                           const std::string& db_dir, const EngineOptions& options,
-                           const journal::JournalOptions& journal, const Clock* clock,
-                           int64_t removal_bound_ms, JournalConversion* report_out) {
+Status BuildStagingJournal(rocksdb::DB* db, const ExpiryWindows& windows, rocksdb::FileSystem* fs,
+                           const std::string& staging, const std::string& db_dir,
+                           const EngineOptions& options, const journal::JournalOptions& journal,
+                           const Clock* clock, int64_t now_ms, int64_t removal_bound_ms,
+                           JournalConversion* report_out) {
   JournalConversion& report = *report_out;
   Result<std::unique_ptr<journal::JournalStore>> opened =
       journal::JournalStore::Open(fs, staging, journal, clock, removal_bound_ms);
@@ -137,38 +171,42 @@ Status BuildStagingJournal(rocksdb::DB* db, rocksdb::FileSystem* fs, const std::
   };
   rocksdb::ReadOptions read;
   read.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read));
-  for (it->Seek(FirstRecordKey()); it->Valid(); it->Next()) {
-    std::string_view ns, user_key;
-    const std::string_view key(it->key().data(), it->key().size());
-    if (!ParseRecordKey(key, &ns, &user_key)) {
-      return Status::Corruption("converting " + db_dir + " to the journal layout: a key of " +
-                                std::to_string(key.size()) + " bytes that is not a record's");
+  std::shared_ptr<const ExpiryWindows::Set> keep;
+  for (rocksdb::ColumnFamilyHandle* family : FamiliesReadLast(db, windows, now_ms, &keep)) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, family));
+    for (it->Seek(FirstRecordKey()); it->Valid(); it->Next()) {
+      std::string_view ns, user_key;
+      const std::string_view key(it->key().data(), it->key().size());
+      if (!ParseRecordKey(key, &ns, &user_key)) {
+        return Status::Corruption("converting " + db_dir + " to the journal layout: a key of " +
+                                  std::to_string(key.size()) + " bytes in column family '" +
+                                  family->GetName() + "' that is not a record's");
+      }
+      const std::string_view value(it->value().data(), it->value().size());
+      Result<int64_t> keep_until = KeepUntilOf(value, remember.For(ns));
+      if (!keep_until.ok()) {
+        return Status::Corruption("converting " + db_dir +
+                                  " to the journal layout: the record of namespace '" +
+                                  std::string(ns) + "' key '" + std::string(user_key) +
+                                  "' does not decode: " + keep_until.status().message());
+      }
+      if (*keep_until <= removal_bound_ms) {
+        ++report.dead_records;
+        continue;
+      }
+      if (writes.size() == kBatchWrites ||
+          batch_bytes + key.size() + value.size() > BatchBytesFor(journal)) {
+        if (Status st = flush(); !st.ok()) return st;
+      }
+      keys.emplace_back(key);
+      values.emplace_back(value);
+      writes.push_back({journal::OpType::kPut, keys.back(), values.back(), *keep_until});
+      batch_bytes += key.size() + value.size();
+      ++report.records;
+      report.bytes += key.size() + value.size();
     }
-    const std::string_view value(it->value().data(), it->value().size());
-    Result<int64_t> keep_until = KeepUntilOf(value, remember.For(ns));
-    if (!keep_until.ok()) {
-      return Status::Corruption("converting " + db_dir +
-                                " to the journal layout: the record of namespace '" +
-                                std::string(ns) + "' key '" + std::string(user_key) +
-                                "' does not decode: " + keep_until.status().message());
-    }
-    if (*keep_until <= removal_bound_ms) {
-      ++report.dead_records;
-      continue;
-    }
-    if (writes.size() == kBatchWrites ||
-        batch_bytes + key.size() + value.size() > BatchBytesFor(journal)) {
-      if (Status st = flush(); !st.ok()) return st;
-    }
-    keys.emplace_back(key);
-    values.emplace_back(value);
-    writes.push_back({journal::OpType::kPut, keys.back(), values.back(), *keep_until});
-    batch_bytes += key.size() + value.size();
-    ++report.records;
-    report.bytes += key.size() + value.size();
+    if (!it->status().ok()) return FromRocks(it->status());
   }
-  if (!it->status().ok()) return FromRocks(it->status());
   if (Status st = flush(); !st.ok()) return st;
   if (Status st = store->Sync(); !st.ok()) return st;
   if (Status st = WriteMark(fs, staging + "/" + kConversionMark); !st.ok()) return st;
@@ -177,12 +215,10 @@ Status BuildStagingJournal(rocksdb::DB* db, rocksdb::FileSystem* fs, const std::
 
 }  // namespace
 
-Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocksdb::FileSystem* fs,
-                                                          const std::string& db_dir,
-                                                          const EngineOptions& options,
-                                                          const journal::JournalOptions& journal,
-                                                          const Clock* clock,
-                                                          int64_t removal_bound_ms) {
+Result<std::optional<JournalConversion>> ConvertToJournal(
+    rocksdb::DB* db, ExpiryWindows* windows, rocksdb::FileSystem* fs, const std::string& db_dir,
+    const EngineOptions& options, const journal::JournalOptions& journal, const Clock* clock,
+    int64_t now_ms, int64_t removal_bound_ms) {
   const auto started = std::chrono::steady_clock::now();
   auto elapsed_ms = [&] {
     return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -193,17 +229,24 @@ Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocks
   const std::string journal_dir = JournalDir(db_dir);
   const std::string staging = StagingDir(db_dir);
   if (fs->FileExists(journal_dir + "/" + kConversionMark, io, nullptr).ok()) {
-    if (Status st = DeleteMovedRecords(db, fs, journal_dir); !st.ok()) return st;
-    return std::optional<JournalConversion>(
-        JournalConversion{.ms = elapsed_ms(), .finished_earlier = true});
+    JournalConversion finished{.finished_earlier = true};
+    if (Status st = DeleteMovedRecords(db, windows, fs, journal_dir, &finished.window_families);
+        !st.ok()) {
+      return st;
+    }
+    finished.ms = elapsed_ms();
+    return std::optional<JournalConversion>(finished);
   }
-  Result<bool> holds = HoldsRecords(db);
-  if (!holds.ok()) return holds.status();
+  Result<bool> default_holds = HoldsRecords(db);
+  if (!default_holds.ok()) return default_holds.status();
+  // A window family may be empty (created ahead of the writes that would need it): converting
+  // it costs nothing and drops it.
+  const bool holds = *default_holds || !windows->Current()->empty();
   if (fs->FileExists(staging, io, nullptr).ok()) {
     // A conversion a crash interrupted before its rename: RocksDB still holds every record.
     if (Status st = RemoveDirectory(fs, staging); !st.ok()) return st;
   }
-  if (!*holds) return std::optional<JournalConversion>();
+  if (!holds) return std::optional<JournalConversion>();
   Result<bool> has_journal = journal::Journal::HasSegments(fs, journal_dir);
   if (!has_journal.ok()) return has_journal.status();
   if (*has_journal) {
@@ -213,8 +256,8 @@ Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocks
   }
 
   JournalConversion report;
-  Status built = BuildStagingJournal(db, fs, staging, db_dir, options, journal, clock,
-                                     removal_bound_ms, &report);
+  Status built = BuildStagingJournal(db, *windows, fs, staging, db_dir, options, journal, clock,
+                                     now_ms, removal_bound_ms, &report);
   if (built.ok()) {
     if (rocksdb::IOStatus s = fs->RenameFile(staging, journal_dir, io, nullptr); !s.ok()) {
       built = FromRocks(s);
@@ -227,7 +270,10 @@ Result<std::optional<JournalConversion>> ConvertToJournal(rocksdb::DB* db, rocks
   }
   if (Status st = SyncDirectory(fs, db_dir); !st.ok()) return st;
   // The journal is the database's now; a crash from here on is finished by the next open.
-  if (Status st = DeleteMovedRecords(db, fs, journal_dir); !st.ok()) return st;
+  if (Status st = DeleteMovedRecords(db, windows, fs, journal_dir, &report.window_families);
+      !st.ok()) {
+    return st;
+  }
   report.ms = elapsed_ms();
   return std::optional<JournalConversion>(report);
 }

@@ -1857,12 +1857,6 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
       if (std::optional<int64_t> end = WindowFamilyEnd(name)) window_ends.push_back(*end);
     }
   }
-  if (journal_layout && !window_ends.empty()) {
-    return Status::InvalidArgument(
-        "the database in " + dir +
-        " holds records of the expiry-window layout, which the journal layout cannot convert "
-        "(only the leveled layout's): open it with the windows layout");
-  }
   if (options.layout == EngineOptions::Layout::kExpiryWindows || !window_ends.empty()) {
     // Each family has its own memtables: together they stay within what one family may use.
     rocks_options.db_write_buffer_size =
@@ -1915,23 +1909,26 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     // bound is at least every one a drop used, so no dropped operation's replacement is missing
     // from what this replays. Without a mark (a database written under a caller's clock) the
     // bound is now less the grace; a caller's own clock is trusted not to go back.
-    const int64_t bound =
-        RemovableUntil(options.clock->NowMillis(), options.expiry_grace_ms, clock_mark.get());
+    const int64_t now_ms = options.clock->NowMillis();
+    const int64_t bound = RemovableUntil(now_ms, options.expiry_grace_ms, clock_mark.get());
     const journal::JournalOptions journal_options = JournalOptionsFor(options, os_files);
-    Result<std::optional<JournalConversion>> converted = ConvertToJournal(
-        db.get(), journal_fs.get(), dir, options, journal_options, options.clock.get(), bound);
+    Result<std::optional<JournalConversion>> converted =
+        ConvertToJournal(db.get(), windows.get(), journal_fs.get(), dir, options, journal_options,
+                         options.clock.get(), now_ms, bound);
     if (!converted.ok()) return converted.status();
     if (const std::optional<JournalConversion>& c = *converted) {
-      options.log(
-          LogRecord(LogLevel::kInfo, "journal_conversion",
-                    c->finished_earlier
-                        ? "finished converting " + dir +
-                              " to the journal layout: deleted the records left in RocksDB"
-                        : "converted " + dir + " from the leveled layout to the journal layout")
-              .With("records", c->records)
-              .With("dead_records", c->dead_records)
-              .With("bytes", c->bytes)
-              .With("ms", c->ms));
+      const char* from = window_ends.empty() ? "leveled" : "expiry-window";
+      options.log(LogRecord(LogLevel::kInfo, "journal_conversion",
+                            c->finished_earlier
+                                ? "finished converting " + dir +
+                                      " to the journal layout: deleted the records left in RocksDB"
+                                : "converted " + dir + " from the " + from +
+                                      " layout to the journal layout")
+                      .With("records", c->records)
+                      .With("dead_records", c->dead_records)
+                      .With("bytes", c->bytes)
+                      .With("window_families", c->window_families)
+                      .With("ms", c->ms));
     }
     Result<std::unique_ptr<journal::JournalStore>> opened = journal::JournalStore::Open(
         journal_fs.get(), JournalDir(dir), journal_options, options.clock.get(), bound);

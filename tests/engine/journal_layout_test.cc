@@ -1,8 +1,8 @@
 // The engine under EngineOptions::Layout::kJournal: records live in the journal (the operations'
 // rules are the conformance suite's, run under this layout too: tests/net/store_conformance.h),
 // dead ones leave the disk with their segments, live ones never do, a database of one kind of
-// layout is never opened with the other, and a leveled database is converted whole, whatever
-// point a crash interrupts the conversion at. Time moves only through the ManualClock.
+// layout is never opened with the other, and a leveled or window database is converted whole,
+// whatever point a crash interrupts the conversion at. Time moves only through the ManualClock.
 #include "journal_layout.h"
 
 #include <algorithm>
@@ -322,22 +322,8 @@ TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
     EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
     EXPECT_NE(std::string::npos, engine.status().message().find("journal layout"));
   }
-  // And the other way round: records of the expiry-window layout (the leveled layout's are
-  // converted: JournalConversionTest).
-  {
-    const std::string dir = dir_.Sub("w");
-    options_.layout = EngineOptions::Layout::kExpiryWindows;
-    {
-      Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
-      ASSERT_OK(engine);
-      ASSERT_EQ("INSERTED", Name((*engine)->Insert({.ns = "short", .key = "k", .status = "S"})));
-    }
-    options_.layout = EngineOptions::Layout::kJournal;
-    Result<std::unique_ptr<ServingEngine>> engine = ServingEngine::Open(dir, options_);
-    ASSERT_FALSE(engine.ok());
-    EXPECT_TRUE(engine.status().IsInvalidArgument()) << engine.status().ToString();
-    EXPECT_NE(std::string::npos, engine.status().message().find("expiry-window layout"));
-  }
+  // The other way round, a database of the leveled or window layout is converted
+  // (JournalConversionTest).
   // A database that holds only the engine's own keys (never written) may become a journal one;
   // once opened with the journal layout (which creates its first segment), it stays one.
   const std::string empty = dir_.Sub("e");
@@ -349,18 +335,25 @@ TEST_F(JournalLayoutTest, ADatabaseOfOneKindOfLayoutIsNotOpenedWithTheOther) {
   EXPECT_TRUE(ServingEngine::Open(empty, options_).status().IsInvalidArgument());
 }
 
-// A leveled database opened with the journal layout: its records move into a journal.
+// A database of the leveled or window layout (the source) opened with the journal layout: its
+// records move into a journal.
 class JournalConversionTest : public JournalLayoutTest {
  protected:
   JournalConversionTest() {
-    options_.layout = EngineOptions::Layout::kLeveled;
+    ConvertFrom(EngineOptions::Layout::kLeveled);
     options_.retention["remembering"] =
         RetentionPolicy{.default_ttl_ms = 1000, .max_ttl_ms = 10'000, .remember_ms = 60'000};
     options_.log = [this](const LogRecord& record) {
       if (record.event == "journal_conversion") conversions_.push_back(record.message);
     };
   }
-  // Writes, under the leveled layout, records of every kind a conversion must keep or drop;
+  // The narrowest windows: the test's records fall in several.
+  void ConvertFrom(EngineOptions::Layout source) {
+    source_ = source;
+    options_.layout = source;
+    options_.expiry_window_ms = EngineOptions::kMinExpiryWindowMs;
+  }
+  // Writes, under the source layout, records of every kind a conversion must keep or drop;
   // returns the live ones, as read back before the conversion.
   std::map<std::string, Record> WriteEveryKind() {
     WriteShortLived("s", 300);  // more than one 64 KiB segment's worth
@@ -402,13 +395,28 @@ class JournalConversionTest : public JournalLayoutTest {
     EXPECT_EQ("NOT_FOUND", Get("short", "dead"));
     EXPECT_EQ("EXPIRED", Insert("remembering", "expired-remembered", "DONE", "", "fp"));
     EXPECT_EQ(live.size() + 1, Stats().estimated_live_records);  // and the remembered marker
+    EXPECT_EQ(0u, Stats().expiry_windows);
   }
 
+  EngineOptions::Layout source_;
   std::vector<std::string> conversions_;
 };
 
-TEST_F(JournalConversionTest, ALeveledDatabaseIsConvertedAtItsFirstOpenWithTheJournalLayout) {
-  Reopen();  // leveled
+class ConversionFromEachLayoutTest : public JournalConversionTest,
+                                     public ::testing::WithParamInterface<EngineOptions::Layout> {
+ protected:
+  ConversionFromEachLayoutTest() { ConvertFrom(GetParam()); }
+};
+INSTANTIATE_TEST_SUITE_P(Layouts, ConversionFromEachLayoutTest,
+                         ::testing::Values(EngineOptions::Layout::kLeveled,
+                                           EngineOptions::Layout::kExpiryWindows),
+                         [](const ::testing::TestParamInfo<EngineOptions::Layout>& info) {
+                           return info.param == EngineOptions::Layout::kLeveled ? "Leveled"
+                                                                                : "Windows";
+                         });
+
+TEST_P(ConversionFromEachLayoutTest, IsConvertedAtItsFirstOpenWithTheJournalLayout) {
+  Reopen();  // the source layout
   const std::map<std::string, Record> live = WriteEveryKind();
   OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
   ASSERT_EQ(1u, conversions_.size());
@@ -417,17 +425,17 @@ TEST_F(JournalConversionTest, ALeveledDatabaseIsConvertedAtItsFirstOpenWithTheJo
   EXPECT_GE(Stats().journal_segments, 1u);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("db/journal/") + kConversionMark));
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("db/journal.converting")));
-  // It is a journal database now: no second conversion, and the leveled layout refuses it.
+  // It is a journal database now: no second conversion, and the source layout refuses it.
   OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
   EXPECT_EQ(1u, conversions_.size());
   ExpectHolds(live);
   engine_.reset();
-  options_.layout = EngineOptions::Layout::kLeveled;
+  options_.layout = source_;
   EXPECT_TRUE(ServingEngine::Open(dir_.Sub("db"), options_).status().IsInvalidArgument());
 }
 
-TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished) {
-  Reopen();  // leveled
+TEST_P(ConversionFromEachLayoutTest, AConversionACrashInterruptedStartsOverOrIsFinished) {
+  Reopen();  // the source layout
   const std::map<std::string, Record> live = WriteEveryKind();
   engine_.reset();
   // Killed before its rename: a staging journal beside the database, RocksDB untouched.
@@ -444,10 +452,10 @@ TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished
   std::filesystem::copy(dir_.Sub("db/journal"), after + "/journal");
   std::ofstream(after + "/journal/" + kConversionMark) << "mark";
 
-  // Opened with the leveled layout after such a crash, the staging journal goes.
+  // Opened with the source layout after such a crash, the staging journal goes.
   const std::string back = dir_.Sub("back");
   std::filesystem::copy(before, back, std::filesystem::copy_options::recursive);
-  OpenAs(EngineOptions::Layout::kLeveled, back);
+  OpenAs(source_, back);
   EXPECT_EQ(live.at("forever/f"), GetRecord("forever", "f"));
   EXPECT_FALSE(std::filesystem::exists(back + "/journal.converting"));
 
@@ -460,7 +468,7 @@ TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished
 
   conversions_.clear();
   engine_.reset();
-  options_.layout = EngineOptions::Layout::kLeveled;  // the journal is the database's already
+  options_.layout = source_;  // the journal is the database's already
   EXPECT_TRUE(ServingEngine::Open(after, options_).status().IsInvalidArgument());
   OpenAs(EngineOptions::Layout::kJournal, after);
   ASSERT_EQ(1u, conversions_.size());
@@ -475,9 +483,9 @@ TEST_F(JournalConversionTest, AConversionACrashInterruptedStartsOverOrIsFinished
 // Each journal entry of a conversion is a bounded batch, whatever the segment size: a batch's
 // writes are checked against each other, so one entry of all the records would cost their
 // count squared.
-TEST_F(JournalConversionTest, MovesRecordsInBatchesOfBoundedCount) {
+TEST_P(ConversionFromEachLayoutTest, MovesRecordsInBatchesOfBoundedCount) {
   options_.journal_segment_bytes = EngineOptions::kMaxJournalSegmentBytes;
-  Reopen();  // leveled
+  Reopen();  // the source layout
   for (int i = 0; i < 3000; ++i) ASSERT_EQ("INSERTED", Insert("forever", std::to_string(i)));
   OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
   engine_.reset();
@@ -495,8 +503,8 @@ TEST_F(JournalConversionTest, MovesRecordsInBatchesOfBoundedCount) {
   EXPECT_LE(largest, 1024u);
 }
 
-TEST_F(JournalConversionTest, AConversionThatFailsLeavesTheDatabaseAsItWasForTheNextOpen) {
-  Reopen();  // leveled
+TEST_P(ConversionFromEachLayoutTest, AConversionThatFailsLeavesTheDatabaseAsItWasForTheNextOpen) {
+  Reopen();  // the source layout
   const std::map<std::string, Record> live = WriteEveryKind();
   engine_.reset();
   options_.layout = EngineOptions::Layout::kJournal;
@@ -508,11 +516,57 @@ TEST_F(JournalConversionTest, AConversionThatFailsLeavesTheDatabaseAsItWasForThe
   EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
   EXPECT_TRUE(conversions_.empty());
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("db/journal.converting")));  // its disk back
-  OpenAs(EngineOptions::Layout::kLeveled, dir_.Sub("db"));  // still the leveled database
+  OpenAs(source_, dir_.Sub("db"));  // still the source layout's database
   EXPECT_EQ(live.at("forever/f"), GetRecord("forever", "f"));
   OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
   ASSERT_EQ(1u, conversions_.size());
   ExpectHolds(live);
+}
+
+// A key of a window database may have versions in several families: dead ones in windows that
+// have ended (kept until the grace has passed) besides the one a read finds, in a newer window or
+// in the default family. The journal answers with the one a read found.
+TEST_F(JournalConversionTest, AWindowDatabaseKeepsTheVersionOfEachKeyThatAReadFinds) {
+  options_.expiry_grace_ms = 60'000;
+  Reopen();  // leveled: these stay in the default family, with their deaths
+  ASSERT_EQ("INSERTED", Insert("short", "leveled-era", "S", "leveled", "", 10'000));
+  ASSERT_EQ("INSERTED", Insert("short", "moved", "S", "leveled", "", 10'000));
+  ConvertFrom(EngineOptions::Layout::kExpiryWindows);
+  Reopen();
+  ASSERT_EQ("APPLIED",
+            Name(engine().CompareAndSet(
+                {.ns = "short",
+                 .key = "moved",
+                 .update = {.status = "S", .payload = "window", .ttl = testing::TtlMs(9000)}})));
+  ASSERT_EQ("INSERTED", Insert("short", "again", "S", "first"));  // all three die at 1000
+  ASSERT_EQ("INSERTED", Insert("forever", "back", "S", "short-lived", "", 1000));
+  ASSERT_EQ("INSERTED", Insert("short", "gone", "S", "gone"));
+  clock_->Advance(2500);  // their window has ended; within the grace, it is not dropped
+  ASSERT_EQ("INSERTED", Insert("short", "again", "S", "second"));  // in a newer window
+  ASSERT_EQ("INSERTED", Insert("forever", "back", "S", "for ever", "", kForever));  // default
+  const std::map<std::string, std::string> payloads = {{"short/leveled-era", "leveled"},
+                                                       {"short/moved", "window"},
+                                                       {"short/again", "second"},
+                                                       {"forever/back", "for ever"}};
+  auto expect_reads = [&] {
+    for (const auto& [name, payload] : payloads) {
+      const size_t slash = name.find('/');
+      EXPECT_EQ(payload, GetRecord(name.substr(0, slash), name.substr(slash + 1)).payload) << name;
+    }
+    EXPECT_EQ("NOT_FOUND", Get("short", "gone"));
+  };
+  expect_reads();
+  ASSERT_GE(Stats().expiry_windows, 3u);  // the ended one, "moved"'s and "again"'s
+
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  ASSERT_EQ(1u, conversions_.size());
+  EXPECT_NE(std::string::npos, conversions_[0].find("from the expiry-window layout"))
+      << conversions_[0];
+  expect_reads();
+  EXPECT_EQ(0u, Stats().expiry_windows);
+  OpenAs(EngineOptions::Layout::kJournal, dir_.Sub("db"));
+  EXPECT_EQ(1u, conversions_.size());
+  expect_reads();
 }
 
 // A journal whose sync fails takes no more writes (the pages it could not write may be gone),

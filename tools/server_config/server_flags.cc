@@ -735,8 +735,9 @@ std::vector<FlagSpec> Flags(ParseState& s) {
        "has ended) or journal (segment files appended to and deleted\n"
        "once every record in them is dead; docs/operations.md).\n"
        "leveled and windows read what the\n"
-       "other wrote; journal converts a leveled database at its first\n"
-       "start, for good; a journal database opens only as journal",
+       "other wrote; journal converts a leveled or windows database at\n"
+       "its first start, for good; a journal database opens only as\n"
+       "journal",
        false,
        [&s](std::string_view v) {
          using Layout = EngineOptions::Layout;

@@ -193,10 +193,10 @@ struct EngineOptions {
   // column family it finds, looks a key up in each window that may still hold it and in the
   // default one, and a write moves its record to where the current layout keeps it (no bulk
   // conversion). A database holds records of the journal layout or of the other two, never
-  // both. A leveled database opened with kJournal is converted first, in place and for good:
-  // its live records move into a journal (engine/src/journal_conversion.h; a crash during it
-  // is finished or started over by the next open). A journal database opened with the other
-  // two, or a window database with kJournal, is refused with InvalidArgument.
+  // both. A leveled or window database opened with kJournal is converted first, in place and
+  // for good: its live records move into a journal and its window families are dropped
+  // (engine/src/journal_conversion.h; a crash during it is finished or started over by the next
+  // open). A journal database opened with the other two is refused with InvalidArgument.
   enum class Layout : uint8_t { kLeveled, kExpiryWindows, kJournal };
   Layout layout = Layout::kLeveled;
   // kExpiryWindows: the width of a window. Wider: fewer windows for a lookup to probe; narrower:
