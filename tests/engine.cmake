@@ -27,6 +27,7 @@ idem_add_test(journal_test engine/journal_test.cc LIBS idem_engine_internal)
 idem_add_test(mapped_file_test engine/mapped_file_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_store_test engine/journal_store_test.cc LIBS idem_engine_internal)
 idem_add_test(journal_layout_test engine/journal_layout_test.cc LIBS idem_engine_internal)
+idem_add_test(journal_salvage_test engine/journal_salvage_test.cc LIBS idem_engine_internal)
 # A crash test's child process (a fresh process, not a fork of the test: RocksDB's thread pools
 # do not survive a fork), its path given to the test as the macro DEFINE.
 function(idem_add_crash_child TEST CHILD SOURCE LIB DEFINE)

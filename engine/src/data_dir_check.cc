@@ -99,6 +99,13 @@ Status CutShort(const std::string& path, const WalScan& scan, const std::string&
 
 std::string SalvageCommand(const std::string& dir) { return "idemctl --data " + dir + " repair"; }
 
+Status WithSalvageAdvice(const Status& s, const std::string& dir) {
+  if (!s.IsCorruption()) return s;
+  std::string message(s.message());
+  if (message.ends_with('.')) message.pop_back();
+  return Status::Corruption(message + ". To salvage what is readable: " + SalvageCommand(dir));
+}
+
 Status CheckDataDirectory(const std::string& dir, const EngineOptions& options) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) {

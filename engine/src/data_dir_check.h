@@ -35,5 +35,7 @@ Status CheckDataDirectory(const std::string& dir, const EngineOptions& options);
 
 // "idemctl --data DIR repair": how an operator salvages `dir`.
 std::string SalvageCommand(const std::string& dir);
+// `s`, and for Corruption the same followed by how to salvage `dir`.
+Status WithSalvageAdvice(const Status& s, const std::string& dir);
 
 }  // namespace idem

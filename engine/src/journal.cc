@@ -39,12 +39,6 @@ size_t LastNonZero(std::string_view bytes) {  // one past it; 0 if all zero
   return n;
 }
 
-// Whether a segment whose header does not decode may hold an entry: anything but zeros after
-// the header's place. (Its entries cannot be checked without the header's salt.)
-bool MayHoldAnEntry(std::string_view data) {
-  return data.size() > kSegmentHeaderBytes && LastNonZero(data.substr(kSegmentHeaderBytes)) > 0;
-}
-
 // Segment files close once their last user lets go, wherever that is.
 std::shared_ptr<rocksdb::FSRandomRWFile> Shared(std::unique_ptr<rocksdb::FSRandomRWFile> file) {
   if (!file) return nullptr;
@@ -140,22 +134,34 @@ Journal::~Journal() {
   if (preparer_.joinable()) preparer_.join();
 }
 
-Result<bool> Journal::HasSegments(rocksdb::FileSystem* fs, const std::string& dir) {
+Result<std::vector<uint64_t>> ListSegments(rocksdb::FileSystem* fs, const std::string& dir) {
   const rocksdb::IOOptions io;
-  if (fs->FileExists(dir, io, nullptr).IsNotFound()) return false;
   std::vector<std::string> children;
   if (rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr); !s.ok()) {
     return FromRocks(s);
   }
-  return std::any_of(children.begin(), children.end(),
-                     [](const std::string& name) { return SegmentNumber(name).has_value(); });
+  std::vector<uint64_t> numbers;
+  for (const std::string& name : children) {
+    if (std::optional<uint64_t> n = SegmentNumber(name)) numbers.push_back(*n);
+  }
+  std::sort(numbers.begin(), numbers.end());
+  return numbers;
 }
 
-std::string Journal::SegmentPath(uint64_t number) const {
+std::string SegmentFilePath(const std::string& dir, uint64_t number) {
   char name[kNumberDigits + 1];
   std::snprintf(name, sizeof(name), "%016llu", static_cast<unsigned long long>(number));
-  return dir_ + "/" + name + std::string(kSuffix);
+  return dir + "/" + name + std::string(kSuffix);
 }
+
+Result<bool> Journal::HasSegments(rocksdb::FileSystem* fs, const std::string& dir) {
+  if (fs->FileExists(dir, rocksdb::IOOptions(), nullptr).IsNotFound()) return false;
+  Result<std::vector<uint64_t>> numbers = ListSegments(fs, dir);
+  if (!numbers.ok()) return numbers.status();
+  return !numbers->empty();
+}
+
+std::string Journal::SegmentPath(uint64_t number) const { return SegmentFilePath(dir_, number); }
 
 Status Journal::failure() const {
   if (!has_failed_.load(std::memory_order_acquire)) return Status::Ok();
@@ -229,15 +235,9 @@ Result<std::unique_ptr<Journal>> Journal::OpenOrCheck(rocksdb::FileSystem* fs,
       return FromRocks(s);
     }
   }
-  std::vector<std::string> children;
-  if (rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr); !s.ok()) {
-    return FromRocks(s);
-  }
-  std::vector<uint64_t> numbers;
-  for (const std::string& name : children) {
-    if (std::optional<uint64_t> n = SegmentNumber(name)) numbers.push_back(*n);
-  }
-  std::sort(numbers.begin(), numbers.end());
+  Result<std::vector<uint64_t>> listed = ListSegments(fs, dir);
+  if (!listed.ok()) return listed.status();
+  const std::vector<uint64_t>& numbers = *listed;
 
   std::unique_ptr<Journal> journal(new Journal(fs, dir, options, clock));
   // Open's contract with a Resume. Segment files were only appended to (the active one) or

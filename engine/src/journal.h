@@ -58,6 +58,10 @@ namespace idem::journal {
 
 // Makes the entries of `dir` (files created, renamed or deleted in it) durable.
 rocksdb::IOStatus SyncDirectory(rocksdb::FileSystem* fs, const std::string& dir);
+// The numbers of the segment files in `dir`, ascending; IOError if `dir` cannot be listed.
+Result<std::vector<uint64_t>> ListSegments(rocksdb::FileSystem* fs, const std::string& dir);
+// The path of segment `number`'s file in `dir`.
+std::string SegmentFilePath(const std::string& dir, uint64_t number);
 
 struct JournalOptions {
   // A segment's size limit; at most kMaxSegmentBytes. An entry must fit in one segment.

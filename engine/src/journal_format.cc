@@ -358,8 +358,13 @@ Result<OpView> DecodeOp(std::string_view bytes) {
   return op;
 }
 
+bool MayHoldAnEntry(std::string_view segment_bytes) {
+  return segment_bytes.size() > kSegmentHeaderBytes &&
+         !AllZero(segment_bytes.substr(kSegmentHeaderBytes));
+}
+
 Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
-                                const OpVisitor& visit) {
+                                const OpVisitor& visit, AfterDamage after_damage) {
   Result<SegmentHeader> header = DecodeSegmentHeader(bytes);
   if (!header.ok()) return header.status();
   SegmentScan scan;
@@ -375,6 +380,11 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
     if (bad) break;
     if (entry.sequence <= last) {
       // Whole, so not a torn write, yet out of order: not what the writer wrote here.
+      if (after_damage == AfterDamage::kVisit) {
+        bad = "entry sequence " + std::to_string(entry.sequence) + " is not above " +
+              std::to_string(last);
+        break;
+      }
       scan.end_offset = scan.bad_offset = at;
       scan.what = "entry sequence " + std::to_string(entry.sequence) + " is not above " +
                   std::to_string(last);
@@ -407,6 +417,9 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
     }
     if (scan.entries_after_bad == 0) scan.resume_sequence = entry.sequence;
     ++scan.entries_after_bad;
+    if (after_damage == AfterDamage::kVisit && visit) {
+      for (const auto& [op, offset] : entry.ops) visit(op, offset, entry.sequence);
+    }
     synced_past_bad |= entry.synced_offset > at;
     scan.max_synced_offset = std::max(scan.max_synced_offset, entry.synced_offset);
     last = entry.sequence;

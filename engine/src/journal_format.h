@@ -141,6 +141,9 @@ std::string EncodeSegmentHeader(const SegmentHeader& header);
 // wrong magic, version or checksum; a dictionary whose length is out of bounds, cut off, or
 // whose checksum does not match).
 Result<SegmentHeader> DecodeSegmentHeader(std::string_view bytes);
+// Whether a segment whose header does not decode may hold an entry: anything but zeros after
+// the header's place. (Its entries cannot be checked without the header's salt.)
+bool MayHoldAnEntry(std::string_view segment_bytes);
 // The format version of a segment whose header DecodeSegmentHeader decoded from `bytes`.
 // EncodeSegmentHeader writes kFormatVersion, or with a dictionary kDictionaryFormatVersion.
 uint32_t SegmentFormatVersion(std::string_view bytes);
@@ -244,12 +247,17 @@ struct SegmentScan {
 // `offset` is where the operation starts in the segment, `sequence` its entry's number.
 using OpVisitor = std::function<void(const OpView& op, uint64_t offset, uint64_t sequence)>;
 
+// What a scan visits past a bad spot: nothing (kStop: what an open replays ends there), or every
+// intact entry it finds after it, each numbered above the one before (kVisit: what a salvage
+// keeps). With kVisit, an entry out of order is a bad spot to look past, not the end of the scan.
+enum class AfterDamage { kStop, kVisit };
+
 // Scans a whole segment file's bytes. Entries must be numbered above `after_sequence` and the
 // header's own after sequence (the last sequence before the segment), each above the one before;
 // a compressed value in a segment without a dictionary does not check. Corruption if the segment
-// header does not decode; otherwise the scan, whatever its tail. A damaged segment's visitor
-// calls stop at the damage.
+// header does not decode; otherwise the scan, whatever its tail.
 Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
-                                const OpVisitor& visit);
+                                const OpVisitor& visit,
+                                AfterDamage after_damage = AfterDamage::kStop);
 
 }  // namespace idem::journal

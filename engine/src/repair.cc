@@ -16,6 +16,7 @@
 
 #include "column_families.h"
 #include "fence_allocator.h"
+#include "journal_salvage.h"
 #include "key_codec.h"
 #include "prezeroed_wal.h"
 #include "record_codec.h"
@@ -152,16 +153,19 @@ Status SalvageWithManifest(const std::string& dir, rocksdb::Options options) {
   return s.ok() ? closed : FromRocks(s);
 }
 
-// Counts the salvaged records and raises the fence reservation far above every fence they
-// carry: records lost to the damage may have carried higher fences, which clients may hold, and
-// the reservation that covered them may be lost too. A fence must never be handed out twice.
-Status TakeInventory(const std::string& dir, rocksdb::Options options, RepairReport* report) {
+// Counts the salvaged records RocksDB holds (adding them to the journal's, already in
+// report->records) and raises the fence reservation far above every fence they carry and
+// `journal_max_fence`: records lost to the damage may have carried higher fences, which clients
+// may hold, and the reservation that covered them may be lost too. A fence must never be handed
+// out twice.
+Status TakeInventory(const std::string& dir, rocksdb::Options options, uint64_t journal_max_fence,
+                     RepairReport* report) {
   options.create_if_missing = false;
   Result<std::unique_ptr<AllFamilies>> opened =
       OpenAllFamilies(options, options, dir, OpenMode::kReadWrite);
   if (!opened.ok()) return opened.status();
   rocksdb::DB* const db = (*opened)->db();
-  uint64_t max_fence = 0;
+  uint64_t max_fence = journal_max_fence;
   uint64_t in_windows = 0;  // of report->records
   for (size_t i = 0; i < (*opened)->handles().size(); ++i) {
     const uint64_t before = report->records;
@@ -303,10 +307,29 @@ Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions&
     }
   }
 
-  if (Status st = TakeInventory(dir, rocks, &report); !st.ok()) return st;
-  report.lines.push_back("lost " + std::to_string(report.lost_operations) + " operations" +
-                         (report.loss_uncounted ? ", and an uncounted number (see above)" : "") +
-                         " (an operation is one record written: an insert, an update or a delete)");
+  Result<std::optional<JournalSalvage>> journal = SalvageJournal(dir, engine);
+  if (!journal.ok()) {
+    return Status::FromCode(static_cast<uint32_t>(journal.status().code()),
+                            "salvaging the journal failed (" + journal.status().message() +
+                                "); the directory as it was before the repair is kept at " +
+                                report.backup_dir);
+  }
+  std::string lost_entries;
+  if (const std::optional<JournalSalvage>& salvage = *journal) {
+    report.lines.insert(report.lines.end(), salvage->lines.begin(), salvage->lines.end());
+    report.records += salvage->records;
+    report.lost_journal_entries = salvage->lost_entries;
+    report.loss_uncounted |= salvage->loss_uncounted;
+    lost_entries = " and " + std::to_string(salvage->lost_entries) +
+                   (salvage->lost_entries == 1 ? " journal entry" : " journal entries");
+  }
+  const uint64_t journal_max_fence = *journal ? (*journal)->max_fence : 0;
+  if (Status st = TakeInventory(dir, rocks, journal_max_fence, &report); !st.ok()) return st;
+  report.lines.push_back(
+      "lost " + std::to_string(report.lost_operations) + " operations" + lost_entries +
+      (report.loss_uncounted ? ", and an uncounted number (see above)" : "") +
+      " (an operation is one record written: an insert, an update or a delete" +
+      (lost_entries.empty() ? "" : "; a journal entry, one batch of them") + ")");
   report.lines.push_back("the directory as it was before the repair is kept at " +
                          report.backup_dir + "; remove it once the repaired database is verified");
   return report;

@@ -1876,12 +1876,8 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::Status s =
       rocksdb::DB::Open(rocksdb::DBOptions(rocks_options), dir, families, &handles, &raw);
-  if (s.IsCorruption()) {  // what RocksDB refuses itself, e.g. a closed WAL shorter than it was
-    std::string message = FromRocks(s).message();
-    if (message.ends_with('.')) message.pop_back();
-    return Status::Corruption(message + ". To salvage what is readable: " + SalvageCommand(dir));
-  }
-  if (!s.ok()) return FromRocks(s);
+  // Corruption: what RocksDB refuses itself, e.g. a closed WAL shorter than it was.
+  if (!s.ok()) return WithSalvageAdvice(FromRocks(s), dir);
   std::unique_ptr<rocksdb::DB> db(raw);
   auto windows =
       std::make_unique<ExpiryWindows>(db.get(), options.expiry_window_ms, window_options);
@@ -1932,7 +1928,7 @@ Result<std::unique_ptr<ServingEngine>> OpenEngineOnFileSystem(
     }
     Result<std::unique_ptr<journal::JournalStore>> opened = journal::JournalStore::Open(
         journal_fs.get(), JournalDir(dir), journal_options, options.clock.get(), bound);
-    if (!opened.ok()) return opened.status();
+    if (!opened.ok()) return WithSalvageAdvice(opened.status(), dir);
     journal = std::move(*opened);
     if (journal->opened().loaded_saved_index) {
       options.log(LogRecord(LogLevel::kInfo, "journal_index_loaded",

@@ -11,6 +11,7 @@
 
 #include "clock_mark.h"
 #include "column_families.h"
+#include "data_dir_check.h"
 #include "journal.h"
 #include "journal_layout.h"
 #include "journal_store.h"
@@ -104,7 +105,7 @@ Status VerifyJournal(const std::string& dir, int64_t removal_bound_ms, VerifyRep
                            st.message());
         }
       });
-  if (!checked.ok()) return checked.status();
+  if (!checked.ok()) return WithSalvageAdvice(checked.status(), dir);
   report->journal_segments = checked->kept.size();
   report->journal_bytes = checked->entry_bytes;
   if (checked->tail_to_repair) report->journal_torn_tail = *checked->tail_to_repair;

@@ -265,6 +265,48 @@ TEST(IdemctlRepairWindowsTest, SalvagesTheRecordsOfEveryExpiryWindow) {
       (*repaired)->db()->Get(rocksdb::ReadOptions(), RecordKey("win", "d" + last), &value).ok());
 }
 
+// A database of the journal layout with a segment garbled in the middle: a start refuses it and
+// names the repair, which keeps every intact entry (also after the damage) and counts the ones
+// it destroyed, with the real idemctl (which knows neither the segment size nor compression).
+TEST(IdemctlRepairJournalTest, SalvagesADamagedJournalSegmentAndCountsWhatWasLost) {
+  testing::TempDir dir;
+  const std::string db = dir.Sub("db");
+  EngineOptions options;
+  options.reclaim_interval_ms = 0;
+  options.layout = EngineOptions::Layout::kJournal;
+  options.journal_segment_bytes = EngineOptions::kMinJournalSegmentBytes;
+  options.limits.max_payload_bytes = 16 << 10;
+  {
+    auto engine = Engine::Open(db, options);
+    ASSERT_OK(engine);
+    testing::InsertRecords(**engine, kRecords, /*batch=*/1);
+  }
+  std::filesystem::remove(db + "/journal/index");  // a start then replays, and checks, it all
+  testing::Garble16BytesAt(db + "/journal/0000000000000002.jnl", 30'000);
+  Result<std::unique_ptr<Engine>> refused = Engine::Open(db, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("idemctl --data " + db + " repair"));
+
+  testing::CommandResult r =
+      testing::RunCommand(std::string(IDEMCTL_PATH) + " --data " + db + " repair 2>&1");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("0000000000000002.jnl: damaged at offset"));
+  EXPECT_THAT(r.output, HasSubstr("rewrote the journal from the"));
+  auto engine = Engine::Open(db, options);
+  ASSERT_OK(engine);
+  const int recovered = testing::CountRecords(**engine, kRecords);
+  EXPECT_GE(recovered, kRecords - 2) << "16 bytes destroy one entry, or two at a boundary";
+  EXPECT_LT(recovered, kRecords);
+  const int lost = kRecords - recovered;
+  EXPECT_THAT(r.output, HasSubstr("lost 0 operations and " + std::to_string(lost) +
+                                  (lost == 1 ? " journal entry" : " journal entries")));
+  EXPECT_THAT(r.output, HasSubstr("the database now holds " + std::to_string(recovered)));
+  // Every fence the journal's records carry is below what is handed out next.
+  auto next = (*engine)->Insert({.ns = "dmg", .key = "after-repair", .status = "S"});
+  ASSERT_OK(next);
+  EXPECT_GT(next->record->fence, uint64_t{1} << 40);
+}
+
 // A column family this build does not know: the repair refuses before it changes or copies
 // anything (rebuilding could only lose what that family holds).
 TEST(IdemctlRepairWindowsTest, RefusesADatabaseWithAnUnknownColumnFamily) {

@@ -150,7 +150,8 @@ const std::vector<CommandSpec>& Commands() {
        kMaintenance,
        {},
        {{"backup", "DIR"}},
-       "salvage a database that refuses to start (a damaged WAL, a missing CURRENT): copies the "
+       "salvage a database that refuses to start (a damaged WAL or journal segment, a missing "
+       "CURRENT): copies the "
        "directory to DIR first (default DIR.before-repair-<UTC time>), then keeps what is "
        "readable and reports what was lost"},
       {"auth hash",

@@ -156,7 +156,8 @@ struct Grammar {
             "family per window of death times, dropped whole by the same\n"
             "ReclaimExpired schedule), journal (the journal layout: records\n"
             "appended to segment files, deleted whole by the same schedule\n"
-            "once all their records are dead)");
+            "once all their records are dead), journal-compressed (the same,\n"
+            "records compressed with a dictionary per segment)");
   CLI::Option* window =
       Value(kPolicies, "--window", "D", "per policy: (longest TTL + remember) / 8",
             "windows: the width of an expiry window, 1s..30d. Default per\n"

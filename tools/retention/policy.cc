@@ -16,17 +16,20 @@ std::string_view StrategyName(Strategy s) {
       return "windows";
     case Strategy::kJournal:
       return "journal";
+    case Strategy::kJournalCompressed:
+      return "journal-compressed";
   }
   return "?";
 }
 
 Result<Strategy> ParseStrategy(std::string_view name) {
-  for (Strategy s :
-       {Strategy::kReclaim, Strategy::kCompactionOnly, Strategy::kWindows, Strategy::kJournal}) {
+  for (Strategy s : {Strategy::kReclaim, Strategy::kCompactionOnly, Strategy::kWindows,
+                     Strategy::kJournal, Strategy::kJournalCompressed}) {
     if (name == StrategyName(s)) return s;
   }
-  return Status::InvalidArgument("unknown strategy '" + std::string(name) +
-                                 "' (strategies: reclaim, compaction-only, windows, journal)");
+  return Status::InvalidArgument(
+      "unknown strategy '" + std::string(name) +
+      "' (strategies: reclaim, compaction-only, windows, journal, journal-compressed)");
 }
 
 int64_t Policy::TtlFor(std::string_view ns) const {

@@ -29,9 +29,13 @@ enum class Strategy : uint8_t {
   // which the same scheduled ReclaimExpired pass deletes once all their records are dead (the
   // few long-lived ones of a mostly dead segment appended again first).
   kJournal,
+  // The same journal, its records compressed with a per-segment dictionary
+  // (EngineOptions::journal_dictionary_bytes = kDefaultJournalDictionaryBytes).
+  kJournalCompressed,
 };
 
-std::string_view StrategyName(Strategy s);  // "reclaim", "compaction-only", "windows", "journal"
+// "reclaim", "compaction-only", "windows", "journal", "journal-compressed"
+std::string_view StrategyName(Strategy s);
 Result<Strategy> ParseStrategy(std::string_view name);
 
 struct Policy {

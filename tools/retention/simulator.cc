@@ -100,12 +100,16 @@ class Run {
       options.expiry_window_ms = result_.policy.window_ms;
       options.expiry_window_merge_files = options_.window_merge_files;
     }
-    if (policy_.strategy == Strategy::kJournal) {
+    if (policy_.strategy == Strategy::kJournal ||
+        policy_.strategy == Strategy::kJournalCompressed) {
       options.layout = EngineOptions::Layout::kJournal;
       // As large as a memtable: the data a layout holds before it is in a file it can drop.
       options.journal_segment_bytes =
           std::clamp<uint64_t>(options_.write_buffer_bytes, EngineOptions::kMinJournalSegmentBytes,
                                EngineOptions::kMaxJournalSegmentBytes);
+      if (policy_.strategy == Strategy::kJournalCompressed) {
+        options.journal_dictionary_bytes = EngineOptions::kDefaultJournalDictionaryBytes;
+      }
     }
     const int64_t max_ttl = std::max(policy_.MaxTtl(), options.default_retention.max_ttl_ms);
     options.default_retention =

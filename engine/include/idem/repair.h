@@ -18,6 +18,11 @@
 //   4. Reports what it found and lost: per WAL, where it is damaged and how many operations the
 //      damage destroyed (WAL records carry sequence numbers, so the gap is exact), or that the
 //      loss cannot be counted (a WAL cut short: its missing end left no trace).
+//   5. For a database of the journal layout, salvages the journal's segments if any is damaged:
+//      every intact entry, also those after the damage, goes into a new journal that replaces
+//      the old one in one step (engine/src/journal_salvage.h); a segment whose header cannot be
+//      read is lost whole. Entries carry sequence numbers too, so what the damage destroyed is
+//      counted the same way.
 //
 // Must not run while a server has the database open (the copy would not be consistent):
 // Busy if the directory's LOCK is held. A column family that is neither `default` nor an expiry
@@ -45,10 +50,11 @@ struct RepairOptions {
 
 struct RepairReport {
   std::string backup_dir;
-  std::vector<std::string> lines;  // for the operator: what was found, salvaged and lost
-  uint64_t records = 0;            // records the repaired database holds
-  uint64_t lost_operations = 0;    // operations known destroyed (sequence-number gaps)
-  bool loss_uncounted = false;     // some loss cannot be counted (a WAL's missing end)
+  std::vector<std::string> lines;     // for the operator: what was found, salvaged and lost
+  uint64_t records = 0;               // records the repaired database holds
+  uint64_t lost_operations = 0;       // operations known destroyed (sequence-number gaps)
+  uint64_t lost_journal_entries = 0;  // journal entries (batches) known destroyed, likewise
+  bool loss_uncounted = false;        // some loss cannot be counted (a WAL's missing end)
 };
 
 Result<RepairReport> RepairDatabase(const std::string& dir, const RepairOptions& options);
