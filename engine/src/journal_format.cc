@@ -375,6 +375,7 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
   uint64_t at = header->entries_offset();
   CheckedEntry entry;
   std::optional<std::string> bad;
+  bool out_of_order = false;  // a whole entry not numbered above the one before: never torn
   while (at < bytes.size()) {
     bad = CheckEntry(bytes, at, salt, has_dictionary, &entry);
     if (bad) break;
@@ -383,6 +384,7 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
       if (after_damage == AfterDamage::kVisit) {
         bad = "entry sequence " + std::to_string(entry.sequence) + " is not above " +
               std::to_string(last);
+        out_of_order = true;
         break;
       }
       scan.end_offset = scan.bad_offset = at;
@@ -411,7 +413,12 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
   scan.what = std::move(*bad);
   bool synced_past_bad = false;
   for (uint64_t next = at + kAlignment; next + kEntryHeaderBytes <= bytes.size();) {
-    if (CheckEntry(bytes, next, salt, has_dictionary, &entry) || entry.sequence <= last) {
+    if (CheckEntry(bytes, next, salt, has_dictionary, &entry)) {
+      next += kAlignment;
+      continue;
+    }
+    if (entry.sequence <= last) {
+      out_of_order |= after_damage == AfterDamage::kVisit;
       next += kAlignment;
       continue;
     }
@@ -425,7 +432,8 @@ Result<SegmentScan> ScanSegment(std::string_view bytes, uint64_t after_sequence,
     last = entry.sequence;
     next += kEntryHeaderBytes + entry.payload;
   }
-  scan.tail = synced_past_bad ? SegmentScan::Tail::kDamaged : SegmentScan::Tail::kTorn;
+  scan.tail =
+      synced_past_bad || out_of_order ? SegmentScan::Tail::kDamaged : SegmentScan::Tail::kTorn;
   return scan;
 }
 

@@ -249,7 +249,8 @@ using OpVisitor = std::function<void(const OpView& op, uint64_t offset, uint64_t
 
 // What a scan visits past a bad spot: nothing (kStop: what an open replays ends there), or every
 // intact entry it finds after it, each numbered above the one before (kVisit: what a salvage
-// keeps). With kVisit, an entry out of order is a bad spot to look past, not the end of the scan.
+// keeps). With kVisit, an entry out of order is a bad spot to look past, not the end of the scan,
+// and makes the tail kDamaged (a whole entry is never a torn write).
 enum class AfterDamage { kStop, kVisit };
 
 // Scans a whole segment file's bytes. Entries must be numbered above `after_sequence` and the

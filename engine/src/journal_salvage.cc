@@ -114,6 +114,10 @@ class Salvager {
     return st;
   }
 
+  // The number of the last entry kept (or left out); 0 before the first. Entries after it must
+  // be numbered above it: one that is not was not written in this journal's order.
+  uint64_t last_sequence() const { return last_ ? last_->sequence : 0; }
+
   // What Follow found missing since the last call, for the report (after the damage found).
   std::vector<std::string> TakeGaps() { return std::exchange(gaps_, {}); }
 
@@ -216,7 +220,7 @@ Result<bool> ReadSegmentInto(rocksdb::FileSystem* fs, const std::string& journal
   uint64_t last_undecodable = 0;
   std::string scratch;
   Result<journal::SegmentScan> scan = journal::ScanSegment(
-      *bytes, 0,
+      *bytes, salvager->last_sequence(),
       [&](const journal::OpView& op, uint64_t, uint64_t sequence) {
         if (!failed.ok()) return;
         Result<journal::OpView> plain = journal::Journal::Plain(op, dictionary, &scratch);

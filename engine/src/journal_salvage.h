@@ -17,7 +17,8 @@
 // missing (a segment gone from the numbering was deleted whole, once all it held had died).
 // Damage that no later intact entry bounds is a loss that cannot be counted, except at the end
 // of the last segment: a write a crash tore there was never acknowledged under sync durability
-// (an open cuts it too).
+// (an open cuts it too). An intact entry numbered at or below one before it is damage and left
+// out, as an open refuses it: taken in, it would replace the later versions of its keys.
 //
 // A journal without damage other than that torn end is left as it was.
 #pragma once

@@ -226,6 +226,40 @@ TEST_P(JournalSalvageTest, AGapLeftByADroppedSegmentIsNotALoss) {
   EXPECT_FALSE(report.loss_uncounted) << Lines(report);
 }
 
+// A segment file of another journal under this one's next number (its header's number right):
+// its entries are numbered below what came before, so they were not written in this order and
+// are left out, rather than taken as the latest versions of their keys.
+TEST_P(JournalSalvageTest, EntriesNumberedOutOfOrderAreLeftOut) {
+  const std::map<uint64_t, EntryAt> entries = Entries();
+  std::set<uint64_t> segments;
+  for (const auto& [seq, at] : entries) segments.insert(at.segment);
+  const uint64_t last = *segments.rbegin();
+  ASSERT_GE(last, 3u);
+  std::set<std::string> lost;  // the records of the segment replaced
+  for (const auto& [seq, at] : entries) {
+    if (at.segment == last) lost.insert(at.key);
+  }
+  const std::string other = dir_.Sub("other");
+  {
+    auto engine = Engine::Open(other, options_);
+    ASSERT_OK(engine);
+    for (int i = 0; i < kRecords; ++i) {  // larger records: its segment `last` begins earlier
+      ASSERT_OK((*engine)->Insert({.ns = "dmg",
+                                   .key = testing::DamageKey(i),
+                                   .status = "DONE",
+                                   .payload = "stale " + std::string(2000, 'o')}));
+    }
+  }
+  std::filesystem::copy_file(journal::SegmentFilePath(JournalDir(other), last), SegmentPath(last),
+                             std::filesystem::copy_options::overwrite_existing);
+  ExpectAStartRefused();
+
+  const RepairReport report = Repair();
+  EXPECT_TRUE(report.loss_uncounted) << Lines(report);
+  EXPECT_THAT(Lines(report), HasSubstr("is not above"));
+  ExpectAllBut(lost);
+}
+
 // Nothing after the damage can tell how much it destroyed: said so, not counted as none.
 TEST_P(JournalSalvageTest, ALossNothingAfterBoundsIsUncounted) {
   const std::map<uint64_t, EntryAt> entries = Entries();
