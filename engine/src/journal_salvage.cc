@@ -69,6 +69,12 @@ class Salvager {
   }
   // Something was lost here that only a later intact entry can count.
   void LoseUnbounded() { unbounded_loss_ = true; }
+  // The current segment ends in a write that does not check, with nothing intact after it
+  // (`line` says where): the journal's torn end, which an open cuts, unless an intact entry
+  // follows in a later segment (after the segment an open would have prepared, empty, say).
+  void EndTorn(std::string line) { torn_end_ = std::move(line); }
+  // Whether a torn end turned out to be damage (an entry followed it).
+  bool damage_found() const { return damage_found_; }
 
   // One operation of the entry `sequence` of the current segment, plain (journal::Journal::Plain).
   Status Add(const journal::OpView& op, uint64_t sequence) {
@@ -124,6 +130,11 @@ class Salvager {
   // The end of the journal: a loss no later entry bounded cannot be counted.
   void Finish() {
     if (unbounded_loss_) salvage_->loss_uncounted = true;
+    if (torn_end_) {
+      salvage_->lines.push_back(*torn_end_ +
+                                ": the last write, torn by a crash (under sync durability it "
+                                "was never acknowledged); an open cuts it too");
+    }
   }
 
  private:
@@ -149,6 +160,12 @@ class Salvager {
                       std::to_string(number_) + "): " + std::to_string(lost) +
                       (lost == 1 ? " entry" : " entries") + " lost");
     }
+    if (torn_end_) {
+      damage_found_ = true;
+      salvage_->lines.push_back(*torn_end_ + "; intact entries follow it in a later segment");
+      torn_end_.reset();
+      unbounded_loss_ = true;
+    }
     if (unbounded_loss_ && !continuous) salvage_->loss_uncounted = true;
     unbounded_loss_ = false;
     last_ = Last{sequence, number_, position_};
@@ -169,6 +186,8 @@ class Salvager {
   uint64_t discarded_ = 0;  // an entry left out
   std::optional<Last> last_;
   bool unbounded_loss_ = false;
+  std::optional<std::string> torn_end_;
+  bool damage_found_ = false;
   std::vector<std::string> gaps_;
   std::deque<std::string> keys_, values_;  // what writes_ points into
   std::vector<journal::JournalStore::Write> writes_;
@@ -251,10 +270,8 @@ Result<bool> ReadSegmentInto(rocksdb::FileSystem* fs, const std::string& journal
                              " intact entries after it were kept");
     return true;  // the numbers around the damage count what it destroyed
   }
-  if (last && scan->tail == journal::SegmentScan::Tail::kTorn) {
-    salvage->lines.push_back(line +
-                             ": the last write, torn by a crash (under sync durability it "
-                             "was never acknowledged); an open cuts it too");
+  if (scan->tail == journal::SegmentScan::Tail::kTorn) {
+    salvager->EndTorn(std::move(line));
     return damaged;
   }
   salvager->LoseUnbounded();
@@ -322,6 +339,7 @@ Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
     damaged |= *found;
   }
   salvager.Finish();
+  damaged |= salvager.damage_found();
   salvage.records = store->records();
   if (!damaged) {
     salvage.lines.push_back("journal: " + std::to_string(salvage.segments) + " segments, " +

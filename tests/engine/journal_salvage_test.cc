@@ -260,6 +260,49 @@ TEST_P(JournalSalvageTest, EntriesNumberedOutOfOrderAreLeftOut) {
   ExpectAllBut(lost);
 }
 
+// The last entry torn by a crash, and the next segment prepared ahead of the writes, empty: an
+// open cuts the tear and starts as before, so a repair leaves it too, and loses nothing.
+TEST_P(JournalSalvageTest, ATornLastWriteBeforeAPreparedSegmentIsNoLoss) {
+  const std::string dir = dir_.Sub("prepared");
+  std::filesystem::create_directories(dir);
+  journal::JournalOptions options = JournalOptionsFor(options_, /*os_files=*/true);
+  options.prepare_in_background = false;
+  ManualClock clock;
+  uint64_t segment = 0, last_op = 0;
+  {
+    Result<std::unique_ptr<journal::Journal>> opened = journal::Journal::Open(
+        rocksdb::FileSystem::Default().get(), JournalDir(dir), options, &clock, nullptr);
+    ASSERT_OK(opened);
+    for (int i = 0; i < 20; ++i) {
+      journal::EntryBuilder entry;
+      const std::string key = "k" + std::to_string(i);
+      ASSERT_OK(entry.Add(journal::OpView{journal::OpType::kPut, 1000, key, "value"}));
+      Result<journal::Journal::Location> at = (*opened)->Append(&entry);
+      ASSERT_OK(at);
+      last_op = at->offset;
+      segment = (*opened)->Segments().back().number;
+    }
+    ASSERT_OK((*opened)->Sync());
+    ASSERT_OK((*opened)->PrepareNextSegment());
+  }
+  Result<std::vector<uint64_t>> numbers =
+      journal::ListSegments(rocksdb::FileSystem::Default().get(), JournalDir(dir));
+  ASSERT_OK(numbers);
+  ASSERT_EQ((std::vector<uint64_t>{segment, segment + 1}), *numbers);
+  testing::Garble16BytesAt(journal::SegmentFilePath(JournalDir(dir), segment), last_op + 8);
+
+  Result<std::optional<JournalSalvage>> salvage = SalvageJournal(dir, options_);
+  ASSERT_OK(salvage);
+  ASSERT_TRUE(salvage->has_value());
+  const JournalSalvage& s = **salvage;
+  std::string lines;
+  for (const std::string& line : s.lines) lines += line + "\n";
+  EXPECT_FALSE(s.rewritten) << lines;
+  EXPECT_FALSE(s.loss_uncounted) << lines;
+  EXPECT_EQ(0u, s.lost_entries) << lines;
+  EXPECT_THAT(lines, HasSubstr("torn by a crash"));
+}
+
 // Nothing after the damage can tell how much it destroyed: said so, not counted as none.
 TEST_P(JournalSalvageTest, ALossNothingAfterBoundsIsUncounted) {
   const std::map<uint64_t, EntryAt> entries = Entries();
