@@ -365,9 +365,9 @@ TEST_P(AdminQueryTest, AWalkListsEveryRecordPresentThroughoutWhateverMovesMeanwh
 INSTANTIATE_TEST_SUITE_P(Layouts, AdminQueryTest,
                          ::testing::Values(EngineOptions::Layout::kLeveled,
                                            EngineOptions::Layout::kJournal),
-                         [](const ::testing::TestParamInfo<EngineOptions::Layout>& info) {
-                           return info.param == EngineOptions::Layout::kJournal ? "Journal"
-                                                                                : "Leveled";
+                         [](const ::testing::TestParamInfo<EngineOptions::Layout>& p) {
+                           return p.param == EngineOptions::Layout::kJournal ? "Journal"
+                                                                             : "Leveled";
                          });
 
 }  // namespace

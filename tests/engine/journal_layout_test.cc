@@ -410,9 +410,9 @@ class ConversionFromEachLayoutTest : public JournalConversionTest,
 INSTANTIATE_TEST_SUITE_P(Layouts, ConversionFromEachLayoutTest,
                          ::testing::Values(EngineOptions::Layout::kLeveled,
                                            EngineOptions::Layout::kExpiryWindows),
-                         [](const ::testing::TestParamInfo<EngineOptions::Layout>& info) {
-                           return info.param == EngineOptions::Layout::kLeveled ? "Leveled"
-                                                                                : "Windows";
+                         [](const ::testing::TestParamInfo<EngineOptions::Layout>& p) {
+                           return p.param == EngineOptions::Layout::kLeveled ? "Leveled"
+                                                                             : "Windows";
                          });
 
 TEST_P(ConversionFromEachLayoutTest, IsConvertedAtItsFirstOpenWithTheJournalLayout) {

@@ -117,8 +117,8 @@ class JournalSalvageTest : public ::testing::TestWithParam<bool> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Values, JournalSalvageTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Compressed" : "Plain";
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "Compressed" : "Plain";
                          });
 
 TEST_P(JournalSalvageTest, AnEntryDamagedMidSegmentIsLostAloneAndCounted) {
