@@ -145,7 +145,8 @@ Result<int64_t> KeepUntilOf(std::string_view value, int64_t remember_ms) {
   return JournalKeepUntil(DeathOf(record, remember_ms));
 }
 
-// Builds the journal of the default family's live records in `staging`, synced, with the mark.
+// Builds the journal of the live records of the default and window families in `staging`
+// (FamiliesReadLast's order), synced, with the mark.
 Status BuildStagingJournal(rocksdb::DB* db, const ExpiryWindows& windows, rocksdb::FileSystem* fs,
                            const std::string& staging, const std::string& db_dir,
                            const EngineOptions& options, const journal::JournalOptions& journal,
