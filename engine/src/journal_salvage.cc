@@ -304,7 +304,12 @@ Status Exchange(const std::string& staging, const std::string& journal_dir) {
 
 Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
                                                      const EngineOptions& options) {
-  rocksdb::FileSystem* const fs = rocksdb::FileSystem::Default().get();
+  return SalvageJournal(db_dir, options, rocksdb::FileSystem::Default().get());
+}
+
+Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
+                                                     const EngineOptions& options,
+                                                     rocksdb::FileSystem* fs) {
   const std::string journal_dir = JournalDir(db_dir);
   Result<bool> has = journal::Journal::HasSegments(fs, journal_dir);
   if (!has.ok()) return has.status();
@@ -317,7 +322,8 @@ Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
 
   JournalSalvage salvage;
   salvage.segments = numbers->size();
-  journal::JournalOptions journal_options = JournalOptionsFor(options, /*os_files=*/true);
+  journal::JournalOptions journal_options =
+      JournalOptionsFor(options, /*os_files=*/fs == rocksdb::FileSystem::Default().get());
   journal_options.prepare_in_background = false;
   const std::shared_ptr<const Clock> clock = options.clock ? options.clock : SystemClock::Default();
   Result<std::unique_ptr<journal::JournalStore>> opened = journal::JournalStore::Open(

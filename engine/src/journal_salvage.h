@@ -31,6 +31,10 @@
 #include "idem/options.h"
 #include "idem/result.h"
 
+namespace rocksdb {
+class FileSystem;
+}  // namespace rocksdb
+
 namespace idem {
 
 struct JournalSalvage {
@@ -52,5 +56,11 @@ struct JournalSalvage {
 // `journal.repairing` and the message says how to put it in place by hand.
 Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
                                                      const EngineOptions& options);
+// The same on `fs` (the operating system's in production; a test's, to make it fail) for the
+// segments' reads and the new journal's writes; the directories are exchanged and deleted
+// through the operating system either way.
+Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
+                                                     const EngineOptions& options,
+                                                     rocksdb::FileSystem* fs);
 
 }  // namespace idem

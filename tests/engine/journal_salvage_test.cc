@@ -18,6 +18,7 @@
 #include "journal_layout.h"
 #include "support/data_damage.h"
 #include "support/engine_fixture.h"
+#include "support/journal_fault_fs.h"
 #include "support/temp_dir.h"
 
 namespace idem {
@@ -188,6 +189,31 @@ TEST_P(JournalSalvageTest, DamageAtASealedSegmentsEndIsCountedByTheNextSegment) 
   EXPECT_EQ(1u, report.lost_journal_entries) << Lines(report);
   EXPECT_FALSE(report.loss_uncounted) << Lines(report);
   ExpectAllBut({last_of_first.key});
+}
+
+// The disk fills while the new journal is written: the salvage fails with the write's error,
+// the damaged journal is left as it was, the partial new one is deleted, and a salvage with room
+// then succeeds.
+TEST_P(JournalSalvageTest, ADiskThatFillsDuringTheSalvageLeavesTheJournalAsItWas) {
+  const std::map<uint64_t, EntryAt> entries = Entries();
+  const EntryAt damaged = std::next(entries.begin(), 400)->second;
+  testing::Garble16BytesAt(SegmentPath(damaged.segment), damaged.offset);
+  const testing::DirSnapshot before = testing::Snapshot(JournalDirectory());
+
+  testing::JournalFaultFs full;
+  full.writes_before_failure = 5;
+  Result<std::optional<JournalSalvage>> failed = SalvageJournal(db_, options_, &full);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
+  EXPECT_TRUE(before == testing::Snapshot(JournalDirectory()));
+  EXPECT_FALSE(std::filesystem::exists(JournalDirectory() + ".repairing"));
+
+  Result<std::optional<JournalSalvage>> salvaged = SalvageJournal(db_, options_);
+  ASSERT_OK(salvaged);
+  ASSERT_TRUE(salvaged->has_value());
+  EXPECT_TRUE((*salvaged)->rewritten);
+  EXPECT_EQ(1u, (*salvaged)->lost_entries);
+  ExpectAllBut({damaged.key});
 }
 
 // Segments whose records have all died are deleted whole: the numbers of their entries are
