@@ -67,6 +67,7 @@ void JournalStore::LoadSaved(rocksdb::FileSystem* fs, const std::string& dir,
   resume->rejected = [this](const std::string& why) {
     index_.Clear();
     needs_.clear();
+    delete_needs_.clear();
     opened_.loaded_saved_index = false;
     opened_.saved_index_unused = "the journal could not have followed the save: " + why;
   };
@@ -205,7 +206,7 @@ Status JournalStore::Replay(const Journal& journal, const OpView& stored, Journa
     return Status::Busy("the journal's index is full");
   }
   if (needed) {
-    AddNeed(at.segment, op.keep_until_ms, OpBytes(stored.key.size(), stored.value.size()));
+    AddNeed(at.segment, op.keep_until_ms, OpBytes(stored.key.size(), stored.value.size()), op.type);
   }
   return Status::Ok();
 }
@@ -336,7 +337,7 @@ Status JournalStore::Apply(std::span<const Write> writes) {
     const Write& w = writes[i];
     Pending& p = pending[i];
     const Journal::Location here{at->segment, at->offset + offsets[i]};
-    AddNeed(here.segment, p.keep_until_ms, entry.op_bytes(i));
+    AddNeed(here.segment, p.keep_until_ms, entry.op_bytes(i), w.type);
     std::optional<Version> current = p.current;
     if (p.earlier) {
       const size_t j = *p.earlier;
@@ -434,18 +435,28 @@ Result<JournalStore::MoveReport> JournalStore::MoveSurvivors(int64_t removal_bou
   for (const Journal::SegmentInfo& segment : segments) {
     if (segment.active || segment.max_keep_until_ms <= stays_past) continue;
     if (std::any_of(unmovable_.begin(), unmovable_.end(), named(segment))) continue;
+    // Every earlier version of a key is in a segment numbered at most that of its delete
+    // (versions are appended in order, and a move appends again only a key's current version),
+    // so the deletes of the oldest segment have nothing left to hide once it goes. The segments
+    // deleted so far in this call are gone from the journal's list; one whose delete failed is
+    // still in it.
+    const std::vector<Journal::SegmentInfo> present = journal_->Segments();
+    const bool oldest = std::none_of(present.begin(), present.end(), [&](const auto& other) {
+      return other.number < segment.number;
+    });
     const uint64_t bytes = segment.end_offset - segment.entries_offset;
-    const uint64_t needed = NeededAfter(segment.id, removal_bound_ms);
+    uint64_t needed = NeededAfter(segment.id, removal_bound_ms);
+    if (oldest) needed -= std::min(needed, DeletesNeededAfter(segment.id, removal_bound_ms));
     if (static_cast<double>(needed) > policy.max_needed_fraction * static_cast<double>(bytes)) {
       continue;
     }
-    if (Status s = MoveSegment(segment, removal_bound_ms, &report); !s.ok()) return s;
+    if (Status s = MoveSegment(segment, removal_bound_ms, oldest, &report); !s.ok()) return s;
   }
   return report;
 }
 
 Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
-                                 MoveReport* report) {
+                                 bool oldest, MoveReport* report) {
   const std::string name = "journal segment " + std::to_string(segment.number);
   std::string bytes;
   Journal::Dictionary dictionary;  // what its compressed values need: appended decompressed
@@ -484,6 +495,7 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
     uint64_t hash = 0;
     std::optional<Version> from;  // the version whose index entry follows it (no value)
     int64_t keep_until_ms = 0;
+    OpType type = OpType::kPut;
   };
   std::vector<Moved> moved;
   EntryBuilder entry;
@@ -514,6 +526,9 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
       std::optional<Version> later;
       if (op.type == OpType::kPut) {
         if (!index_.Holds(hash, at) || !take(at)) continue;  // replaced since, or queued
+      } else if (oldest) {
+        ++report->deletes_dropped;  // the versions it hides go with this segment
+        continue;
       } else {
         Result<std::optional<Version>> found = Find(*journal_, hash, add->key);
         if (!found.ok()) return found.status();
@@ -545,7 +560,7 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
                        op.type == OpType::kPut
                            ? std::optional<Version>(Version{{}, op.keep_until_ms, at, stored_bytes})
                            : std::nullopt,
-                       op.keep_until_ms});
+                       op.keep_until_ms, op.type});
       if (later) {
         if (Status s =
                 entry.Add(OpView{OpType::kPut, later->keep_until_ms, add->key, later->value});
@@ -554,7 +569,7 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
         }
         const int64_t keep_until_ms = later->keep_until_ms;
         later->value.clear();
-        moved.push_back({hash, std::move(later), keep_until_ms});
+        moved.push_back({hash, std::move(later), keep_until_ms, OpType::kPut});
       }
     }
     if (entry.ops() == 0) break;
@@ -567,7 +582,7 @@ Status JournalStore::MoveSegment(const Journal::SegmentInfo& segment, int64_t re
       if (from && index_.Replace(moved[j].hash, from->at, here)) {
         RemoveNeed(from->at.segment, from->keep_until_ms, from->op_bytes);
       }
-      AddNeed(here.segment, moved[j].keep_until_ms, entry.op_bytes(j));
+      AddNeed(here.segment, moved[j].keep_until_ms, entry.op_bytes(j), moved[j].type);
     }
     report->ops_moved += moved.size();
     report->bytes_moved += entry.finished_bytes();
@@ -682,9 +697,11 @@ int64_t NeedBucket(int64_t keep_until_ms, int64_t bucket_ms) {
 }
 }  // namespace
 
-void JournalStore::AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes) {
+void JournalStore::AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes, OpType type) {
   std::lock_guard<std::mutex> lock(need_mu_);
-  needs_[segment][NeedBucket(keep_until_ms, kNeedBucketMs)] += bytes;
+  const int64_t bucket = NeedBucket(keep_until_ms, kNeedBucketMs);
+  needs_[segment][bucket] += bytes;
+  if (type == OpType::kDelete) delete_needs_[segment][bucket] += bytes;
 }
 
 void JournalStore::RemoveNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes) {
@@ -700,17 +717,29 @@ void JournalStore::RemoveNeed(uint32_t segment, int64_t keep_until_ms, uint64_t 
 void JournalStore::ForgetNeeds(uint32_t segment) {
   std::lock_guard<std::mutex> lock(need_mu_);
   needs_.erase(segment);
+  delete_needs_.erase(segment);
 }
 
-uint64_t JournalStore::NeededAfter(uint32_t segment, int64_t removal_bound_ms) const {
-  std::lock_guard<std::mutex> lock(need_mu_);
-  auto it = needs_.find(segment);
-  if (it == needs_.end()) return 0;
+namespace {
+uint64_t BytesAfter(const NeedsBySegment& needs, uint32_t segment, int64_t removal_bound_ms) {
+  auto it = needs.find(segment);
+  if (it == needs.end()) return 0;
   uint64_t bytes = 0;
   for (auto b = it->second.upper_bound(removal_bound_ms); b != it->second.end(); ++b) {
     bytes += b->second;
   }
   return bytes;
+}
+}  // namespace
+
+uint64_t JournalStore::NeededAfter(uint32_t segment, int64_t removal_bound_ms) const {
+  std::lock_guard<std::mutex> lock(need_mu_);
+  return BytesAfter(needs_, segment, removal_bound_ms);
+}
+
+uint64_t JournalStore::DeletesNeededAfter(uint32_t segment, int64_t removal_bound_ms) const {
+  std::lock_guard<std::mutex> lock(need_mu_);
+  return BytesAfter(delete_needs_, segment, removal_bound_ms);
 }
 
 }  // namespace idem::journal

@@ -169,6 +169,8 @@ class JournalStore {
     // (InvalidArgument). The first one's error.
     size_t skipped = 0;
     Status first_skipped;
+    // Deletes of the oldest segment left out: every earlier version of their keys was in it.
+    uint64_t deletes_dropped = 0;
   };
   // For each sealed segment the policy picks, oldest first: appends again, with their
   // keep-until, the operations in it still needed, syncs them, then deletes the segment. Needed
@@ -223,18 +225,22 @@ class JournalStore {
   // Replay as Journal::Open calls it; the first error is kept in `*replayed`, and nothing is
   // replayed after it.
   Journal::Replay ReplayInto(Status* replayed);
-  // MoveSurvivors for one segment (drop_mu_ held).
-  Status MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms,
+  // MoveSurvivors for one segment (drop_mu_ held); `oldest`: no segment numbered below it is
+  // left.
+  Status MoveSegment(const Journal::SegmentInfo& segment, int64_t removal_bound_ms, bool oldest,
                      MoveReport* report);
 
   // The needed-bytes estimate: per segment id, bytes by keep-until, rounded down to
   // kNeedBucketMs (what ends within that is as good as ended). A delete counts until its
-  // keep-until even once a later put made it moot.
+  // keep-until even once a later put made it moot. The deletes' share is also kept apart, for
+  // the oldest segment, whose deletes are not needed (MoveSurvivors); not saved with the index,
+  // so the deletes of the segments a loaded save covers count in full.
   static constexpr int64_t kNeedBucketMs = 60'000;
-  void AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes);
+  void AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes, OpType type);
   void RemoveNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes);
   void ForgetNeeds(uint32_t segment);
   uint64_t NeededAfter(uint32_t segment, int64_t removal_bound_ms) const;
+  uint64_t DeletesNeededAfter(uint32_t segment, int64_t removal_bound_ms) const;
 
   const JournalOptions options_;
   const int64_t removal_bound_ms_;  // for the replay at open
@@ -262,7 +268,8 @@ class JournalStore {
   std::vector<Unmovable> unmovable_;
   uint64_t move_calls_ = 0;
   mutable std::mutex need_mu_;
-  NeedsBySegment needs_;  // guarded by need_mu_
+  NeedsBySegment needs_;         // guarded by need_mu_
+  NeedsBySegment delete_needs_;  // guarded by need_mu_: the deletes' part of needs_
   OpenReport opened_;
 };
 

@@ -740,6 +740,51 @@ TEST_F(JournalStoreTest, AMovedDeleteStillKeepsTheOlderVersionFromComingBack) {
   EXPECT_EQ("(none)", Get("k"));
 }
 
+// In the oldest segment a delete hides nothing that outlives the segment: every earlier version
+// of its key is in it too. Its move leaves the delete out, and nothing comes back.
+TEST_F(JournalStoreTest, ADeleteInTheOldestSegmentIsNotAppendedAgain) {
+  Apply({Put("k", "old", 1'000'000)});
+  Apply({Delete("k")});  // kept as long as "old"
+  const uint64_t first = ActiveSegment();
+  FillToNextSegment("short", 100);
+
+  Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
+  ASSERT_OK(moved);
+  EXPECT_EQ(1u, moved->segments);
+  EXPECT_EQ(0u, moved->ops_moved);
+  EXPECT_EQ(1u, moved->deletes_dropped);
+  EXPECT_FALSE(SegmentFileExists(first));
+  EXPECT_EQ("(none)", Get("k"));
+  Reopen(100);
+  EXPECT_EQ("(none)", Get("k"));
+}
+
+// An oldest segment of deletes of long-lived records (a lock taken and released, again and
+// again) is picked although its deletes are more than the policy's needed fraction of it: they
+// are not needed there. Behind it, the next one is the oldest, and goes the same way.
+TEST_F(JournalStoreTest, OldestSegmentsOfDeletesGoWhole) {
+  int locks = 0;
+  for (int segments = 0; segments < 2; ++segments) {
+    const uint64_t segment = ActiveSegment();
+    while (ActiveSegment() == segment) {
+      const std::string key = "lock-" + std::to_string(locks++);
+      Apply({Put(key, "l", kForever)});
+      Apply({Delete(key)});
+    }
+  }
+  FillToNextSegment("short", 100);
+  const size_t before = SegmentFiles();
+  ASSERT_GE(before, 4u);
+
+  Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
+  ASSERT_OK(moved);
+  EXPECT_GE(moved->segments, 2u);
+  EXPECT_EQ(0u, moved->ops_moved);
+  EXPECT_GE(moved->deletes_dropped, static_cast<uint64_t>(locks - 2));
+  Reopen(100);
+  for (int i = 0; i < locks; ++i) EXPECT_EQ("(none)", Get("lock-" + std::to_string(i)));
+}
+
 TEST_F(JournalStoreTest, AMovedDeleteDoesNotReviveAVersionThatEndedSince) {
   OldVersionThenDelete();
   FillToNextSegment("short", 100);
