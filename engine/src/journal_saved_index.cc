@@ -15,7 +15,9 @@ namespace idem::journal {
 namespace {
 
 constexpr std::string_view kMagic = "IDEMJIDX";
-constexpr uint32_t kVersion = 1;
+// Version 2 added the deletes' needs; a file of version 1 reads with none.
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kSavedSegmentBytes = 8 + 4 + 8 + 8 + 8 + 8;  // one segment in the head
 constexpr size_t kBucketBytes = 16;
 
@@ -67,7 +69,7 @@ Status CheckCrc(std::string_view covered, std::string_view stored, const char* w
   return Status::Ok();
 }
 
-Result<SavedJournal> DecodeHead(std::string_view head) {
+Result<SavedJournal> DecodeHead(std::string_view head, uint32_t version) {
   SavedJournal journal;
   // Fixed-width throughout: decoded by offsets, each count checked against what is left.
   size_t at = 0;
@@ -98,24 +100,31 @@ Result<SavedJournal> DecodeHead(std::string_view head) {
     s.entries_offset = u64();
     s.salt = u64();
   }
-  if (!need(4)) return Status::Corruption("its head is cut short");
-  const uint32_t with_needs = u32();
-  if (with_needs > segments || !need(uint64_t{with_needs} * 8)) {
-    return Status::Corruption("its head lists needs of " + std::to_string(with_needs) +
-                              " segments");
-  }
-  for (uint32_t i = 0; i < with_needs; ++i) {
-    if (!need(8)) return Status::Corruption("its head is cut short");
-    const uint32_t id = u32();
-    const uint32_t buckets = u32();
-    if (!need(uint64_t{buckets} * kBucketBytes)) {
-      return Status::Corruption("its head is cut short");
+  auto decode_needs = [&](NeedsBySegment* out) -> Status {
+    if (!need(4)) return Status::Corruption("its head is cut short");
+    const uint32_t with_needs = u32();
+    if (with_needs > segments || !need(uint64_t{with_needs} * 8)) {
+      return Status::Corruption("its head lists needs of " + std::to_string(with_needs) +
+                                " segments");
     }
-    std::map<int64_t, uint64_t>& needs = journal.needs[id];
-    for (uint32_t b = 0; b < buckets; ++b) {
-      const auto keep_until = static_cast<int64_t>(u64());
-      needs[keep_until] = u64();
+    for (uint32_t i = 0; i < with_needs; ++i) {
+      if (!need(8)) return Status::Corruption("its head is cut short");
+      const uint32_t id = u32();
+      const uint32_t buckets = u32();
+      if (!need(uint64_t{buckets} * kBucketBytes)) {
+        return Status::Corruption("its head is cut short");
+      }
+      std::map<int64_t, uint64_t>& needs = (*out)[id];
+      for (uint32_t b = 0; b < buckets; ++b) {
+        const auto keep_until = static_cast<int64_t>(u64());
+        needs[keep_until] = u64();
+      }
     }
+    return Status::Ok();
+  };
+  if (Status st = decode_needs(&journal.needs); !st.ok()) return st;
+  if (version >= 2) {
+    if (Status st = decode_needs(&journal.delete_needs); !st.ok()) return st;
   }
   if (at != head.size()) return Status::Corruption("its head has bytes past its end");
   return journal;
@@ -139,13 +148,15 @@ Status WriteSavedIndex(rocksdb::FileSystem* fs, const std::string& dir, const Sa
     coding::PutFixed64(&head, s.entries_offset);
     coding::PutFixed64(&head, s.salt);
   }
-  PutFixed32(&head, static_cast<uint32_t>(journal.needs.size()));
-  for (const auto& [id, needs] : journal.needs) {
-    PutFixed32(&head, id);
-    PutFixed32(&head, static_cast<uint32_t>(needs.size()));
-    for (const auto& [keep_until, bytes] : needs) {
-      coding::PutFixed64(&head, static_cast<uint64_t>(keep_until));
-      coding::PutFixed64(&head, bytes);
+  for (const NeedsBySegment* section : {&journal.needs, &journal.delete_needs}) {
+    PutFixed32(&head, static_cast<uint32_t>(section->size()));
+    for (const auto& [id, needs] : *section) {
+      PutFixed32(&head, id);
+      PutFixed32(&head, static_cast<uint32_t>(needs.size()));
+      for (const auto& [keep_until, bytes] : needs) {
+        coding::PutFixed64(&head, static_cast<uint64_t>(keep_until));
+        coding::PutFixed64(&head, bytes);
+      }
     }
   }
   std::string out(kMagic);
@@ -206,8 +217,9 @@ Result<std::optional<SavedJournal>> ReadSavedIndex(rocksdb::FileSystem* fs, cons
     return fail(Status::Corruption("it is not a saved index"));
   }
   const uint32_t version = DecodeFixed32(bytes.data() + kMagic.size());
-  if (version != kVersion) {
+  if (version < kOldestVersion || version > kVersion) {
     return fail(Status::Corruption("it is of version " + std::to_string(version) + ", not " +
+                                   std::to_string(kOldestVersion) + " to " +
                                    std::to_string(kVersion)));
   }
   const uint32_t head_bytes = DecodeFixed32(bytes.data() + kMagic.size() + 4);
@@ -217,7 +229,7 @@ Result<std::optional<SavedJournal>> ReadSavedIndex(rocksdb::FileSystem* fs, cons
   if (Status s = CheckCrc(head, std::string_view(bytes).substr(head_bytes), "its head"); !s.ok()) {
     return fail(s);
   }
-  Result<SavedJournal> journal = DecodeHead(head);
+  Result<SavedJournal> journal = DecodeHead(head, version);
   if (!journal.ok()) return fail(journal.status());
   JournalIndex::ShardImage image;
   for (size_t shard = 0; shard < JournalIndex::kShards; ++shard) {

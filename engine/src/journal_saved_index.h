@@ -17,6 +17,8 @@
 //           salt (8)
 //         segments with needs (4) | per one: id (4) | buckets (4) | per bucket:
 //           keep-until (8) | bytes (8)
+//         from version 2: the deletes' part of those needs, in the same form (version 1 files
+//           read with none)
 //   then for each of the index's JournalIndex::kShards shards, in order:
 //     table slots (4) | entries (4) | entries x 8 | masked crc32c of the shard's bytes before it
 //     (4)
@@ -50,6 +52,7 @@ struct SavedJournal {
   std::vector<Journal::SegmentInfo> segments;  // oldest first; `active` is not saved
   uint64_t last_sequence = 0;
   NeedsBySegment needs;
+  NeedsBySegment delete_needs;  // the deletes' part of `needs`
 };
 
 // Writes `journal` and the index's `tables` (JournalIndex::CopyTable of every shard) as `dir`'s

@@ -59,6 +59,7 @@ void JournalStore::LoadSaved(rocksdb::FileSystem* fs, const std::string& dir,
   resume->segments = std::move((*saved)->segments);
   resume->last_sequence = (*saved)->last_sequence;
   needs_ = std::move((*saved)->needs);
+  delete_needs_ = std::move((*saved)->delete_needs);
   report.loaded_saved_index = true;
   resume->gone = [this](const std::vector<uint32_t>& ids) {
     index_.EraseSegments(ids);
@@ -172,6 +173,7 @@ Status JournalStore::SaveIndex() {
     {
       std::lock_guard<std::mutex> lock(need_mu_);
       saved.needs = needs_;
+      saved.delete_needs = delete_needs_;
     }
     for (size_t shard = 0; shard < tables.size(); ++shard) {
       index_.CopyTable(shard, &tables[shard]);

@@ -232,9 +232,9 @@ class JournalStore {
 
   // The needed-bytes estimate: per segment id, bytes by keep-until, rounded down to
   // kNeedBucketMs (what ends within that is as good as ended). A delete counts until its
-  // keep-until even once a later put made it moot. The deletes' share is also kept apart, for
-  // the oldest segment, whose deletes are not needed (MoveSurvivors); not saved with the index,
-  // so the deletes of the segments a loaded save covers count in full.
+  // keep-until even once a later put made it moot. The deletes' share is also kept apart (and
+  // saved with the index), for the oldest segment, whose deletes are not needed (MoveSurvivors);
+  // a save of the first format has none, so its segments' deletes count in full.
   static constexpr int64_t kNeedBucketMs = 60'000;
   void AddNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes, OpType type);
   void RemoveNeed(uint32_t segment, int64_t keep_until_ms, uint64_t bytes);

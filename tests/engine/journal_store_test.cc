@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 #include <rocksdb/file_system.h>
 
+#include "crc32c.h"
+#include "journal_saved_index.h"
 #include "support/concurrency.h"
 #include "support/data_damage.h"
 #include "support/journal_fault_fs.h"
@@ -781,6 +783,66 @@ TEST_F(JournalStoreTest, OldestSegmentsOfDeletesGoWhole) {
   EXPECT_GE(moved->segments, 2u);
   EXPECT_EQ(0u, moved->ops_moved);
   EXPECT_GE(moved->deletes_dropped, static_cast<uint64_t>(locks - 2));
+  Reopen(100);
+  for (int i = 0; i < locks; ++i) EXPECT_EQ("(none)", Get("lock-" + std::to_string(i)));
+}
+
+// The deletes' share of the estimate is saved with the index: after a start that loaded it, an
+// oldest segment of deletes still goes whole. A save of the first format, which has no such
+// share, still loads; its segments' deletes then count as needed, as they did.
+TEST_F(JournalStoreTest, TheDeletesShareOfTheEstimateIsSavedWithTheIndex) {
+  int locks = 0;
+  const uint64_t segment = ActiveSegment();
+  while (ActiveSegment() == segment) {
+    const std::string key = "lock-" + std::to_string(locks++);
+    Apply({Put(key, "l", kForever)});
+    Apply({Delete(key)});
+  }
+  FillToNextSegment("short", 100);
+  ASSERT_OK(store_->SaveIndex());
+  const std::string path = dir_.Sub("journal") + "/" + kSavedIndexName;
+  const std::string saved = testing::ReadWholeFile(path);
+
+  // The same save in the first format: version 1, the head without its last section.
+  auto u32 = [](const char* p) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+    return v;
+  };
+  auto put32 = [](std::string* out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+  };
+  ASSERT_EQ(2u, u32(saved.data() + 8));
+  const uint32_t head_bytes = u32(saved.data() + 12);
+  std::string head = saved.substr(16, head_bytes);
+  // Past the last sequence and the segments, the needs: segments, and per one its id, its
+  // buckets and 16 bytes a bucket; the deletes' needs follow in the same form.
+  size_t at = 8 + 4 + size_t{u32(head.data() + 8)} * (8 + 4 + 8 + 8 + 8 + 8);
+  const uint32_t with_needs = u32(head.data() + at);
+  at += 4;
+  for (uint32_t i = 0; i < with_needs; ++i) at += 8 + size_t{u32(head.data() + at + 4)} * 16;
+  ASSERT_GE(u32(head.data() + at), 1u) << "the deletes' needs of a segment at least";
+  head.resize(at);
+  std::string rewritten = saved.substr(0, 8);
+  put32(&rewritten, 1);
+  put32(&rewritten, static_cast<uint32_t>(head.size()));
+  rewritten += head;
+  put32(&rewritten, MaskCrc(Crc32c(head)));
+  rewritten += saved.substr(16 + head_bytes + 4);
+
+  auto oldest_goes = [&](const std::string& file) {
+    store_.reset();
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
+    Reopen(100);
+    EXPECT_TRUE(store_->opened().loaded_saved_index) << store_->opened().saved_index_unused;
+    Result<JournalStore::MoveReport> moved = store_->MoveSurvivors(100, kMoveAnySparse);
+    EXPECT_TRUE(moved.ok()) << moved.status().ToString();
+    return moved.ok() && moved->deletes_dropped > 0;
+  };
+  EXPECT_FALSE(oldest_goes(rewritten));
+  EXPECT_TRUE(SegmentFileExists(segment));
+  EXPECT_TRUE(oldest_goes(saved));
+  EXPECT_FALSE(SegmentFileExists(segment));
   Reopen(100);
   for (int i = 0; i < locks; ++i) EXPECT_EQ("(none)", Get("lock-" + std::to_string(i)));
 }
