@@ -102,6 +102,20 @@ class JournalStoreTest : public ::testing::Test {
     FillToNextSegment("long", 1'000'000);
     Apply({Delete("k")});
   }
+  // A lock that never expires taken and released (a put and its delete) "lock-<n>", again and
+  // again, until `segments` segments are full of them; returns how many.
+  int TakeAndReleaseLocks(int segments) {
+    int locks = 0;
+    for (int i = 0; i < segments; ++i) {
+      const uint64_t segment = ActiveSegment();
+      while (ActiveSegment() == segment) {
+        const std::string key = "lock-" + std::to_string(locks++);
+        Apply({Put(key, "l", kForever)});
+        Apply({Delete(key)});
+      }
+    }
+    return locks;
+  }
   bool SegmentFileExists(uint64_t number) const {
     return std::filesystem::exists(store_->journal().SegmentPath(number));
   }
@@ -765,15 +779,7 @@ TEST_F(JournalStoreTest, ADeleteInTheOldestSegmentIsNotAppendedAgain) {
 // again) is picked although its deletes are more than the policy's needed fraction of it: they
 // are not needed there. Behind it, the next one is the oldest, and goes the same way.
 TEST_F(JournalStoreTest, OldestSegmentsOfDeletesGoWhole) {
-  int locks = 0;
-  for (int segments = 0; segments < 2; ++segments) {
-    const uint64_t segment = ActiveSegment();
-    while (ActiveSegment() == segment) {
-      const std::string key = "lock-" + std::to_string(locks++);
-      Apply({Put(key, "l", kForever)});
-      Apply({Delete(key)});
-    }
-  }
+  const int locks = TakeAndReleaseLocks(2);
   FillToNextSegment("short", 100);
   const size_t before = SegmentFiles();
   ASSERT_GE(before, 4u);
@@ -791,13 +797,8 @@ TEST_F(JournalStoreTest, OldestSegmentsOfDeletesGoWhole) {
 // oldest segment of deletes still goes whole. A save of the first format, which has no such
 // share, still loads; its segments' deletes then count as needed, as they did.
 TEST_F(JournalStoreTest, TheDeletesShareOfTheEstimateIsSavedWithTheIndex) {
-  int locks = 0;
   const uint64_t segment = ActiveSegment();
-  while (ActiveSegment() == segment) {
-    const std::string key = "lock-" + std::to_string(locks++);
-    Apply({Put(key, "l", kForever)});
-    Apply({Delete(key)});
-  }
+  const int locks = TakeAndReleaseLocks(1);
   FillToNextSegment("short", 100);
   ASSERT_OK(store_->SaveIndex());
   const std::string path = dir_.Sub("journal") + "/" + kSavedIndexName;
