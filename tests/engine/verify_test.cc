@@ -202,6 +202,8 @@ TEST_F(JournalVerifyTest, FindsADamagedSegmentByItsFileAndOffset) {
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(Status::Code::kCorruption, report.status().code()) << report.status().ToString();
   EXPECT_THAT(report.status().message(), HasSubstr(segments[0]));
+  EXPECT_THAT(report.status().message(), HasSubstr("To salvage what is readable: idemctl --data " +
+                                                   dir_.Sub("db") + " repair"));
 }
 
 TEST_F(JournalVerifyTest, ReportsATornTailWithoutRepairingIt) {
