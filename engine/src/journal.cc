@@ -134,6 +134,18 @@ Journal::~Journal() {
   if (preparer_.joinable()) preparer_.join();
 }
 
+rocksdb::IOStatus RemoveDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
+  const rocksdb::IOOptions io;
+  if (fs->FileExists(dir, io, nullptr).IsNotFound()) return rocksdb::IOStatus::OK();
+  std::vector<std::string> children;
+  rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr);
+  for (const std::string& child : children) {
+    if (!s.ok()) break;
+    if (child != "." && child != "..") s = fs->DeleteFile(dir + "/" + child, io, nullptr);
+  }
+  return s.ok() ? fs->DeleteDir(dir, io, nullptr) : s;
+}
+
 Result<std::vector<uint64_t>> ListSegments(rocksdb::FileSystem* fs, const std::string& dir) {
   const rocksdb::IOOptions io;
   std::vector<std::string> children;

@@ -58,6 +58,9 @@ namespace idem::journal {
 
 // Makes the entries of `dir` (files created, renamed or deleted in it) durable.
 rocksdb::IOStatus SyncDirectory(rocksdb::FileSystem* fs, const std::string& dir);
+// Deletes `dir` and the files in it (a journal's directory holds no other directory): a staging
+// journal given up. OK if `dir` does not exist.
+rocksdb::IOStatus RemoveDirectory(rocksdb::FileSystem* fs, const std::string& dir);
 // The numbers of the segment files in `dir`, ascending; IOError if `dir` cannot be listed.
 Result<std::vector<uint64_t>> ListSegments(rocksdb::FileSystem* fs, const std::string& dir);
 // The path of segment `number`'s file in `dir`.

@@ -35,19 +35,8 @@ std::string FirstRecordKey() { return std::string(1, static_cast<char>(kMetaKeyP
 std::string StagingDir(const std::string& db_dir) { return JournalDir(db_dir) + ".converting"; }
 
 Status RemoveDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
-  const rocksdb::IOOptions io;
-  std::vector<std::string> children;
-  if (rocksdb::IOStatus s = fs->GetChildren(dir, io, &children, nullptr); !s.ok()) {
-    return FromRocks(s);
-  }
-  for (const std::string& child : children) {
-    if (child == "." || child == "..") continue;
-    if (rocksdb::IOStatus s = fs->DeleteFile(dir + "/" + child, io, nullptr); !s.ok()) {
-      return FromRocks(s);
-    }
-  }
-  if (rocksdb::IOStatus s = fs->DeleteDir(dir, io, nullptr); !s.ok()) return FromRocks(s);
-  return Status::Ok();
+  const rocksdb::IOStatus s = journal::RemoveDirectory(fs, dir);
+  return s.ok() ? Status::Ok() : FromRocks(s);
 }
 
 Status SyncDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
@@ -243,10 +232,9 @@ Result<std::optional<JournalConversion>> ConvertToJournal(
   // A window family may be empty (created ahead of the writes that would need it): converting
   // it costs nothing and drops it.
   const bool holds = *default_holds || !windows->Current()->empty();
-  if (fs->FileExists(staging, io, nullptr).ok()) {
-    // A conversion a crash interrupted before its rename: RocksDB still holds every record.
-    if (Status st = RemoveDirectory(fs, staging); !st.ok()) return st;
-  }
+  // A conversion a crash interrupted before its rename, if any: RocksDB still holds every
+  // record.
+  if (Status st = RemoveDirectory(fs, staging); !st.ok()) return st;
   if (!holds) return std::optional<JournalConversion>();
   Result<bool> has_journal = journal::Journal::HasSegments(fs, journal_dir);
   if (!has_journal.ok()) return has_journal.status();
@@ -280,9 +268,7 @@ Result<std::optional<JournalConversion>> ConvertToJournal(
 }
 
 Status RemoveAbandonedConversion(rocksdb::FileSystem* fs, const std::string& db_dir) {
-  const std::string staging = StagingDir(db_dir);
-  if (!fs->FileExists(staging, rocksdb::IOOptions(), nullptr).ok()) return Status::Ok();
-  return RemoveDirectory(fs, staging);
+  return RemoveDirectory(fs, StagingDir(db_dir));
 }
 
 }  // namespace idem

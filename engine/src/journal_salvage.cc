@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <memory>
 #include <utility>
 
@@ -24,14 +23,11 @@
 namespace idem {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::string StagingDir(const std::string& journal_dir) { return journal_dir + ".repairing"; }
 
-Status RemoveAll(const std::string& path) {
-  std::error_code ec;
-  fs::remove_all(path, ec);
-  return ec ? Status::IOError("cannot delete " + path + ": " + ec.message()) : Status::Ok();
+Status RemoveDirectory(rocksdb::FileSystem* fs, const std::string& dir) {
+  const rocksdb::IOStatus s = journal::RemoveDirectory(fs, dir);
+  return s.ok() ? Status::Ok() : Status::IOError("cannot delete " + dir + ": " + s.ToString());
 }
 
 // The whole file: segments are read whole by an open too (at most kMaxSegmentBytes).
@@ -316,7 +312,7 @@ Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
   if (!*has) return std::optional<JournalSalvage>();
   const std::string staging = StagingDir(journal_dir);
   // Left by a salvage a crash interrupted: a partial new journal, or the old one exchanged out.
-  if (Status st = RemoveAll(staging); !st.ok()) return st;
+  if (Status st = RemoveDirectory(fs, staging); !st.ok()) return st;
   Result<std::vector<uint64_t>> numbers = journal::ListSegments(fs, journal_dir);
   if (!numbers.ok()) return numbers.status();
 
@@ -332,7 +328,7 @@ Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
   std::unique_ptr<journal::JournalStore> store = std::move(*opened);
   auto abandon = [&](Status st) {
     store.reset();
-    (void)RemoveAll(staging);  // its disk back; the journal is as it was
+    (void)RemoveDirectory(fs, staging);  // its disk back; the journal is as it was
     return st;
   };
   Salvager salvager(store.get(), &salvage);
@@ -362,7 +358,7 @@ Result<std::optional<JournalSalvage>> SalvageJournal(const std::string& db_dir,
   if (Status st = Exchange(staging, journal_dir); !st.ok()) return st;
   salvage.rewritten = true;
   if (rocksdb::IOStatus s = journal::SyncDirectory(fs, db_dir); !s.ok()) return FromRocks(s);
-  if (Status st = RemoveAll(staging); !st.ok()) return st;
+  if (Status st = RemoveDirectory(fs, staging); !st.ok()) return st;
   salvage.lines.push_back("rewrote the journal from the " + std::to_string(salvage.entries) +
                           " intact entries of its " + std::to_string(salvage.segments) +
                           " segments, in their order");

@@ -366,8 +366,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, AdminQueryTest,
                          ::testing::Values(EngineOptions::Layout::kLeveled,
                                            EngineOptions::Layout::kJournal),
                          [](const ::testing::TestParamInfo<EngineOptions::Layout>& p) {
-                           return p.param == EngineOptions::Layout::kJournal ? "Journal"
-                                                                             : "Leveled";
+                           return testing::LayoutName(p.param);
                          });
 
 }  // namespace

@@ -53,8 +53,6 @@ using Layout = EngineOptions::Layout;
 void UseLayout(Layout layout, EngineOptions* options) {
   if (layout == Layout::kJournal) testing::UseSmallJournal(options);
 }
-std::string LayoutName(Layout layout) { return layout == Layout::kJournal ? "Journal" : "Leveled"; }
-
 // The tests every layout must pass.
 class BackupLayoutTest : public BackupTest, public ::testing::WithParamInterface<Layout> {
  protected:
@@ -66,7 +64,7 @@ struct WritesCase {
   Layout layout;
 };
 void PrintTo(const WritesCase& c, std::ostream* os) {
-  *os << DurabilityName(c.durability) << LayoutName(c.layout);
+  *os << DurabilityName(c.durability) << testing::LayoutName(c.layout);
 }
 
 class BackupUnderWritesTest : public BackupTest, public ::testing::WithParamInterface<WritesCase> {
@@ -108,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, BackupUnderWritesTest,
                                            WritesCase{Durability::kAsync, Layout::kJournal}),
                          [](const ::testing::TestParamInfo<WritesCase>& p) {
                            return std::string(DurabilityName(p.param.durability)) +
-                                  LayoutName(p.param.layout);
+                                  testing::LayoutName(p.param.layout);
                          });
 
 TEST_P(BackupLayoutTest, RestoredStoreServesTheRecordsAsTheyWere) {
@@ -181,7 +179,7 @@ TEST_P(BackupLayoutTest, RestoredStoreNeverHandsOutAFenceTheSourceHandedOut) {
 INSTANTIATE_TEST_SUITE_P(Layouts, BackupLayoutTest,
                          ::testing::Values(Layout::kLeveled, Layout::kJournal),
                          [](const ::testing::TestParamInfo<Layout>& p) {
-                           return LayoutName(p.param);
+                           return testing::LayoutName(p.param);
                          });
 
 class BackupJournalTest : public BackupTest {
@@ -361,7 +359,7 @@ TEST_P(BackupFaultLayoutTest, AFailedRenameOrDirectorySyncLeavesNothing) {
 INSTANTIATE_TEST_SUITE_P(Layouts, BackupFaultLayoutTest,
                          ::testing::Values(Layout::kLeveled, Layout::kJournal),
                          [](const ::testing::TestParamInfo<Layout>& p) {
-                           return LayoutName(p.param);
+                           return testing::LayoutName(p.param);
                          });
 
 // A second backup while one is being taken is refused (Busy), whatever its directory: two

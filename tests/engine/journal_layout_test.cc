@@ -411,8 +411,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ConversionFromEachLayoutTest,
                          ::testing::Values(EngineOptions::Layout::kLeveled,
                                            EngineOptions::Layout::kExpiryWindows),
                          [](const ::testing::TestParamInfo<EngineOptions::Layout>& p) {
-                           return p.param == EngineOptions::Layout::kLeveled ? "Leveled"
-                                                                             : "Windows";
+                           return testing::LayoutName(p.param);
                          });
 
 TEST_P(ConversionFromEachLayoutTest, IsConvertedAtItsFirstOpenWithTheJournalLayout) {

@@ -19,6 +19,19 @@ namespace idem::testing {
 
 // The journal layout with its smallest segments (64 KiB), so that a test's few hundred records
 // fill several; the payload limit lowered to what such a segment holds.
+// A layout's name in a parameterized test's name: "Leveled", "Windows" or "Journal".
+inline std::string LayoutName(EngineOptions::Layout layout) {
+  switch (layout) {
+    case EngineOptions::Layout::kLeveled:
+      return "Leveled";
+    case EngineOptions::Layout::kExpiryWindows:
+      return "Windows";
+    case EngineOptions::Layout::kJournal:
+      return "Journal";
+  }
+  return "?";
+}
+
 inline void UseSmallJournal(EngineOptions* options) {
   options->layout = EngineOptions::Layout::kJournal;
   options->limits.max_payload_bytes = 16 << 10;
